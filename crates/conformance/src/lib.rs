@@ -1,0 +1,307 @@
+//! The backend conformance suite: every rule of DESIGN §3 that a backend must keep, as one
+//! async function per rule, run against each backend by `tests/conformance.rs` (a list of
+//! factories, as Prometheus runs one chunk test over every encoding).
+//!
+//! A test gets a [`StoreFactory`], creates a fresh store with the segment capacity it wants
+//! and may reopen it to check persistence. Failures panic with a message saying what broke.
+
+use async_trait::async_trait;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tickertape_backend::{AppendOutcome, Backend, SeriesAppend};
+use tickertape_core::query::select_range;
+use tickertape_core::segment::{collect_points, SegmentBody, NO_NEXT, NO_PREVIOUS};
+use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
+
+/// Makes fresh, empty stores of one backend kind.
+#[async_trait]
+pub trait StoreFactory: Send + Sync {
+    async fn create(&self, segment_capacity: usize) -> Box<dyn StoreHandle>;
+}
+
+/// One store's location; `open` may be called again after the previous backend was
+/// dropped, to check what survived.
+#[async_trait]
+pub trait StoreHandle: Send + Sync {
+    async fn open(&self) -> Arc<dyn Backend>;
+}
+
+fn key(host: &str, field: &str) -> SeriesKey {
+    SeriesKey::new("cpu", vec![("host".into(), host.into())], field)
+}
+
+fn points(times: &[i64]) -> Vec<Point> {
+    times.iter().map(|&t| Point::new(t, t as f64 * 0.5)).collect()
+}
+
+async fn one_series(backend: &dyn Backend) -> SeriesId {
+    backend.resolve_series(&[key("a", "u")]).await.expect("resolve")[0]
+}
+
+async fn append(backend: &dyn Backend, series: SeriesId, times: &[i64]) -> AppendOutcome {
+    let out = backend
+        .append(vec![SeriesAppend {
+            series,
+            points: points(times),
+        }])
+        .await
+        .expect("append");
+    out[0]
+}
+
+async fn read_all(backend: &dyn Backend, series: SeriesId) -> Vec<Point> {
+    let segments = backend
+        .read_segments(series, i64::MIN, i64::MAX)
+        .await
+        .expect("read_segments");
+    collect_points(&segments).expect("decode")
+}
+
+fn assert_bits_eq(got: &[Point], want: &[Point], context: &str) {
+    let same = got.len() == want.len() && got.iter().zip(want).all(|(a, b)| a.bit_eq(b));
+    assert!(same, "{context}: got {got:?}, want {want:?}");
+}
+
+/// Appended points come back, in order, bit for bit.
+pub async fn append_then_read(f: &dyn StoreFactory) {
+    let store = f.create(8).await;
+    let b = store.open().await;
+    let s = one_series(&*b).await;
+    let out = append(&*b, s, &[1, 2, 3]).await;
+    assert_eq!(out, AppendOutcome { refused: 0, last_time: None });
+    append(&*b, s, &[4, 5]).await;
+    assert_bits_eq(&read_all(&*b, s).await, &points(&[1, 2, 3, 4, 5]), "read back");
+}
+
+/// Values are stored bit for bit, times anywhere in i64 (the epoch and before it too).
+pub async fn any_value_any_time(f: &dyn StoreFactory) {
+    let store = f.create(3).await;
+    let b = store.open().await;
+    let s = one_series(&*b).await;
+    let pts = vec![
+        Point::new(i64::MIN + 1, f64::NAN),
+        Point::new(-5, -0.0),
+        Point::new(0, 0.0),
+        Point::new(1, f64::INFINITY),
+        Point::new(2, f64::NEG_INFINITY),
+        Point::new(3, f64::from_bits(0x7ff8_dead_beef_0001)),
+        Point::new(4, f64::MIN_POSITIVE / 2.0),
+        Point::new(i64::MAX - 1, 1e300),
+    ];
+    b.append(vec![SeriesAppend { series: s, points: pts.clone() }])
+        .await
+        .expect("append");
+    assert_bits_eq(&read_all(&*b, s).await, &pts, "special values");
+}
+
+/// A full segment rolls over; the chain's `prev_end`/`next_start` are kept right and full
+/// segments are sealed into compressed blocks.
+pub async fn rollover_keeps_chain_and_seals(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let b = store.open().await;
+    let s = one_series(&*b).await;
+    let times: Vec<i64> = (1..=10).map(|i| i * 10).collect();
+    // Uneven batches, one straddling a boundary.
+    append(&*b, s, &times[..3]).await;
+    append(&*b, s, &times[3..6]).await;
+    append(&*b, s, &times[6..]).await;
+    let segments = b.read_segments(s, i64::MIN, i64::MAX).await.expect("read");
+    assert_eq!(segments.len(), 3, "10 points at capacity 4 make 3 segments");
+    assert_eq!(segments[0].prev_end, NO_PREVIOUS);
+    assert_eq!(segments.last().map(|s| s.next_start), Some(NO_NEXT));
+    for pair in segments.windows(2) {
+        let left = pair[0].points().expect("decode");
+        let right = pair[1].points().expect("decode");
+        assert_eq!(pair[0].next_start, right[0].time, "next_start is the next first time");
+        assert_eq!(pair[1].prev_end, left[left.len() - 1].time, "prev_end is the previous last time");
+        assert_eq!(left.len(), 4, "a closed segment is full");
+        assert!(matches!(pair[0].body, SegmentBody::Sealed(_)), "a full, closed segment is sealed");
+    }
+    assert_bits_eq(&collect_points(&segments).expect("decode"), &points(&times), "chain");
+}
+
+/// Every range, including one inside a gap and one across a segment boundary, reads the
+/// points in range plus the nearest one on each side.
+pub async fn neighbors_across_boundaries_and_gaps(f: &dyn StoreFactory) {
+    let store = f.create(3).await;
+    let b = store.open().await;
+    let s = one_series(&*b).await;
+    let times: Vec<i64> = (1..=10).map(|i| i * 10).collect();
+    append(&*b, s, &times).await;
+    let all = points(&times);
+    for start in (0..=115).step_by(5) {
+        for end in (start..=115).step_by(5) {
+            // The trait's range is inclusive; the API's end is exclusive.
+            let segments = b.read_segments(s, start, end).await.expect("read");
+            let got = select_range(&collect_points(&segments).expect("decode"), start, end, true);
+            let want = select_range(&all, start, end, true);
+            assert_bits_eq(&got, &want, &format!("range [{start}, {end})"));
+        }
+    }
+}
+
+/// A point at or before the series' last time is refused; the rest of the batch is kept.
+pub async fn out_of_order_is_refused(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let b = store.open().await;
+    let s = one_series(&*b).await;
+    append(&*b, s, &[10, 20]).await;
+    let out = append(&*b, s, &[15, 20, 30]).await;
+    assert_eq!(out, AppendOutcome { refused: 2, last_time: Some(20) });
+    let out = append(&*b, s, &[30]).await;
+    assert_eq!(out, AppendOutcome { refused: 1, last_time: Some(30) });
+    assert_bits_eq(&read_all(&*b, s).await, &points(&[10, 20, 30]), "after refusals");
+}
+
+/// Several appends in one call, to one series and to several, apply in order.
+pub async fn many_series_in_one_call(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let b = store.open().await;
+    let keys: Vec<SeriesKey> = (0..5).map(|i| key(&format!("h{i}"), "u")).collect();
+    let ids = b.resolve_series(&keys).await.expect("resolve");
+    let mut appends = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let base = i as i64 * 100;
+        appends.push(SeriesAppend { series: *id, points: points(&[base + 1, base + 2, base + 3]) });
+        appends.push(SeriesAppend { series: *id, points: points(&[base + 4, base + 5]) });
+    }
+    appends.push(SeriesAppend { series: ids[0], points: points(&[2]) });
+    let out = b.append(appends).await.expect("append");
+    assert_eq!(out.len(), 11);
+    assert_eq!(out[10], AppendOutcome { refused: 1, last_time: Some(5) });
+    for (i, id) in ids.iter().enumerate() {
+        let base = i as i64 * 100;
+        let want: Vec<i64> = (1..=5).map(|t| base + t).collect();
+        assert_bits_eq(&read_all(&*b, *id).await, &points(&want), &format!("series {i}"));
+    }
+}
+
+/// Series ids are stable, distinct, listed by selector, and survive a reopen.
+pub async fn series_registry(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let keys = vec![
+        key("a", "u"),
+        key("b", "u"),
+        key("a", "s"),
+        SeriesKey::new("mem", vec![("host".into(), "a".into()), ("dc".into(), "x y$.z".into())], "free"),
+    ];
+    let ids = {
+        let b = store.open().await;
+        let ids = b.resolve_series(&keys).await.expect("resolve");
+        let again = b.resolve_series(&[keys[2].clone(), keys[0].clone()]).await.expect("resolve");
+        assert_eq!(again, vec![ids[2], ids[0]], "same key, same id");
+        let mut distinct = ids.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), keys.len(), "distinct keys get distinct ids");
+        let cpu_a = b
+            .find_series(&SeriesSelector {
+                measurement: "cpu".into(),
+                field: None,
+                tags: vec![("host".into(), "a".into())],
+            })
+            .await
+            .expect("find");
+        let mut found: Vec<SeriesKey> = cpu_a.into_iter().map(|s| s.key).collect();
+        found.sort();
+        let mut want = vec![keys[0].clone(), keys[2].clone()];
+        want.sort();
+        assert_eq!(found, want);
+        ids
+    };
+    let b = store.open().await;
+    assert_eq!(b.resolve_series(&keys).await.expect("resolve"), ids, "ids survive reopen");
+    let mem = b
+        .find_series(&SeriesSelector { measurement: "mem".into(), field: Some("free".into()), tags: vec![] })
+        .await
+        .expect("find");
+    assert_eq!(mem.len(), 1);
+    assert_eq!(mem[0].key, keys[3], "names with $, . and spaces survive");
+}
+
+/// Everything acknowledged survives a reopen, and writing continues where it stopped.
+pub async fn reopen_keeps_everything(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let s = {
+        let b = store.open().await;
+        let s = one_series(&*b).await;
+        append(&*b, s, &[1, 2, 3, 4, 5, 6]).await;
+        s
+    };
+    let b = store.open().await;
+    assert_bits_eq(&read_all(&*b, s).await, &points(&[1, 2, 3, 4, 5, 6]), "after reopen");
+    let head = b.heads(&[s]).await.expect("heads")[0].expect("head");
+    assert_eq!((head.last.time, head.count), (6, 6));
+    let out = append(&*b, s, &[6, 7, 8, 9, 10]).await;
+    assert_eq!(out, AppendOutcome { refused: 1, last_time: Some(6) });
+    assert_bits_eq(&read_all(&*b, s).await, &points(&(1..=10).collect::<Vec<_>>()), "continued");
+}
+
+/// Heads give the latest point and count; a series without points has none.
+pub async fn heads_report_last_point(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let b = store.open().await;
+    let ids = b.resolve_series(&[key("a", "u"), key("b", "u")]).await.expect("resolve");
+    append(&*b, ids[0], &[5, 9]).await;
+    let heads = b.heads(&ids).await.expect("heads");
+    let h = heads[0].expect("head of a written series");
+    assert!(h.last.bit_eq(&Point::new(9, 4.5)) && h.count == 2, "{h:?}");
+    assert!(heads[1].is_none());
+}
+
+/// Random appends (some out of order) and reads against a `BTreeMap` model.
+pub async fn model_check(f: &dyn StoreFactory, seed: u64, steps: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let store = f.create(rng.gen_range(2..=6)).await;
+    let mut b = store.open().await;
+    let keys: Vec<SeriesKey> = (0..3).map(|i| key(&format!("m{i}"), "v")).collect();
+    let ids = b.resolve_series(&keys).await.expect("resolve");
+    let mut model: BTreeMap<(SeriesId, i64), f64> = BTreeMap::new();
+    let mut last: BTreeMap<SeriesId, i64> = BTreeMap::new();
+    for step in 0..steps {
+        match rng.gen_range(0..10) {
+            0..=5 => {
+                let mut appends = Vec::new();
+                for _ in 0..rng.gen_range(1..=3) {
+                    let series = ids[rng.gen_range(0..ids.len())];
+                    let from = last.get(&series).copied().unwrap_or(0) + rng.gen_range(-3..4);
+                    let mut t = from;
+                    let pts: Vec<Point> = (0..rng.gen_range(1..=7))
+                        .map(|_| {
+                            t += rng.gen_range(1..5);
+                            Point::new(t, rng.gen_range(-100.0..100.0))
+                        })
+                        .collect();
+                    appends.push(SeriesAppend { series, points: pts });
+                }
+                let outcomes = b.append(appends.clone()).await.expect("append");
+                for (a, out) in appends.iter().zip(outcomes) {
+                    let prev = last.get(&a.series).copied();
+                    let want = prev.map_or(0, |l| a.points.partition_point(|p| p.time <= l));
+                    assert_eq!(out.refused, want, "step {step}: refused prefix");
+                    for p in &a.points[want..] {
+                        model.insert((a.series, p.time), p.value);
+                        last.insert(a.series, p.time);
+                    }
+                }
+            }
+            6..=8 => {
+                let series = ids[rng.gen_range(0..ids.len())];
+                let start = rng.gen_range(-5..60);
+                let end = start + rng.gen_range(0..40);
+                let segments = b.read_segments(series, start, end).await.expect("read");
+                let got = select_range(&collect_points(&segments).expect("decode"), start, end, true);
+                let all: Vec<Point> = model
+                    .range((series, i64::MIN)..=(series, i64::MAX))
+                    .map(|(&(_, t), &v)| Point::new(t, v))
+                    .collect();
+                assert_bits_eq(&got, &select_range(&all, start, end, true), &format!("step {step}: read"));
+            }
+            _ => {
+                drop(b);
+                b = store.open().await;
+            }
+        }
+    }
+}

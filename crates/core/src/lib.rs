@@ -1,0 +1,21 @@
+//! tickertape's core: everything that can be decided without touching a disk or a network.
+//!
+//! # Layout
+//! - [`model`]: series keys, ids, points, and the selectors queries use.
+//! - [`time`]: timestamps, precisions, durations and window alignment.
+//! - [`lineproto`]: the InfluxDB line-protocol parser.
+//! - [`codec`]: the compressed block a full value segment is sealed into.
+//! - [`segment`]: value segments (seed 000) and the pure rules for appending to them.
+//! - [`query`]: neighbor selection and windowed aggregation over sorted points.
+//!
+//! Every function here is deterministic and free of I/O, so it is tested by itself,
+//! including property tests.
+
+pub mod codec;
+pub mod lineproto;
+pub mod model;
+pub mod query;
+pub mod segment;
+pub mod time;
+
+pub use model::{Point, SeriesId, SeriesKey, SeriesSelector};

@@ -1,0 +1,232 @@
+//! Query operators over one series' points, sorted by time: range selection with
+//! neighbours, and aggregation over aligned windows.
+//!
+//! Ranges are `[start, end)`: inclusive start, exclusive end, nanoseconds.
+
+use crate::model::Point;
+use crate::time::window_start;
+use std::fmt;
+use std::str::FromStr;
+
+/// The aggregates a query can ask for (`agg=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Aggregate {
+    Avg,
+    Min,
+    Max,
+    Sum,
+    Count,
+    First,
+    Last,
+}
+
+impl Aggregate {
+    pub const ALL: [Aggregate; 7] = [
+        Self::Avg,
+        Self::Min,
+        Self::Max,
+        Self::Sum,
+        Self::Count,
+        Self::First,
+        Self::Last,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Avg => "avg",
+            Self::Min => "min",
+            Self::Max => "max",
+            Self::Sum => "sum",
+            Self::Count => "count",
+            Self::First => "first",
+            Self::Last => "last",
+        }
+    }
+}
+
+impl fmt::Display for Aggregate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Aggregate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| format!("unknown aggregate {s:?}: expected one of avg, min, max, sum, count, first, last"))
+    }
+}
+
+/// Running summary of a set of points: enough to answer every [`Aggregate`], and to merge
+/// with another summary. Rollup buckets store exactly these fields.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub sum: f64,
+    pub min: f64,
+    pub max: f64,
+    pub first: Point,
+    pub last: Point,
+}
+
+impl Summary {
+    pub fn of(point: Point) -> Self {
+        Self {
+            count: 1,
+            sum: point.value,
+            min: point.value,
+            max: point.value,
+            first: point,
+            last: point,
+        }
+    }
+
+    /// Adds a point later than every point already summarised.
+    pub fn push(&mut self, point: Point) {
+        self.count += 1;
+        self.sum += point.value;
+        self.min = self.min.min(point.value);
+        self.max = self.max.max(point.value);
+        self.last = point;
+    }
+
+    /// The aggregate's value, and the time it is reported at given the window start.
+    pub fn answer(&self, agg: Aggregate, window: i64) -> Point {
+        match agg {
+            Aggregate::Avg => Point::new(window, self.sum / self.count as f64),
+            Aggregate::Min => Point::new(window, self.min),
+            Aggregate::Max => Point::new(window, self.max),
+            Aggregate::Sum => Point::new(window, self.sum),
+            Aggregate::Count => Point::new(window, self.count as f64),
+            Aggregate::First => self.first,
+            Aggregate::Last => self.last,
+        }
+    }
+}
+
+/// The points of `sorted` in `[start, end)`, plus — when `neighbors` — the last point
+/// before `start` and the first at or after `end`, when they exist.
+pub fn select_range(sorted: &[Point], start: i64, end: i64, neighbors: bool) -> Vec<Point> {
+    let lo = sorted.partition_point(|p| p.time < start);
+    let hi = sorted.partition_point(|p| p.time < end).max(lo);
+    let lo_n = if neighbors && lo > 0 { lo - 1 } else { lo };
+    let hi_n = if neighbors && hi < sorted.len() { hi + 1 } else { hi };
+    sorted[lo_n..hi_n].to_vec()
+}
+
+/// Aggregates the points of `sorted` in `[start, end)` over windows of `step` ns aligned to
+/// multiples of `step` since the epoch. Each window is reported at its start, except
+/// `first`/`last` (at the chosen point's time). Empty windows are left out.
+pub fn aggregate_windows(sorted: &[Point], start: i64, end: i64, step: i64, agg: Aggregate) -> Vec<Point> {
+    let mut out = Vec::new();
+    let mut current: Option<(i64, Summary)> = None;
+    for &p in in_range(sorted, start, end) {
+        let w = window_start(p.time, step);
+        match &mut current {
+            Some((cw, s)) if *cw == w => s.push(p),
+            _ => {
+                if let Some((cw, s)) = current.take() {
+                    out.push(s.answer(agg, cw));
+                }
+                current = Some((w, Summary::of(p)));
+            }
+        }
+    }
+    if let Some((cw, s)) = current {
+        out.push(s.answer(agg, cw));
+    }
+    out
+}
+
+/// Reduces the points of `sorted` in `[start, end)` to one, reported at `start`
+/// (`first`/`last`: at the point's own time). `None` when the range is empty.
+pub fn aggregate_all(sorted: &[Point], start: i64, end: i64, agg: Aggregate) -> Option<Point> {
+    let mut points = in_range(sorted, start, end).iter();
+    let mut summary = Summary::of(*points.next()?);
+    for &p in points {
+        summary.push(p);
+    }
+    Some(summary.answer(agg, start))
+}
+
+fn in_range(sorted: &[Point], start: i64, end: i64) -> &[Point] {
+    let lo = sorted.partition_point(|p| p.time < start);
+    let hi = sorted.partition_point(|p| p.time < end).max(lo);
+    &sorted[lo..hi]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pts(times: &[i64]) -> Vec<Point> {
+        times.iter().map(|&t| Point::new(t, t as f64)).collect()
+    }
+
+    #[test]
+    fn range_is_half_open_with_optional_neighbours() {
+        let p = pts(&[10, 20, 30, 40]);
+        let times = |v: Vec<Point>| v.iter().map(|p| p.time).collect::<Vec<_>>();
+        assert_eq!(times(select_range(&p, 20, 40, false)), vec![20, 30]);
+        assert_eq!(times(select_range(&p, 20, 40, true)), vec![10, 20, 30, 40]);
+        assert_eq!(times(select_range(&p, 21, 29, false)), Vec::<i64>::new());
+        assert_eq!(times(select_range(&p, 21, 29, true)), vec![20, 30]);
+        assert_eq!(times(select_range(&p, 50, 60, true)), vec![40]);
+    }
+
+    #[test]
+    fn windows_report_their_start_and_skip_empty_ones() {
+        let p = pts(&[0, 5, 9, 25, 27]);
+        assert_eq!(
+            aggregate_windows(&p, 0, 100, 10, Aggregate::Sum),
+            vec![Point::new(0, 14.0), Point::new(20, 52.0)]
+        );
+        assert_eq!(
+            aggregate_windows(&p, 0, 100, 10, Aggregate::Last),
+            vec![Point::new(9, 9.0), Point::new(27, 27.0)]
+        );
+        assert_eq!(aggregate_all(&p, 1, 26, Aggregate::Count), Some(Point::new(1, 3.0)));
+        assert_eq!(aggregate_all(&p, 1, 26, Aggregate::First), Some(Point::new(5, 5.0)));
+        assert_eq!(aggregate_all(&p, 30, 40, Aggregate::Max), None);
+    }
+
+    proptest! {
+        /// Every aggregate over windows equals the same aggregate computed naively per window.
+        #[test]
+        fn windows_match_naive_grouping(
+            mut times in proptest::collection::btree_set(-1_000i64..1_000, 0..60),
+            step in 1i64..200,
+            start in -1_100i64..1_100,
+            len in 0i64..2_200,
+        ) {
+            let times: Vec<i64> = std::mem::take(&mut times).into_iter().collect();
+            let points = pts(&times);
+            let end = start + len;
+            for agg in Aggregate::ALL {
+                let got = aggregate_windows(&points, start, end, step, agg);
+                let mut expected = Vec::new();
+                let mut groups: std::collections::BTreeMap<i64, Vec<Point>> = Default::default();
+                for p in points.iter().filter(|p| p.time >= start && p.time < end) {
+                    groups.entry(p.time.div_euclid(step) * step).or_default().push(*p);
+                }
+                for (w, g) in groups {
+                    let vals: Vec<f64> = g.iter().map(|p| p.value).collect();
+                    expected.push(match agg {
+                        Aggregate::Avg => Point::new(w, vals.iter().sum::<f64>() / vals.len() as f64),
+                        Aggregate::Min => Point::new(w, vals.iter().cloned().fold(f64::INFINITY, f64::min)),
+                        Aggregate::Max => Point::new(w, vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max)),
+                        Aggregate::Sum => Point::new(w, vals.iter().sum()),
+                        Aggregate::Count => Point::new(w, vals.len() as f64),
+                        Aggregate::First => g[0],
+                        Aggregate::Last => g[g.len() - 1],
+                    });
+                }
+                prop_assert_eq!(got, expected);
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The in-memory copy of the series catalog, loaded at open and extended after each
+//! commit that registers series. Readers never touch the write path to resolve a key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::RwLock;
+use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
+
+#[derive(Default)]
+pub struct Catalog {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    ids: HashMap<SeriesKey, SeriesId>,
+    keys: BTreeMap<SeriesId, SeriesKey>,
+}
+
+impl Catalog {
+    /// Only committed registrations may be inserted: readers trust what they find here.
+    pub fn insert_all(&self, entries: impl IntoIterator<Item = (SeriesKey, SeriesId)>) {
+        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        for (key, id) in entries {
+            inner.keys.insert(id, key.clone());
+            inner.ids.insert(key, id);
+        }
+    }
+
+    /// The ids of `keys`, or `None` when at least one is not registered yet.
+    pub fn lookup(&self, keys: &[SeriesKey]) -> Option<Vec<SeriesId>> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        keys.iter().map(|k| inner.ids.get(k).copied()).collect()
+    }
+
+    pub fn matching(&self, selector: &SeriesSelector) -> Vec<(SeriesId, SeriesKey)> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        inner
+            .keys
+            .iter()
+            .filter(|(_, k)| selector.matches(k))
+            .map(|(id, k)| (*id, k.clone()))
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.read().unwrap_or_else(|p| p.into_inner()).keys.len()
+    }
+}

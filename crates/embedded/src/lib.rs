@@ -1,0 +1,258 @@
+//! The embedded backend: value segments (seed 000) in one redb file under the store
+//! directory. redb gives ACID transactions with durable commits; one write transaction
+//! holds every batch that arrived while the previous one committed (see [`writer`]).
+//!
+//! The byte layout of every table is in `docs/format/embedded.md`.
+
+mod catalog;
+mod tables;
+mod writer;
+
+use async_trait::async_trait;
+use catalog::Catalog;
+use redb::{Database, ReadableTable, ReadableTableMetadata};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use tables::{HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
+use tickertape_backend::{
+    AppendOutcome, Backend, BackendError, Result, SeriesAppend, SeriesHead, SeriesInfo, StorageStats,
+};
+use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
+use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
+use tokio::sync::{mpsc, oneshot};
+use writer::{storage, Job, Writer};
+
+/// The file inside the store directory.
+pub const DATA_FILE: &str = "tickertape.redb";
+
+/// Jobs waiting for the writer beyond this make senders wait: backpressure on ingest.
+const QUEUE_DEPTH: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct EmbeddedOptions {
+    /// The store directory; created if missing.
+    pub path: PathBuf,
+    /// Points per value segment (seed 000: 160).
+    pub segment_capacity: usize,
+}
+
+impl EmbeddedOptions {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            segment_capacity: DEFAULT_SEGMENT_CAPACITY,
+        }
+    }
+}
+
+pub struct EmbeddedBackend {
+    db: Arc<Database>,
+    catalog: Arc<Catalog>,
+    queue: Option<mpsc::Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+    file: PathBuf,
+}
+
+impl EmbeddedBackend {
+    /// Opens (or creates) the store in `options.path`. Fails if another process has it open.
+    pub fn open(options: EmbeddedOptions) -> Result<Self> {
+        if options.segment_capacity == 0 {
+            return Err(BackendError::Invalid("segment capacity must be at least 1".into()));
+        }
+        std::fs::create_dir_all(&options.path).map_err(|e| {
+            BackendError::Storage(format!("cannot create store directory {}: {e}", options.path.display()))
+        })?;
+        let file = options.path.join(DATA_FILE);
+        let db = Database::create(&file).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => BackendError::Unavailable(format!(
+                "the store {} is already open in another process",
+                file.display()
+            )),
+            e => BackendError::Storage(format!("cannot open {}: {e}", file.display())),
+        })?;
+        let db = Arc::new(db);
+        create_tables(&db)?;
+        let catalog = Arc::new(Catalog::default());
+        catalog.insert_all(load_catalog(&db)?);
+        let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
+        let writer = Writer::new(db.clone(), catalog.clone(), options.segment_capacity);
+        let handle = std::thread::Builder::new()
+            .name("tickertape-writer".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| BackendError::Storage(format!("cannot start writer thread: {e}")))?;
+        Ok(Self {
+            db,
+            catalog,
+            queue: Some(tx),
+            writer: Some(handle),
+            file,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.file
+    }
+
+    async fn submit<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Job) -> Result<T> {
+        let (reply, answer) = oneshot::channel();
+        let queue = self
+            .queue
+            .as_ref()
+            .ok_or_else(|| BackendError::Unavailable("store is closing".into()))?;
+        queue
+            .send(make(reply))
+            .await
+            .map_err(|_| BackendError::Unavailable("the writer has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| BackendError::Unavailable("the writer stopped before answering".into()))?
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Database) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(|e| BackendError::Storage(format!("read task failed: {e}")))?
+    }
+}
+
+impl Drop for EmbeddedBackend {
+    /// Stops the writer after it drained its queue, so the file is closed when this returns
+    /// and the store can be reopened at once.
+    fn drop(&mut self) {
+        self.queue.take();
+        if let Some(handle) = self.writer.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for EmbeddedBackend {
+    fn kind(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
+        if let Some(ids) = self.catalog.lookup(keys) {
+            return Ok(ids);
+        }
+        let keys = keys.to_vec();
+        self.submit(|reply| Job::Register { keys, reply }).await
+    }
+
+    async fn find_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>> {
+        Ok(self
+            .catalog
+            .matching(selector)
+            .into_iter()
+            .map(|(id, key)| SeriesInfo { id, key })
+            .collect())
+    }
+
+    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
+        if appends.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.submit(|reply| Job::Append { appends, reply }).await
+    }
+
+    async fn read_segments(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
+        self.read(move |db| read_segments(db, series, start, end)).await
+    }
+
+    async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>> {
+        let series = series.to_vec();
+        self.read(move |db| {
+            let txn = db.begin_read().map_err(storage)?;
+            let heads = txn.open_table(HEADS).map_err(storage)?;
+            series
+                .iter()
+                .map(|s| {
+                    let Some(raw) = heads.get(s.0).map_err(storage)? else {
+                        return Ok(None);
+                    };
+                    let head = tables::Head::decode(raw.value())
+                        .ok_or_else(|| BackendError::Corrupt(format!("head of series {s} is malformed")))?;
+                    Ok(Some(SeriesHead {
+                        last: head.last,
+                        count: head.count,
+                    }))
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn stats(&self) -> Result<StorageStats> {
+        let file = self.file.clone();
+        let series = self.catalog.len() as u64;
+        self.read(move |db| {
+            let txn = db.begin_read().map_err(storage)?;
+            let segments = txn.open_table(SEGMENTS).map_err(storage)?.len().map_err(storage)?;
+            Ok(StorageStats {
+                bytes: disk_bytes(&file),
+                segments,
+                series,
+            })
+        })
+        .await
+    }
+}
+
+/// Segments of `series` whose `[prev_end, next_start]` overlaps `[start, end]`.
+///
+/// Keys are `(series, prev_end)`, so the candidates are the keys up to `(series, end)`;
+/// walking them backwards, `next_start` decreases, and the walk stops at the first segment
+/// that ends before `start`.
+fn read_segments(db: &Database, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(SEGMENTS).map_err(storage)?;
+    let mut out = Vec::new();
+    for entry in table.range((series.0, i64::MIN)..=(series.0, end)).map_err(storage)?.rev() {
+        let (key, value) = entry.map_err(storage)?;
+        let prev_end = key.value().1;
+        let segment = tables::decode_segment(series, prev_end, value.value()).ok_or_else(|| {
+            BackendError::Corrupt(format!("segment ({series}, {prev_end}) is malformed"))
+        })?;
+        if segment.next_start < start {
+            break;
+        }
+        out.push(segment);
+    }
+    out.reverse();
+    Ok(out)
+}
+
+fn create_tables(db: &Database) -> Result<()> {
+    let txn = db.begin_write().map_err(storage)?;
+    txn.open_table(SERIES_KEYS).map_err(storage)?;
+    txn.open_table(SERIES_IDS).map_err(storage)?;
+    txn.open_table(HEADS).map_err(storage)?;
+    txn.open_table(SEGMENTS).map_err(storage)?;
+    txn.open_table(META).map_err(storage)?;
+    txn.commit().map_err(storage)
+}
+
+fn load_catalog(db: &Database) -> Result<Vec<(SeriesKey, SeriesId)>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(SERIES_KEYS).map_err(storage)?;
+    let mut out = Vec::new();
+    for entry in table.iter().map_err(storage)? {
+        let (id, raw) = entry.map_err(storage)?;
+        let key = tables::decode_key(raw.value())
+            .ok_or_else(|| BackendError::Corrupt(format!("series {} has a malformed key", id.value())))?;
+        out.push((key, SeriesId(id.value())));
+    }
+    Ok(out)
+}
+
+/// Bytes the data file occupies on disk (allocated blocks, not its apparent length).
+fn disk_bytes(file: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(file).map(|m| m.blocks() * 512).unwrap_or(0)
+}

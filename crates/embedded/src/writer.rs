@@ -1,0 +1,336 @@
+//! The single writer thread and its group commit.
+//!
+//! Every change to the store goes through one thread that owns redb's write transaction.
+//! It takes every job waiting in its queue, applies them all in one transaction and
+//! commits once, durably, before answering any of them: concurrent requests share the
+//! cost of the fsync instead of trading durability for speed.
+//!
+//! After a failed commit the writer is *poisoned* (redb's sticky-failure habit): it refuses
+//! every later job until the store is reopened, because its cached heads may no longer
+//! match what is on disk.
+
+use crate::catalog::Catalog;
+use crate::tables::{self, Head, HEADS, META, NEXT_SERIES_ID, SEGMENTS, SERIES_IDS, SERIES_KEYS};
+use redb::{Database, ReadableTable, WriteTransaction};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tickertape_backend::{AppendOutcome, BackendError, Result, SeriesAppend};
+use tickertape_core::segment::{NO_NEXT, NO_PREVIOUS};
+use tickertape_core::{Point, SeriesId, SeriesKey};
+use tokio::sync::{mpsc, oneshot};
+
+/// Upper bound on the points applied in one transaction, so a burst of requests cannot
+/// make one commit (and the latency of everyone waiting on it) arbitrarily large.
+const MAX_POINTS_PER_COMMIT: usize = 2_000_000;
+
+pub enum Job {
+    Append {
+        appends: Vec<SeriesAppend>,
+        reply: oneshot::Sender<Result<Vec<AppendOutcome>>>,
+    },
+    Register {
+        keys: Vec<SeriesKey>,
+        reply: oneshot::Sender<Result<Vec<SeriesId>>>,
+    },
+}
+
+impl Job {
+    fn points(&self) -> usize {
+        match self {
+            Job::Append { appends, .. } => appends.iter().map(|a| a.points.len()).sum(),
+            Job::Register { keys, .. } => keys.len(),
+        }
+    }
+
+    fn fail(self, error: BackendError) {
+        // A dropped receiver means the caller went away; nothing to tell.
+        match self {
+            Job::Append { reply, .. } => drop(reply.send(Err(error))),
+            Job::Register { reply, .. } => drop(reply.send(Err(error))),
+        }
+    }
+}
+
+/// The active segment of a series as the writer keeps it between transactions.
+struct Active {
+    last: Option<Point>,
+    count: u64,
+    prev_end: i64,
+    points: Vec<Point>,
+    dirty: bool,
+}
+
+pub struct Writer {
+    db: Arc<Database>,
+    catalog: Arc<Catalog>,
+    capacity: usize,
+    active: HashMap<SeriesId, Active>,
+    poisoned: Option<String>,
+}
+
+/// What a job produced, held until the commit succeeds.
+enum Answer {
+    Append(oneshot::Sender<Result<Vec<AppendOutcome>>>, Result<Vec<AppendOutcome>>),
+    Register(oneshot::Sender<Result<Vec<SeriesId>>>, Result<Vec<SeriesId>>),
+}
+
+impl Writer {
+    pub fn new(db: Arc<Database>, catalog: Arc<Catalog>, capacity: usize) -> Self {
+        Self {
+            db,
+            catalog,
+            capacity,
+            active: HashMap::new(),
+            poisoned: None,
+        }
+    }
+
+    /// Runs until every sender is dropped.
+    pub fn run(mut self, mut queue: mpsc::Receiver<Job>) {
+        while let Some(first) = queue.blocking_recv() {
+            let mut group = vec![first];
+            let mut points = group[0].points();
+            while points < MAX_POINTS_PER_COMMIT {
+                match queue.try_recv() {
+                    Ok(job) => {
+                        points += job.points();
+                        group.push(job);
+                    }
+                    Err(_) => break,
+                }
+            }
+            self.commit_group(group);
+        }
+    }
+
+    fn commit_group(&mut self, group: Vec<Job>) {
+        if let Some(reason) = &self.poisoned {
+            let msg = format!("the store refused writes after an earlier failure ({reason}); restart to reopen it");
+            for job in group {
+                job.fail(BackendError::Storage(msg.clone()));
+            }
+            return;
+        }
+        let mut registered = Vec::new();
+        let outcome = self.apply_group(group, &mut registered);
+        match outcome {
+            Ok(answers) => {
+                self.catalog.insert_all(registered);
+                for answer in answers {
+                    match answer {
+                        Answer::Append(reply, result) => drop(reply.send(result)),
+                        Answer::Register(reply, result) => drop(reply.send(result)),
+                    }
+                }
+            }
+            Err((error, answers)) => {
+                tracing::error!(%error, "write transaction failed; refusing further writes");
+                self.poisoned = Some(error.to_string());
+                self.active.clear();
+                for answer in answers {
+                    let err = BackendError::Storage(format!("write not stored: {error}"));
+                    match answer {
+                        Answer::Append(reply, _) => drop(reply.send(Err(err))),
+                        Answer::Register(reply, _) => drop(reply.send(Err(err))),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies every job in one transaction and commits it. On a storage error, returns
+    /// it with the answers gathered so far so that every caller hears of the failure.
+    #[allow(clippy::type_complexity)]
+    fn apply_group(
+        &mut self,
+        group: Vec<Job>,
+        registered: &mut Vec<(SeriesKey, SeriesId)>,
+    ) -> std::result::Result<Vec<Answer>, (BackendError, Vec<Answer>)> {
+        let mut answers = Vec::with_capacity(group.len());
+        let txn = match self.db.begin_write() {
+            Ok(txn) => txn,
+            Err(e) => {
+                let err = storage(e);
+                for job in group {
+                    job.fail(BackendError::Storage(err.to_string()));
+                }
+                return Err((err, answers));
+            }
+        };
+        let mut failure = None;
+        for job in group {
+            match job {
+                Job::Append { appends, reply } => {
+                    let result = self.append_all(&txn, &appends);
+                    if let Err(BackendError::Storage(msg)) = &result {
+                        failure.get_or_insert_with(|| BackendError::Storage(msg.clone()));
+                    }
+                    answers.push(Answer::Append(reply, result));
+                }
+                Job::Register { keys, reply } => {
+                    let result = self.register(&txn, &keys, registered);
+                    if let Err(BackendError::Storage(msg)) = &result {
+                        failure.get_or_insert_with(|| BackendError::Storage(msg.clone()));
+                    }
+                    answers.push(Answer::Register(reply, result));
+                }
+            }
+        }
+        if let Some(err) = failure {
+            return Err((err, answers));
+        }
+        if let Err(e) = self.flush_active(&txn) {
+            return Err((e, answers));
+        }
+        match txn.commit() {
+            Ok(()) => Ok(answers),
+            Err(e) => Err((storage(e), answers)),
+        }
+    }
+
+    fn register(
+        &mut self,
+        txn: &WriteTransaction,
+        keys: &[SeriesKey],
+        registered: &mut Vec<(SeriesKey, SeriesId)>,
+    ) -> Result<Vec<SeriesId>> {
+        let mut ids_table = txn.open_table(SERIES_IDS).map_err(storage)?;
+        let mut keys_table = txn.open_table(SERIES_KEYS).map_err(storage)?;
+        let mut meta = txn.open_table(META).map_err(storage)?;
+        let mut ids = Vec::with_capacity(keys.len());
+        for key in keys {
+            let encoded = tables::encode_key(key);
+            if let Some(id) = ids_table.get(encoded.as_slice()).map_err(storage)? {
+                ids.push(SeriesId(id.value()));
+                continue;
+            }
+            let next = meta.get(NEXT_SERIES_ID).map_err(storage)?.map_or(1, |v| v.value());
+            meta.insert(NEXT_SERIES_ID, next + 1).map_err(storage)?;
+            ids_table.insert(encoded.as_slice(), next).map_err(storage)?;
+            keys_table.insert(next, encoded.as_slice()).map_err(storage)?;
+            registered.push((key.clone(), SeriesId(next)));
+            ids.push(SeriesId(next));
+        }
+        Ok(ids)
+    }
+
+    fn append_all(&mut self, txn: &WriteTransaction, appends: &[SeriesAppend]) -> Result<Vec<AppendOutcome>> {
+        for a in appends {
+            if a.points.windows(2).any(|w| w[0].time >= w[1].time) {
+                return Err(BackendError::Invalid(format!(
+                    "points for series {} are not strictly increasing in time",
+                    a.series
+                )));
+            }
+        }
+        let mut segments = txn.open_table(SEGMENTS).map_err(storage)?;
+        let heads = txn.open_table(HEADS).map_err(storage)?;
+        let mut outcomes = Vec::with_capacity(appends.len());
+        for a in appends {
+            if !self.active.contains_key(&a.series) {
+                let loaded = load_active(&heads, &segments, a.series)?;
+                self.active.insert(a.series, loaded);
+            }
+            let Some(active) = self.active.get_mut(&a.series) else {
+                continue;
+            };
+            let stored_last = active.last.map(|p| p.time);
+            let refused = match active.last {
+                Some(last) => a.points.partition_point(|p| p.time <= last.time),
+                None => 0,
+            };
+            for &p in &a.points[refused..] {
+                if active.points.len() >= self.capacity {
+                    seal(&mut segments, a.series, active, p.time)?;
+                }
+                active.points.push(p);
+                active.last = Some(p);
+                active.count += 1;
+                active.dirty = true;
+            }
+            outcomes.push(AppendOutcome {
+                refused,
+                last_time: if refused > 0 { stored_last } else { None },
+            });
+        }
+        Ok(outcomes)
+    }
+
+    /// Writes every changed active segment and head once per transaction.
+    fn flush_active(&mut self, txn: &WriteTransaction) -> Result<()> {
+        let mut segments = txn.open_table(SEGMENTS).map_err(storage)?;
+        let mut heads = txn.open_table(HEADS).map_err(storage)?;
+        for (series, active) in self.active.iter_mut().filter(|(_, a)| a.dirty) {
+            let Some(last) = active.last else { continue };
+            let bytes = tables::encode_segment(NO_NEXT, &active.points);
+            segments
+                .insert((series.0, active.prev_end), bytes.as_slice())
+                .map_err(storage)?;
+            let head = Head {
+                last,
+                count: active.count,
+                active_prev_end: active.prev_end,
+            };
+            heads.insert(series.0, head.encode().as_slice()).map_err(storage)?;
+            active.dirty = false;
+        }
+        Ok(())
+    }
+}
+
+/// Seals the full active segment (its `next_start` becomes `next_time`) and starts the
+/// next one after it.
+fn seal(
+    segments: &mut redb::Table<(u64, i64), &[u8]>,
+    series: SeriesId,
+    active: &mut Active,
+    next_time: i64,
+) -> Result<()> {
+    let bytes = tables::encode_segment(next_time, &active.points);
+    segments
+        .insert((series.0, active.prev_end), bytes.as_slice())
+        .map_err(storage)?;
+    if let Some(last) = active.last {
+        active.prev_end = last.time;
+    }
+    active.points.clear();
+    Ok(())
+}
+
+fn load_active(
+    heads: &redb::Table<u64, &[u8]>,
+    segments: &redb::Table<(u64, i64), &[u8]>,
+    series: SeriesId,
+) -> Result<Active> {
+    let Some(raw) = heads.get(series.0).map_err(storage)? else {
+        return Ok(Active {
+            last: None,
+            count: 0,
+            prev_end: NO_PREVIOUS,
+            points: Vec::new(),
+            dirty: false,
+        });
+    };
+    let head = Head::decode(raw.value())
+        .ok_or_else(|| BackendError::Corrupt(format!("head of series {series} is malformed")))?;
+    let points = match segments.get((series.0, head.active_prev_end)).map_err(storage)? {
+        Some(bytes) => {
+            let bytes = bytes.value();
+            let block = bytes.get(8..).unwrap_or_default();
+            tickertape_core::codec::decode_block(block)
+                .map_err(|e| BackendError::Corrupt(format!("active segment of series {series}: {e}")))?
+        }
+        None => Vec::new(),
+    };
+    Ok(Active {
+        last: Some(head.last),
+        count: head.count,
+        prev_end: head.active_prev_end,
+        points,
+        dirty: false,
+    })
+}
+
+pub fn storage(e: impl std::fmt::Display) -> BackendError {
+    BackendError::Storage(e.to_string())
+}

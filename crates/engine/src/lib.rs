@@ -1,0 +1,55 @@
+//! The engine: what sits between the interfaces (HTTP, CLI) and a [`Backend`].
+//!
+//! - [`write`]: a line-protocol body becomes per-series batches; every refusal is tied
+//!   to its line number.
+//! - [`read`]: selectors and ranges become segment reads, neighbours and aggregates.
+//! - [`series_cache`]: series ids by the raw text of a line, so the hot path of ingest
+//!   resolves a series with one hash lookup.
+
+pub mod read;
+pub mod series_cache;
+pub mod write;
+
+use series_cache::SeriesCache;
+use std::sync::Arc;
+use thiserror::Error;
+use tickertape_backend::{Backend, BackendError};
+use tickertape_core::time::{Clock, SystemClock};
+
+pub use read::{Query, SeriesPoints};
+pub use write::{LineError, WriteReport};
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A query parameter that cannot be answered; the message names it.
+    #[error("{0}")]
+    BadQuery(String),
+}
+
+/// The engine. Cheap to clone; clones share the backend and caches.
+#[derive(Clone)]
+pub struct Engine {
+    backend: Arc<dyn Backend>,
+    cache: Arc<SeriesCache>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Engine {
+    pub fn new(backend: Arc<dyn Backend>) -> Self {
+        Self::with_clock(backend, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            backend,
+            cache: Arc::new(SeriesCache::default()),
+            clock,
+        }
+    }
+
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+}

@@ -1,0 +1,106 @@
+//! Queries: which series, which range, and raw points or aggregates over windows.
+
+use crate::{Engine, EngineError};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use tickertape_backend::{SeriesHead, SeriesInfo};
+use tickertape_core::query::{aggregate_all, aggregate_windows, select_range, Aggregate};
+use tickertape_core::segment::collect_points;
+use tickertape_core::{Point, SeriesKey, SeriesSelector};
+
+/// Series read at once by one query; enough to hide a backend's latency without letting
+/// one query monopolise it.
+const CONCURRENT_SERIES_READS: usize = 16;
+
+/// A query, as `GET /api/v1/query` and `tickertape query` take it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    pub selector: SeriesSelector,
+    /// Inclusive, nanoseconds.
+    pub start: i64,
+    /// Exclusive, nanoseconds.
+    pub end: i64,
+    /// Window width in nanoseconds; needs `agg`.
+    pub step: Option<i64>,
+    pub agg: Option<Aggregate>,
+    /// Also return the last point before `start` and the first at or after `end`.
+    pub neighbors: bool,
+}
+
+/// One series' answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesPoints {
+    pub key: SeriesKey,
+    pub points: Vec<Point>,
+}
+
+impl Query {
+    fn validate(&self) -> Result<(), EngineError> {
+        if self.start >= self.end {
+            return Err(EngineError::BadQuery(format!(
+                "start ({}) must be before end ({})",
+                self.start, self.end
+            )));
+        }
+        if self.step.is_some() && self.agg.is_none() {
+            return Err(EngineError::BadQuery(
+                "step needs agg (avg, min, max, sum, count, first or last)".into(),
+            ));
+        }
+        if self.neighbors && self.agg.is_some() {
+            return Err(EngineError::BadQuery("neighbors applies to raw points, not to agg".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Every registered series the selector matches.
+    pub async fn list_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>, EngineError> {
+        Ok(self.backend.find_series(selector).await?)
+    }
+
+    /// Answers a query: one entry per matching series, in series-id order; series without
+    /// a point to report are left out.
+    pub async fn query(&self, query: &Query) -> Result<Vec<SeriesPoints>, EngineError> {
+        query.validate()?;
+        let series = self.backend.find_series(&query.selector).await?;
+        let heads = if query.agg == Some(Aggregate::Last) && query.step.is_none() {
+            let ids: Vec<_> = series.iter().map(|s| s.id).collect();
+            self.backend.heads(&ids).await?
+        } else {
+            vec![None; series.len()]
+        };
+        let answers: Vec<Option<SeriesPoints>> = stream::iter(series.into_iter().zip(heads))
+            .map(|(info, head)| self.query_series(query, info, head))
+            .buffered(CONCURRENT_SERIES_READS)
+            .try_collect()
+            .await?;
+        Ok(answers.into_iter().flatten().collect())
+    }
+
+    async fn query_series(
+        &self,
+        query: &Query,
+        info: SeriesInfo,
+        head: Option<SeriesHead>,
+    ) -> Result<Option<SeriesPoints>, EngineError> {
+        if let Some(head) = head {
+            // "Latest value" over a range that holds the series' last point: the head has it.
+            if head.last.time >= query.start && head.last.time < query.end {
+                return Ok(Some(SeriesPoints { key: info.key, points: vec![head.last] }));
+            }
+            if head.last.time < query.start {
+                return Ok(None);
+            }
+        }
+        let segments = self.backend.read_segments(info.id, query.start, query.end).await?;
+        let all = collect_points(&segments)
+            .map_err(|e| tickertape_backend::BackendError::Corrupt(format!("series {}: {e}", info.key)))?;
+        let points = match (query.agg, query.step) {
+            (None, _) => select_range(&all, query.start, query.end, query.neighbors),
+            (Some(agg), Some(step)) => aggregate_windows(&all, query.start, query.end, step, agg),
+            (Some(agg), None) => aggregate_all(&all, query.start, query.end, agg).into_iter().collect(),
+        };
+        Ok((!points.is_empty()).then_some(SeriesPoints { key: info.key, points }))
+    }
+}

@@ -1,0 +1,42 @@
+//! Series ids cached by the raw text that names them in a line: the measurement and tag
+//! set exactly as written (escapes kept), then the field name.
+//!
+//! Two lines with byte-identical prefixes name the same series, so a hit needs no
+//! unescaping, sorting or allocation. Different spellings of one series (tags in another
+//! order) miss here, are resolved by the backend to the same id, and get their own entry.
+//! Ids never change once issued, so entries never go stale.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use tickertape_core::SeriesId;
+
+#[derive(Default)]
+pub struct SeriesCache {
+    /// series text → (field name, id); a line has few fields, so a short vector.
+    by_text: RwLock<HashMap<Box<str>, Vec<(Box<str>, SeriesId)>>>,
+}
+
+impl SeriesCache {
+    /// Looks up many (series text, field) pairs under one lock.
+    pub fn lookup_many<'a>(
+        &self,
+        wanted: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Vec<Option<SeriesId>> {
+        let map = self.by_text.read().unwrap_or_else(|p| p.into_inner());
+        wanted
+            .map(|(text, field)| {
+                map.get(text)
+                    .and_then(|fields| fields.iter().find(|(f, _)| &**f == field))
+                    .map(|(_, id)| *id)
+            })
+            .collect()
+    }
+
+    pub fn insert(&self, text: &str, field: &str, id: SeriesId) {
+        let mut map = self.by_text.write().unwrap_or_else(|p| p.into_inner());
+        let fields = map.entry(text.into()).or_default();
+        if !fields.iter().any(|(f, _)| &**f == field) {
+            fields.push((field.into(), id));
+        }
+    }
+}

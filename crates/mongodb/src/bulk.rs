@@ -1,0 +1,158 @@
+//! Many writes in one round trip, with the outcome of each statement.
+//!
+//! The `insert` and `update` commands take any number of statements and, unordered, apply
+//! each independently; they report failures per statement (`writeErrors[i].index`) but
+//! matches only as a total. A conditional update whose filter does not match is not a
+//! failure, so on its own the reply cannot say *which* series' condition failed.
+//!
+//! The trick: every conditional statement is sent with `upsert: true` and an `_id` equality
+//! in its filter, for a document that is known to exist. When the rest of the filter does
+//! not match, the server tries to insert a new document with that `_id` and fails with a
+//! duplicate-key error (E11000) for exactly that statement; the insert never happens. The
+//! server does not retry such an upsert itself (it only does so when the filter is nothing
+//! but equalities on the unique key). This works on every MongoDB version, unlike the
+//! `bulkWrite` command of 8.0, which reports matches per statement.
+//!
+//! Commands run through `run_command`, which applies no write concern of its own: the
+//! backend's is put into each command, and a `writeConcernError` in a reply fails the whole
+//! call as unavailable (the write may or may not be durable; it is never reported stored).
+
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+use tickertape_backend::{BackendError, Result};
+
+use crate::error::{is_transient_code, map_err, DUPLICATE_KEY};
+
+/// Statements per command: far below the server's `maxWriteBatchSize` (100,000) and, with
+/// segment-sized statements (≤ a few KiB), below the 16 MiB command size.
+const CHUNK: usize = 500;
+
+/// One statement of an `update` command.
+pub(crate) struct Update {
+    pub q: Document,
+    pub u: Document,
+    /// Conditional statement: `q` holds an `_id` equality for an existing document, and the
+    /// caller wants to know whether the rest of `q` matched.
+    pub conditional: bool,
+}
+
+/// Runs `updates` as unordered `update` commands on `collection`. Returns, per statement,
+/// whether it applied: for a conditional statement, whether its filter matched; for the
+/// others, `true` (they report no per-statement match).
+pub(crate) async fn update(
+    db: &Database,
+    write_concern: &Document,
+    collection: &str,
+    updates: Vec<Update>,
+) -> Result<Vec<bool>> {
+    let statements: Vec<Bson> = updates
+        .iter()
+        .map(|s| {
+            Bson::Document(doc! {
+                "q": s.q.clone(),
+                "u": s.u.clone(),
+                "upsert": s.conditional,
+                "multi": false,
+            })
+        })
+        .collect();
+    let failures = run(db, write_concern, "update", collection, "updates", statements).await?;
+    updates
+        .iter()
+        .zip(failures)
+        .map(|(s, failure)| match failure {
+            None => Ok(true),
+            Some((code, _)) if code == DUPLICATE_KEY && s.conditional => Ok(false),
+            Some((code, message)) => Err(statement_error(collection, code, message)),
+        })
+        .collect()
+}
+
+/// Inserts `documents` (unordered). Returns per document whether it was inserted (`false`:
+/// a document with its `_id` or unique key already existed).
+pub(crate) async fn insert(
+    db: &Database,
+    write_concern: &Document,
+    collection: &str,
+    documents: Vec<Document>,
+) -> Result<Vec<bool>> {
+    let documents = documents.into_iter().map(Bson::Document).collect();
+    let failures = run(db, write_concern, "insert", collection, "documents", documents).await?;
+    failures
+        .into_iter()
+        .map(|failure| match failure {
+            None => Ok(true),
+            Some((DUPLICATE_KEY, _)) => Ok(false),
+            Some((code, message)) => Err(statement_error(collection, code, message)),
+        })
+        .collect()
+}
+
+fn statement_error(collection: &str, code: i32, message: String) -> BackendError {
+    let text = format!("mongodb: write to {collection} failed ({code}): {message}");
+    if is_transient_code(code) {
+        BackendError::Unavailable(text)
+    } else {
+        BackendError::Storage(text)
+    }
+}
+
+/// Runs one write command per chunk; per item, `None` or its `(code, errmsg)`.
+async fn run(
+    db: &Database,
+    write_concern: &Document,
+    command: &str,
+    collection: &str,
+    items_field: &str,
+    items: Vec<Bson>,
+) -> Result<Vec<Option<(i32, String)>>> {
+    let mut out = vec![None; items.len()];
+    for (chunk_no, chunk) in items.chunks(CHUNK).enumerate() {
+        let offset = chunk_no * CHUNK;
+        let cmd = doc! {
+            command: collection,
+            items_field: chunk.to_vec(),
+            "ordered": false,
+            "writeConcern": write_concern.clone(),
+        };
+        let reply = db
+            .run_command(cmd)
+            .await
+            .map_err(|e| map_err(&format!("{command} {collection}"), e))?;
+        if let Ok(wce) = reply.get_document("writeConcernError") {
+            return Err(BackendError::Unavailable(format!(
+                "mongodb: {command} {collection}: write concern not satisfied: {wce}"
+            )));
+        }
+        if let Ok(errors) = reply.get_array("writeErrors") {
+            for error in errors {
+                let Bson::Document(error) = error else {
+                    return Err(BackendError::Storage(format!(
+                        "mongodb: {command} {collection}: malformed writeErrors entry"
+                    )));
+                };
+                let index = int(error.get("index")).and_then(|i| usize::try_from(i).ok());
+                let Some(slot) = index.and_then(|i| out.get_mut(offset + i)) else {
+                    return Err(BackendError::Storage(format!(
+                        "mongodb: {command} {collection}: writeErrors entry without a valid \
+                         index: {error}"
+                    )));
+                };
+                let code = int(error.get("code")).unwrap_or(-1);
+                let code = i32::try_from(code).unwrap_or(-1);
+                let message = error.get_str("errmsg").unwrap_or("").to_owned();
+                *slot = Some((code, message));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn int(value: Option<&Bson>) -> Option<i64> {
+    match value? {
+        Bson::Int32(v) => Some(i64::from(*v)),
+        Bson::Int64(v) => Some(*v),
+        Bson::Double(v) if v.fract() == 0.0 => Some(*v as i64),
+        _ => None,
+    }
+}

@@ -1,0 +1,169 @@
+//! Registering and listing series.
+//!
+//! Registration must give one id per key even when several writers register the same key at
+//! once. Ids come from one counter document (`$inc`, upsert); the `series` document's unique
+//! index on the canonical key `ck` decides which writer's id wins, and the losers re-read.
+
+use std::collections::HashMap;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::ReturnDocument;
+use tickertape_backend::{BackendError, Result, SeriesInfo};
+use tickertape_core::segment::NO_PREVIOUS;
+use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
+
+use crate::error::{is_duplicate_key, map_err};
+use crate::layout::{self, canonical_key, key_doc, COUNTERS, SEGMENTS, SERIES};
+use crate::{bulk, MongoBackend, SegmentProtocol};
+
+impl MongoBackend {
+    pub(crate) async fn resolve(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
+        let canonical: Vec<String> = keys.iter().map(canonical_key).collect();
+        let mut ids = self.ids_of(&canonical).await?;
+        let mut missing: Vec<usize> = Vec::new();
+        for (i, ck) in canonical.iter().enumerate() {
+            if !ids.contains_key(ck) && !missing.iter().any(|&j| canonical[j] == *ck) {
+                missing.push(i);
+            }
+        }
+        if !missing.is_empty() {
+            self.register(keys, &canonical, &missing).await?;
+            let wanted: Vec<String> = missing.iter().map(|&i| canonical[i].clone()).collect();
+            ids.extend(self.ids_of(&wanted).await?);
+        }
+        canonical
+            .iter()
+            .map(|ck| {
+                ids.get(ck).copied().ok_or_else(|| {
+                    BackendError::Storage(format!("mongodb: series {ck} vanished after registering"))
+                })
+            })
+            .collect()
+    }
+
+    /// The ids already registered for these canonical keys (primary read).
+    async fn ids_of(&self, canonical: &[String]) -> Result<HashMap<String, SeriesId>> {
+        let mut out = HashMap::new();
+        for chunk in canonical.chunks(1000) {
+            let docs: Vec<Document> = self
+                .collection(SERIES)
+                .find(doc! { "ck": { "$in": chunk.to_vec() } })
+                .projection(doc! { "_id": 1, "ck": 1 })
+                .await
+                .map_err(|e| map_err("look up series", e))?
+                .try_collect()
+                .await
+                .map_err(|e| map_err("look up series", e))?;
+            for d in docs {
+                let id = layout::need_i64(&d, "_id")?;
+                let ck = d
+                    .get_str("ck")
+                    .map_err(|_| crate::error::corrupt("series document without `ck`"))?;
+                out.insert(ck.to_owned(), SeriesId(id as u64));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Issues ids for the keys at `missing` and inserts their first segment, then their
+    /// series document. A key registered meanwhile by another writer keeps that writer's id;
+    /// the id issued here is never used (ids are not reused) and its empty segment removed.
+    async fn register(&self, keys: &[SeriesKey], canonical: &[String], missing: &[usize]) -> Result<()> {
+        let last = self.issue_ids(missing.len() as i64).await?;
+        let first = last - missing.len() as i64 + 1;
+        let reserve = self.protocol == SegmentProtocol::Reserve;
+        let mut segments = Vec::with_capacity(missing.len());
+        let mut heads = Vec::with_capacity(missing.len());
+        for (n, &i) in missing.iter().enumerate() {
+            let id = first + n as i64;
+            segments.push(layout::new_segment(id, 0, NO_PREVIOUS, self.capacity as usize, reserve));
+            let mut head = doc! {
+                "_id": id,
+                "ck": &canonical[i],
+                "k": key_doc(&keys[i]),
+                "sg": 0_i64,
+            };
+            if reserve {
+                head.insert("sp", self.capacity);
+                head.insert("n", 0_i64);
+            }
+            heads.push(head);
+        }
+        // The segment first: a head never points to a segment that does not exist.
+        bulk::insert(&self.db, &self.write_concern, SEGMENTS, segments).await?;
+        let inserted = bulk::insert(&self.db, &self.write_concern, SERIES, heads).await?;
+        let orphans: Vec<Bson> = inserted
+            .iter()
+            .enumerate()
+            .filter(|(_, ok)| !**ok)
+            .map(|(n, _)| Bson::Document(layout::segment_id(first + n as i64, 0)))
+            .collect();
+        if !orphans.is_empty() {
+            // Best effort: an orphan is an empty segment of an id no series has.
+            if let Err(e) = self
+                .collection(SEGMENTS)
+                .delete_many(doc! { "_id": { "$in": orphans } })
+                .await
+            {
+                tracing::warn!(error = %e, "could not remove the segments of lost registrations");
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `count` ids from the counter; returns the last one.
+    async fn issue_ids(&self, count: i64) -> Result<i64> {
+        let counters = self.collection(COUNTERS);
+        let mut attempts = 0;
+        loop {
+            let result = counters
+                .find_one_and_update(doc! { "_id": "series" }, doc! { "$inc": { "n": count } })
+                .upsert(true)
+                .return_document(ReturnDocument::After)
+                .await;
+            match result {
+                Ok(Some(d)) => return layout::need_i64(&d, "n"),
+                Ok(None) => {
+                    return Err(BackendError::Storage(
+                        "mongodb: series id counter upsert returned nothing".into(),
+                    ))
+                }
+                // Two first-ever upserts at once: one inserted, the other now finds it.
+                Err(e) if is_duplicate_key(&e) && attempts < 3 => attempts += 1,
+                Err(e) => return Err(map_err("issue series ids", e)),
+            }
+        }
+    }
+
+    pub(crate) async fn find(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>> {
+        let mut filter = doc! { "k.m": &selector.measurement };
+        if let Some(field) = &selector.field {
+            filter.insert("k.f", field);
+        }
+        let docs: Vec<Document> = self
+            .read_db
+            .collection::<Document>(SERIES)
+            .find(filter)
+            .projection(doc! { "_id": 1, "k": 1 })
+            .sort(doc! { "_id": 1 })
+            .await
+            .map_err(|e| map_err("find series", e))?
+            .try_collect()
+            .await
+            .map_err(|e| map_err("find series", e))?;
+        let mut out = Vec::new();
+        for d in docs {
+            let key = layout::parse_key(&d)?;
+            // Tags are matched here rather than in the query: the selector is small and a
+            // measurement's series are few next to its points.
+            if selector.matches(&key) {
+                out.push(SeriesInfo {
+                    id: SeriesId(layout::need_i64(&d, "_id")? as u64),
+                    key,
+                });
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,70 @@
+//! The HTTP API of DESIGN §5 on axum.
+//!
+//! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
+//! - `GET /api/v1/query`, `GET /api/v1/series` ([`query`]).
+//! - `GET /health`, `GET /metrics` ([`metrics`]).
+//!
+//! Every error leaves through [`error::ApiError`], the one place that maps errors to
+//! status codes.
+
+pub mod error;
+pub mod metrics;
+pub mod query;
+pub mod write;
+
+use axum::routing::{get, post};
+use axum::Router;
+use metrics::Metrics;
+use std::future::Future;
+use std::sync::Arc;
+use tickertape_engine::Engine;
+use tokio::net::TcpListener;
+
+/// Bodies above this are refused with 413 (before and after gzip decoding).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { max_body_bytes: DEFAULT_MAX_BODY_BYTES }
+    }
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    pub metrics: Arc<Metrics>,
+    pub config: ServerConfig,
+}
+
+pub fn router(engine: Engine, config: ServerConfig) -> Router {
+    let state = AppState { engine, metrics: Arc::new(Metrics::default()), config };
+    Router::new()
+        .route("/write", post(write::write))
+        .route("/api/v2/write", post(write::write))
+        .route("/api/v1/query", get(query::query))
+        .route("/api/v1/series", get(query::series))
+        .route("/health", get(metrics::health))
+        .route("/metrics", get(metrics::render))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        // The write handler enforces its own limit so it can answer 413 with a JSON body.
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+/// Serves until `shutdown` completes, then finishes the requests in flight.
+pub async fn serve(
+    listener: TcpListener,
+    engine: Engine,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(engine, config))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,95 @@
+//! `GET /health` and `GET /metrics` (Prometheus text format), and the middleware that
+//! times every request.
+
+use crate::AppState;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Upper bounds (seconds) of the request-latency histogram buckets.
+const LATENCY_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
+
+#[derive(Default)]
+pub struct Metrics {
+    pub points_written: AtomicU64,
+    pub points_rejected: AtomicU64,
+    pub lines_rejected: AtomicU64,
+    requests: Mutex<BTreeMap<(String, u16), Latency>>,
+}
+
+#[derive(Default)]
+struct Latency {
+    buckets: [u64; LATENCY_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Metrics {
+    fn observe(&self, route: &str, status: u16, seconds: f64) {
+        let mut requests = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = requests.entry((route.to_string(), status)).or_default();
+        for (bucket, bound) in entry.buckets.iter_mut().zip(LATENCY_BUCKETS) {
+            if seconds <= bound {
+                *bucket += 1;
+            }
+        }
+        entry.count += 1;
+        entry.sum += seconds;
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for (name, help, value) in [
+            ("tickertape_points_written_total", "Points stored.", &self.points_written),
+            ("tickertape_points_rejected_total", "Points refused (bad or out-of-order lines).", &self.points_rejected),
+            ("tickertape_lines_rejected_total", "Lines refused.", &self.lines_rejected),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
+        }
+        let name = "tickertape_http_request_duration_seconds";
+        let _ = writeln!(out, "# HELP {name} HTTP request latency by route and status.\n# TYPE {name} histogram");
+        let requests = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+        for ((route, status), l) in requests.iter() {
+            let labels = format!("route=\"{route}\",status=\"{status}\"");
+            for (count, bound) in l.buckets.iter().zip(LATENCY_BUCKETS) {
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {count}");
+            }
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", l.count);
+            let _ = writeln!(out, "{name}_sum{{{labels}}} {}", l.sum);
+            let _ = writeln!(out, "{name}_count{{{labels}}} {}", l.count);
+        }
+        out
+    }
+}
+
+/// Times a request and records it under its route pattern (never the raw path, so
+/// label cardinality stays bounded).
+pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched".to_string(), |p| p.as_str().to_string());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    state
+        .metrics
+        .observe(&route, response.status().as_u16(), started.elapsed().as_secs_f64());
+    response
+}
+
+pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+}
+
+pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
+    Json(serde_json::json!({ "status": "ok", "backend": state.engine.backend().kind() }))
+}
