@@ -10,7 +10,11 @@ mod store;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "tickertape", version, about = "A time-series store: embedded by default, on MongoDB when you outgrow one machine.")]
+#[command(
+    name = "tickertape",
+    version,
+    about = "A time-series store: embedded by default, on MongoDB when you outgrow one machine."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -40,5 +40,8 @@ impl StoreArgs {
 }
 
 async fn open_mongodb(args: &StoreArgs) -> Result<Arc<dyn Backend>> {
-    anyhow::bail!("MongoDB stores are not wired into the CLI yet ({})", args.store)
+    anyhow::bail!(
+        "MongoDB stores are not wired into the CLI yet ({})",
+        args.store
+    )
 }

@@ -32,11 +32,17 @@ fn key(host: &str, field: &str) -> SeriesKey {
 }
 
 fn points(times: &[i64]) -> Vec<Point> {
-    times.iter().map(|&t| Point::new(t, t as f64 * 0.5)).collect()
+    times
+        .iter()
+        .map(|&t| Point::new(t, t as f64 * 0.5))
+        .collect()
 }
 
 async fn one_series(backend: &dyn Backend) -> SeriesId {
-    backend.resolve_series(&[key("a", "u")]).await.expect("resolve")[0]
+    backend
+        .resolve_series(&[key("a", "u")])
+        .await
+        .expect("resolve")[0]
 }
 
 async fn append(backend: &dyn Backend, series: SeriesId, times: &[i64]) -> AppendOutcome {
@@ -69,9 +75,19 @@ pub async fn append_then_read(f: &dyn StoreFactory) {
     let b = store.open().await;
     let s = one_series(&*b).await;
     let out = append(&*b, s, &[1, 2, 3]).await;
-    assert_eq!(out, AppendOutcome { refused: 0, last_time: None });
+    assert_eq!(
+        out,
+        AppendOutcome {
+            refused: 0,
+            last_time: None
+        }
+    );
     append(&*b, s, &[4, 5]).await;
-    assert_bits_eq(&read_all(&*b, s).await, &points(&[1, 2, 3, 4, 5]), "read back");
+    assert_bits_eq(
+        &read_all(&*b, s).await,
+        &points(&[1, 2, 3, 4, 5]),
+        "read back",
+    );
 }
 
 /// Values are stored bit for bit, times anywhere in i64 (the epoch and before it too).
@@ -89,9 +105,12 @@ pub async fn any_value_any_time(f: &dyn StoreFactory) {
         Point::new(4, f64::MIN_POSITIVE / 2.0),
         Point::new(i64::MAX - 1, 1e300),
     ];
-    b.append(vec![SeriesAppend { series: s, points: pts.clone() }])
-        .await
-        .expect("append");
+    b.append(vec![SeriesAppend {
+        series: s,
+        points: pts.clone(),
+    }])
+    .await
+    .expect("append");
     assert_bits_eq(&read_all(&*b, s).await, &pts, "special values");
 }
 
@@ -113,12 +132,26 @@ pub async fn rollover_keeps_chain_and_seals(f: &dyn StoreFactory) {
     for pair in segments.windows(2) {
         let left = pair[0].points().expect("decode");
         let right = pair[1].points().expect("decode");
-        assert_eq!(pair[0].next_start, right[0].time, "next_start is the next first time");
-        assert_eq!(pair[1].prev_end, left[left.len() - 1].time, "prev_end is the previous last time");
+        assert_eq!(
+            pair[0].next_start, right[0].time,
+            "next_start is the next first time"
+        );
+        assert_eq!(
+            pair[1].prev_end,
+            left[left.len() - 1].time,
+            "prev_end is the previous last time"
+        );
         assert_eq!(left.len(), 4, "a closed segment is full");
-        assert!(matches!(pair[0].body, SegmentBody::Sealed(_)), "a full, closed segment is sealed");
+        assert!(
+            matches!(pair[0].body, SegmentBody::Sealed(_)),
+            "a full, closed segment is sealed"
+        );
     }
-    assert_bits_eq(&collect_points(&segments).expect("decode"), &points(&times), "chain");
+    assert_bits_eq(
+        &collect_points(&segments).expect("decode"),
+        &points(&times),
+        "chain",
+    );
 }
 
 /// Every range, including one inside a gap and one across a segment boundary, reads the
@@ -134,7 +167,12 @@ pub async fn neighbors_across_boundaries_and_gaps(f: &dyn StoreFactory) {
         for end in (start..=115).step_by(5) {
             // The trait's range is inclusive; the API's end is exclusive.
             let segments = b.read_segments(s, start, end).await.expect("read");
-            let got = select_range(&collect_points(&segments).expect("decode"), start, end, true);
+            let got = select_range(
+                &collect_points(&segments).expect("decode"),
+                start,
+                end,
+                true,
+            );
             let want = select_range(&all, start, end, true);
             assert_bits_eq(&got, &want, &format!("range [{start}, {end})"));
         }
@@ -148,10 +186,26 @@ pub async fn out_of_order_is_refused(f: &dyn StoreFactory) {
     let s = one_series(&*b).await;
     append(&*b, s, &[10, 20]).await;
     let out = append(&*b, s, &[15, 20, 30]).await;
-    assert_eq!(out, AppendOutcome { refused: 2, last_time: Some(20) });
+    assert_eq!(
+        out,
+        AppendOutcome {
+            refused: 2,
+            last_time: Some(20)
+        }
+    );
     let out = append(&*b, s, &[30]).await;
-    assert_eq!(out, AppendOutcome { refused: 1, last_time: Some(30) });
-    assert_bits_eq(&read_all(&*b, s).await, &points(&[10, 20, 30]), "after refusals");
+    assert_eq!(
+        out,
+        AppendOutcome {
+            refused: 1,
+            last_time: Some(30)
+        }
+    );
+    assert_bits_eq(
+        &read_all(&*b, s).await,
+        &points(&[10, 20, 30]),
+        "after refusals",
+    );
 }
 
 /// Several appends in one call, to one series and to several, apply in order.
@@ -163,17 +217,36 @@ pub async fn many_series_in_one_call(f: &dyn StoreFactory) {
     let mut appends = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let base = i as i64 * 100;
-        appends.push(SeriesAppend { series: *id, points: points(&[base + 1, base + 2, base + 3]) });
-        appends.push(SeriesAppend { series: *id, points: points(&[base + 4, base + 5]) });
+        appends.push(SeriesAppend {
+            series: *id,
+            points: points(&[base + 1, base + 2, base + 3]),
+        });
+        appends.push(SeriesAppend {
+            series: *id,
+            points: points(&[base + 4, base + 5]),
+        });
     }
-    appends.push(SeriesAppend { series: ids[0], points: points(&[2]) });
+    appends.push(SeriesAppend {
+        series: ids[0],
+        points: points(&[2]),
+    });
     let out = b.append(appends).await.expect("append");
     assert_eq!(out.len(), 11);
-    assert_eq!(out[10], AppendOutcome { refused: 1, last_time: Some(5) });
+    assert_eq!(
+        out[10],
+        AppendOutcome {
+            refused: 1,
+            last_time: Some(5)
+        }
+    );
     for (i, id) in ids.iter().enumerate() {
         let base = i as i64 * 100;
         let want: Vec<i64> = (1..=5).map(|t| base + t).collect();
-        assert_bits_eq(&read_all(&*b, *id).await, &points(&want), &format!("series {i}"));
+        assert_bits_eq(
+            &read_all(&*b, *id).await,
+            &points(&want),
+            &format!("series {i}"),
+        );
     }
 }
 
@@ -184,12 +257,19 @@ pub async fn series_registry(f: &dyn StoreFactory) {
         key("a", "u"),
         key("b", "u"),
         key("a", "s"),
-        SeriesKey::new("mem", vec![("host".into(), "a".into()), ("dc".into(), "x y$.z".into())], "free"),
+        SeriesKey::new(
+            "mem",
+            vec![("host".into(), "a".into()), ("dc".into(), "x y$.z".into())],
+            "free",
+        ),
     ];
     let ids = {
         let b = store.open().await;
         let ids = b.resolve_series(&keys).await.expect("resolve");
-        let again = b.resolve_series(&[keys[2].clone(), keys[0].clone()]).await.expect("resolve");
+        let again = b
+            .resolve_series(&[keys[2].clone(), keys[0].clone()])
+            .await
+            .expect("resolve");
         assert_eq!(again, vec![ids[2], ids[0]], "same key, same id");
         let mut distinct = ids.clone();
         distinct.sort();
@@ -211,9 +291,17 @@ pub async fn series_registry(f: &dyn StoreFactory) {
         ids
     };
     let b = store.open().await;
-    assert_eq!(b.resolve_series(&keys).await.expect("resolve"), ids, "ids survive reopen");
+    assert_eq!(
+        b.resolve_series(&keys).await.expect("resolve"),
+        ids,
+        "ids survive reopen"
+    );
     let mem = b
-        .find_series(&SeriesSelector { measurement: "mem".into(), field: Some("free".into()), tags: vec![] })
+        .find_series(&SeriesSelector {
+            measurement: "mem".into(),
+            field: Some("free".into()),
+            tags: vec![],
+        })
         .await
         .expect("find");
     assert_eq!(mem.len(), 1);
@@ -230,19 +318,36 @@ pub async fn reopen_keeps_everything(f: &dyn StoreFactory) {
         s
     };
     let b = store.open().await;
-    assert_bits_eq(&read_all(&*b, s).await, &points(&[1, 2, 3, 4, 5, 6]), "after reopen");
+    assert_bits_eq(
+        &read_all(&*b, s).await,
+        &points(&[1, 2, 3, 4, 5, 6]),
+        "after reopen",
+    );
     let head = b.heads(&[s]).await.expect("heads")[0].expect("head");
     assert_eq!((head.last.time, head.count), (6, 6));
     let out = append(&*b, s, &[6, 7, 8, 9, 10]).await;
-    assert_eq!(out, AppendOutcome { refused: 1, last_time: Some(6) });
-    assert_bits_eq(&read_all(&*b, s).await, &points(&(1..=10).collect::<Vec<_>>()), "continued");
+    assert_eq!(
+        out,
+        AppendOutcome {
+            refused: 1,
+            last_time: Some(6)
+        }
+    );
+    assert_bits_eq(
+        &read_all(&*b, s).await,
+        &points(&(1..=10).collect::<Vec<_>>()),
+        "continued",
+    );
 }
 
 /// Heads give the latest point and count; a series without points has none.
 pub async fn heads_report_last_point(f: &dyn StoreFactory) {
     let store = f.create(4).await;
     let b = store.open().await;
-    let ids = b.resolve_series(&[key("a", "u"), key("b", "u")]).await.expect("resolve");
+    let ids = b
+        .resolve_series(&[key("a", "u"), key("b", "u")])
+        .await
+        .expect("resolve");
     append(&*b, ids[0], &[5, 9]).await;
     let heads = b.heads(&ids).await.expect("heads");
     let h = heads[0].expect("head of a written series");
@@ -273,7 +378,10 @@ pub async fn model_check(f: &dyn StoreFactory, seed: u64, steps: usize) {
                             Point::new(t, rng.gen_range(-100.0..100.0))
                         })
                         .collect();
-                    appends.push(SeriesAppend { series, points: pts });
+                    appends.push(SeriesAppend {
+                        series,
+                        points: pts,
+                    });
                 }
                 let outcomes = b.append(appends.clone()).await.expect("append");
                 for (a, out) in appends.iter().zip(outcomes) {
@@ -291,12 +399,21 @@ pub async fn model_check(f: &dyn StoreFactory, seed: u64, steps: usize) {
                 let start = rng.gen_range(-5..60);
                 let end = start + rng.gen_range(0..40);
                 let segments = b.read_segments(series, start, end).await.expect("read");
-                let got = select_range(&collect_points(&segments).expect("decode"), start, end, true);
+                let got = select_range(
+                    &collect_points(&segments).expect("decode"),
+                    start,
+                    end,
+                    true,
+                );
                 let all: Vec<Point> = model
                     .range((series, i64::MIN)..=(series, i64::MAX))
                     .map(|(&(_, t), &v)| Point::new(t, v))
                     .collect();
-                assert_bits_eq(&got, &select_range(&all, start, end, true), &format!("step {step}: read"));
+                assert_bits_eq(
+                    &got,
+                    &select_range(&all, start, end, true),
+                    &format!("step {step}: read"),
+                );
             }
             _ => {
                 drop(b);

@@ -20,7 +20,10 @@ struct EmbeddedStore {
 impl StoreFactory for Embedded {
     async fn create(&self, segment_capacity: usize) -> Box<dyn StoreHandle> {
         let dir = tempfile::tempdir().expect("temp dir");
-        Box::new(EmbeddedStore { dir, capacity: segment_capacity })
+        Box::new(EmbeddedStore {
+            dir,
+            capacity: segment_capacity,
+        })
     }
 }
 

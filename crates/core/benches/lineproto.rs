@@ -2,7 +2,7 @@
 //!
 //! `cpu_10_tags_10_floats` is the TSBS devops "cpu" line (10 tags, 10 float fields, a
 //! timestamp) repeated 10,000 times: the shape of the reference dataset. The target is
-//! > 100 MB/s. `escaped_mixed_types` measures the slow paths (escaped names, which are
+//! over 100 MB/s. `escaped_mixed_types` measures the slow paths (escaped names, which are
 //! copied, and every non-float value type) so a regression there shows too.
 //!
 //! Run: `cargo bench -p tickertape-core --bench lineproto`. Criterion reports throughput in

@@ -95,7 +95,10 @@ impl SeriesSelector {
     pub fn matches(&self, key: &SeriesKey) -> bool {
         key.measurement == self.measurement
             && self.field.as_ref().is_none_or(|f| *f == key.field)
-            && self.tags.iter().all(|(k, v)| key.tag(k) == Some(v.as_str()))
+            && self
+                .tags
+                .iter()
+                .all(|(k, v)| key.tag(k) == Some(v.as_str()))
     }
 }
 

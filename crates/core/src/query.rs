@@ -113,14 +113,24 @@ pub fn select_range(sorted: &[Point], start: i64, end: i64, neighbors: bool) -> 
     let lo = sorted.partition_point(|p| p.time < start);
     let hi = sorted.partition_point(|p| p.time < end).max(lo);
     let lo_n = if neighbors && lo > 0 { lo - 1 } else { lo };
-    let hi_n = if neighbors && hi < sorted.len() { hi + 1 } else { hi };
+    let hi_n = if neighbors && hi < sorted.len() {
+        hi + 1
+    } else {
+        hi
+    };
     sorted[lo_n..hi_n].to_vec()
 }
 
 /// Aggregates the points of `sorted` in `[start, end)` over windows of `step` ns aligned to
 /// multiples of `step` since the epoch. Each window is reported at its start, except
 /// `first`/`last` (at the chosen point's time). Empty windows are left out.
-pub fn aggregate_windows(sorted: &[Point], start: i64, end: i64, step: i64, agg: Aggregate) -> Vec<Point> {
+pub fn aggregate_windows(
+    sorted: &[Point],
+    start: i64,
+    end: i64,
+    step: i64,
+    agg: Aggregate,
+) -> Vec<Point> {
     let mut out = Vec::new();
     let mut current: Option<(i64, Summary)> = None;
     for &p in in_range(sorted, start, end) {
@@ -189,8 +199,14 @@ mod tests {
             aggregate_windows(&p, 0, 100, 10, Aggregate::Last),
             vec![Point::new(9, 9.0), Point::new(27, 27.0)]
         );
-        assert_eq!(aggregate_all(&p, 1, 26, Aggregate::Count), Some(Point::new(1, 3.0)));
-        assert_eq!(aggregate_all(&p, 1, 26, Aggregate::First), Some(Point::new(5, 5.0)));
+        assert_eq!(
+            aggregate_all(&p, 1, 26, Aggregate::Count),
+            Some(Point::new(1, 3.0))
+        );
+        assert_eq!(
+            aggregate_all(&p, 1, 26, Aggregate::First),
+            Some(Point::new(5, 5.0))
+        );
         assert_eq!(aggregate_all(&p, 30, 40, Aggregate::Max), None);
     }
 

@@ -82,7 +82,12 @@ mod tests {
             series: SeriesId(1),
             prev_end,
             next_start,
-            body: SegmentBody::Open(times.iter().map(|&t| Some(Point::new(t, t as f64))).collect()),
+            body: SegmentBody::Open(
+                times
+                    .iter()
+                    .map(|&t| Some(Point::new(t, t as f64)))
+                    .collect(),
+            ),
         }
     }
 
@@ -106,8 +111,16 @@ mod tests {
                     .collect();
                 let before = all.iter().rev().find(|&&t| t < start);
                 let after = all.iter().find(|&&t| t > end);
-                for t in all.iter().filter(|&&t| t >= start && t <= end).chain(before).chain(after) {
-                    assert!(selected.contains(t), "[{start},{end}] misses {t}: {selected:?}");
+                for t in all
+                    .iter()
+                    .filter(|&&t| t >= start && t <= end)
+                    .chain(before)
+                    .chain(after)
+                {
+                    assert!(
+                        selected.contains(t),
+                        "[{start},{end}] misses {t}: {selected:?}"
+                    );
                 }
             }
         }
@@ -119,8 +132,15 @@ mod tests {
             series: SeriesId(1),
             prev_end: NO_PREVIOUS,
             next_start: NO_NEXT,
-            body: SegmentBody::Open(vec![Some(Point::new(0, 1.0)), None, Some(Point::new(5, 2.0))]),
+            body: SegmentBody::Open(vec![
+                Some(Point::new(0, 1.0)),
+                None,
+                Some(Point::new(5, 2.0)),
+            ]),
         };
-        assert_eq!(seg.points().unwrap(), vec![Point::new(0, 1.0), Point::new(5, 2.0)]);
+        assert_eq!(
+            seg.points().unwrap(),
+            vec![Point::new(0, 1.0), Point::new(5, 2.0)]
+        );
     }
 }

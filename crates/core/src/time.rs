@@ -12,7 +12,9 @@ pub enum TimeError {
     BadDuration(String),
     #[error("duration {0:?} must be greater than zero")]
     ZeroDuration(String),
-    #[error("invalid timestamp {0:?}: expected integer nanoseconds or RFC 3339 (2016-01-01T00:00:00Z)")]
+    #[error(
+        "invalid timestamp {0:?}: expected integer nanoseconds or RFC 3339 (2016-01-01T00:00:00Z)"
+    )]
     BadTimestamp(String),
     #[error("invalid precision {0:?}: expected ns, us, ms or s")]
     BadPrecision(String),
@@ -209,10 +211,16 @@ mod tests {
 
     #[test]
     fn timestamps() {
-        assert_eq!(parse_timestamp("2016-01-01T00:00:00Z"), Ok(1_451_606_400 * NANOS_PER_SECOND));
+        assert_eq!(
+            parse_timestamp("2016-01-01T00:00:00Z"),
+            Ok(1_451_606_400 * NANOS_PER_SECOND)
+        );
         assert_eq!(parse_timestamp("-5"), Ok(-5));
         assert!(parse_timestamp("yesterday").is_err());
-        assert_eq!(format_rfc3339(1_451_606_400 * NANOS_PER_SECOND), "2016-01-01T00:00:00Z");
+        assert_eq!(
+            format_rfc3339(1_451_606_400 * NANOS_PER_SECOND),
+            "2016-01-01T00:00:00Z"
+        );
     }
 
     #[test]

@@ -43,6 +43,10 @@ impl Catalog {
     }
 
     pub fn len(&self) -> usize {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).keys.len()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys
+            .len()
     }
 }

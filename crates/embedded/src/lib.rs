@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use tables::{HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, Result, SeriesAppend, SeriesHead, SeriesInfo, StorageStats,
+    AppendOutcome, Backend, BackendError, Result, SeriesAppend, SeriesHead, SeriesInfo,
+    StorageStats,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -58,10 +59,15 @@ impl EmbeddedBackend {
     /// Opens (or creates) the store in `options.path`. Fails if another process has it open.
     pub fn open(options: EmbeddedOptions) -> Result<Self> {
         if options.segment_capacity == 0 {
-            return Err(BackendError::Invalid("segment capacity must be at least 1".into()));
+            return Err(BackendError::Invalid(
+                "segment capacity must be at least 1".into(),
+            ));
         }
         std::fs::create_dir_all(&options.path).map_err(|e| {
-            BackendError::Storage(format!("cannot create store directory {}: {e}", options.path.display()))
+            BackendError::Storage(format!(
+                "cannot create store directory {}: {e}",
+                options.path.display()
+            ))
         })?;
         let file = options.path.join(DATA_FILE);
         let db = Database::create(&file).map_err(|e| match e {
@@ -162,7 +168,8 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn read_segments(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
-        self.read(move |db| read_segments(db, series, start, end)).await
+        self.read(move |db| read_segments(db, series, start, end))
+            .await
     }
 
     async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>> {
@@ -176,8 +183,9 @@ impl Backend for EmbeddedBackend {
                     let Some(raw) = heads.get(s.0).map_err(storage)? else {
                         return Ok(None);
                     };
-                    let head = tables::Head::decode(raw.value())
-                        .ok_or_else(|| BackendError::Corrupt(format!("head of series {s} is malformed")))?;
+                    let head = tables::Head::decode(raw.value()).ok_or_else(|| {
+                        BackendError::Corrupt(format!("head of series {s} is malformed"))
+                    })?;
                     Ok(Some(SeriesHead {
                         last: head.last,
                         count: head.count,
@@ -193,7 +201,11 @@ impl Backend for EmbeddedBackend {
         let series = self.catalog.len() as u64;
         self.read(move |db| {
             let txn = db.begin_read().map_err(storage)?;
-            let segments = txn.open_table(SEGMENTS).map_err(storage)?.len().map_err(storage)?;
+            let segments = txn
+                .open_table(SEGMENTS)
+                .map_err(storage)?
+                .len()
+                .map_err(storage)?;
             Ok(StorageStats {
                 bytes: disk_bytes(&file),
                 segments,
@@ -213,7 +225,11 @@ fn read_segments(db: &Database, series: SeriesId, start: i64, end: i64) -> Resul
     let txn = db.begin_read().map_err(storage)?;
     let table = txn.open_table(SEGMENTS).map_err(storage)?;
     let mut out = Vec::new();
-    for entry in table.range((series.0, i64::MIN)..=(series.0, end)).map_err(storage)?.rev() {
+    for entry in table
+        .range((series.0, i64::MIN)..=(series.0, end))
+        .map_err(storage)?
+        .rev()
+    {
         let (key, value) = entry.map_err(storage)?;
         let prev_end = key.value().1;
         let segment = tables::decode_segment(series, prev_end, value.value()).ok_or_else(|| {
@@ -244,8 +260,9 @@ fn load_catalog(db: &Database) -> Result<Vec<(SeriesKey, SeriesId)>> {
     let mut out = Vec::new();
     for entry in table.iter().map_err(storage)? {
         let (id, raw) = entry.map_err(storage)?;
-        let key = tables::decode_key(raw.value())
-            .ok_or_else(|| BackendError::Corrupt(format!("series {} has a malformed key", id.value())))?;
+        let key = tables::decode_key(raw.value()).ok_or_else(|| {
+            BackendError::Corrupt(format!("series {} has a malformed key", id.value()))
+        })?;
         out.push((key, SeriesId(id.value())));
     }
     Ok(out)
@@ -254,5 +271,7 @@ fn load_catalog(db: &Database) -> Result<Vec<(SeriesKey, SeriesId)>> {
 /// Bytes the data file occupies on disk (allocated blocks, not its apparent length).
 fn disk_bytes(file: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(file).map(|m| m.blocks() * 512).unwrap_or(0)
+    std::fs::metadata(file)
+        .map(|m| m.blocks() * 512)
+        .unwrap_or(0)
 }

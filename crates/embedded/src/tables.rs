@@ -77,7 +77,6 @@ pub fn decode_segment(series: SeriesId, prev_end: i64, bytes: &[u8]) -> Option<S
     })
 }
 
-
 pub fn encode_key(key: &SeriesKey) -> Vec<u8> {
     // Serializing a struct of strings to a Vec cannot fail.
     serde_json::to_vec(key).unwrap_or_default()

@@ -12,6 +12,7 @@
 use crate::catalog::Catalog;
 use crate::tables::{self, Head, HEADS, META, NEXT_SERIES_ID, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use redb::{Database, ReadableTable, WriteTransaction};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tickertape_backend::{AppendOutcome, BackendError, Result, SeriesAppend};
@@ -70,8 +71,14 @@ pub struct Writer {
 
 /// What a job produced, held until the commit succeeds.
 enum Answer {
-    Append(oneshot::Sender<Result<Vec<AppendOutcome>>>, Result<Vec<AppendOutcome>>),
-    Register(oneshot::Sender<Result<Vec<SeriesId>>>, Result<Vec<SeriesId>>),
+    Append(
+        oneshot::Sender<Result<Vec<AppendOutcome>>>,
+        Result<Vec<AppendOutcome>>,
+    ),
+    Register(
+        oneshot::Sender<Result<Vec<SeriesId>>>,
+        Result<Vec<SeriesId>>,
+    ),
 }
 
 impl Writer {
@@ -204,17 +211,28 @@ impl Writer {
                 ids.push(SeriesId(id.value()));
                 continue;
             }
-            let next = meta.get(NEXT_SERIES_ID).map_err(storage)?.map_or(1, |v| v.value());
+            let next = meta
+                .get(NEXT_SERIES_ID)
+                .map_err(storage)?
+                .map_or(1, |v| v.value());
             meta.insert(NEXT_SERIES_ID, next + 1).map_err(storage)?;
-            ids_table.insert(encoded.as_slice(), next).map_err(storage)?;
-            keys_table.insert(next, encoded.as_slice()).map_err(storage)?;
+            ids_table
+                .insert(encoded.as_slice(), next)
+                .map_err(storage)?;
+            keys_table
+                .insert(next, encoded.as_slice())
+                .map_err(storage)?;
             registered.push((key.clone(), SeriesId(next)));
             ids.push(SeriesId(next));
         }
         Ok(ids)
     }
 
-    fn append_all(&mut self, txn: &WriteTransaction, appends: &[SeriesAppend]) -> Result<Vec<AppendOutcome>> {
+    fn append_all(
+        &mut self,
+        txn: &WriteTransaction,
+        appends: &[SeriesAppend],
+    ) -> Result<Vec<AppendOutcome>> {
         for a in appends {
             if a.points.windows(2).any(|w| w[0].time >= w[1].time) {
                 return Err(BackendError::Invalid(format!(
@@ -227,12 +245,9 @@ impl Writer {
         let heads = txn.open_table(HEADS).map_err(storage)?;
         let mut outcomes = Vec::with_capacity(appends.len());
         for a in appends {
-            if !self.active.contains_key(&a.series) {
-                let loaded = load_active(&heads, &segments, a.series)?;
-                self.active.insert(a.series, loaded);
-            }
-            let Some(active) = self.active.get_mut(&a.series) else {
-                continue;
+            let active = match self.active.entry(a.series) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(load_active(&heads, &segments, a.series)?),
             };
             let stored_last = active.last.map(|p| p.time);
             let refused = match active.last {
@@ -271,7 +286,9 @@ impl Writer {
                 count: active.count,
                 active_prev_end: active.prev_end,
             };
-            heads.insert(series.0, head.encode().as_slice()).map_err(storage)?;
+            heads
+                .insert(series.0, head.encode().as_slice())
+                .map_err(storage)?;
             active.dirty = false;
         }
         Ok(())
@@ -313,12 +330,16 @@ fn load_active(
     };
     let head = Head::decode(raw.value())
         .ok_or_else(|| BackendError::Corrupt(format!("head of series {series} is malformed")))?;
-    let points = match segments.get((series.0, head.active_prev_end)).map_err(storage)? {
+    let points = match segments
+        .get((series.0, head.active_prev_end))
+        .map_err(storage)?
+    {
         Some(bytes) => {
             let bytes = bytes.value();
             let block = bytes.get(8..).unwrap_or_default();
-            tickertape_core::codec::decode_block(block)
-                .map_err(|e| BackendError::Corrupt(format!("active segment of series {series}: {e}")))?
+            tickertape_core::codec::decode_block(block).map_err(|e| {
+                BackendError::Corrupt(format!("active segment of series {series}: {e}"))
+            })?
         }
         None => Vec::new(),
     };

@@ -47,7 +47,9 @@ impl Query {
             ));
         }
         if self.neighbors && self.agg.is_some() {
-            return Err(EngineError::BadQuery("neighbors applies to raw points, not to agg".into()));
+            return Err(EngineError::BadQuery(
+                "neighbors applies to raw points, not to agg".into(),
+            ));
         }
         Ok(())
     }
@@ -55,7 +57,10 @@ impl Query {
 
 impl Engine {
     /// Every registered series the selector matches.
-    pub async fn list_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>, EngineError> {
+    pub async fn list_series(
+        &self,
+        selector: &SeriesSelector,
+    ) -> Result<Vec<SeriesInfo>, EngineError> {
         Ok(self.backend.find_series(selector).await?)
     }
 
@@ -87,20 +92,32 @@ impl Engine {
         if let Some(head) = head {
             // "Latest value" over a range that holds the series' last point: the head has it.
             if head.last.time >= query.start && head.last.time < query.end {
-                return Ok(Some(SeriesPoints { key: info.key, points: vec![head.last] }));
+                return Ok(Some(SeriesPoints {
+                    key: info.key,
+                    points: vec![head.last],
+                }));
             }
             if head.last.time < query.start {
                 return Ok(None);
             }
         }
-        let segments = self.backend.read_segments(info.id, query.start, query.end).await?;
-        let all = collect_points(&segments)
-            .map_err(|e| tickertape_backend::BackendError::Corrupt(format!("series {}: {e}", info.key)))?;
+        let segments = self
+            .backend
+            .read_segments(info.id, query.start, query.end)
+            .await?;
+        let all = collect_points(&segments).map_err(|e| {
+            tickertape_backend::BackendError::Corrupt(format!("series {}: {e}", info.key))
+        })?;
         let points = match (query.agg, query.step) {
             (None, _) => select_range(&all, query.start, query.end, query.neighbors),
             (Some(agg), Some(step)) => aggregate_windows(&all, query.start, query.end, step, agg),
-            (Some(agg), None) => aggregate_all(&all, query.start, query.end, agg).into_iter().collect(),
+            (Some(agg), None) => aggregate_all(&all, query.start, query.end, agg)
+                .into_iter()
+                .collect(),
         };
-        Ok((!points.is_empty()).then_some(SeriesPoints { key: info.key, points }))
+        Ok((!points.is_empty()).then_some(SeriesPoints {
+            key: info.key,
+            points,
+        }))
     }
 }

@@ -10,10 +10,12 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 use tickertape_core::SeriesId;
 
+/// The ids of one series text's fields; a line has few fields, so a short vector.
+type FieldIds = Vec<(Box<str>, SeriesId)>;
+
 #[derive(Default)]
 pub struct SeriesCache {
-    /// series text → (field name, id); a line has few fields, so a short vector.
-    by_text: RwLock<HashMap<Box<str>, Vec<(Box<str>, SeriesId)>>>,
+    by_text: RwLock<HashMap<Box<str>, FieldIds>>,
 }
 
 impl SeriesCache {

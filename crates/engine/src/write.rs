@@ -58,14 +58,22 @@ impl Engine {
     /// Stores a line-protocol body. Timestamps are in `precision`; lines without one get
     /// the engine clock's "now". Returns `Err` only when the store failed, in which case no
     /// point of the body may be counted as stored.
-    pub async fn write_lines(&self, body: &str, precision: Precision) -> Result<WriteReport, EngineError> {
+    pub async fn write_lines(
+        &self,
+        body: &str,
+        precision: Precision,
+    ) -> Result<WriteReport, EngineError> {
         let now = self.clock.now_nanos();
         let mut errors = Errors::new();
         let mut parsed = Vec::new();
         for (number, result) in lineproto::parse_body(body, precision, now) {
-            let result = result
-                .map_err(|e| e.to_string())
-                .and_then(|line| Ok(Parsed { number, values: numeric_values(&line)?, line }));
+            let result = result.map_err(|e| e.to_string()).and_then(|line| {
+                Ok(Parsed {
+                    number,
+                    values: numeric_values(&line)?,
+                    line,
+                })
+            });
             match result {
                 Ok(p) => parsed.push(p),
                 Err(message) => errors.entry(number).or_default().push(message),
@@ -74,24 +82,36 @@ impl Engine {
         let pending: Vec<Pending> = parsed
             .iter()
             .flat_map(|p| {
-                p.line.fields.iter().zip(&p.values).map(move |((name, _), &value)| Pending {
-                    source: p,
-                    field: name.as_ref(),
-                    point: Point::new(p.line.timestamp, value),
-                })
+                p.line
+                    .fields
+                    .iter()
+                    .zip(&p.values)
+                    .map(move |((name, _), &value)| Pending {
+                        source: p,
+                        field: name.as_ref(),
+                        point: Point::new(p.line.timestamp, value),
+                    })
             })
             .collect();
         let ids = self.series_ids(&pending).await?;
         let groups = group_by_series(&pending, &ids, &mut errors);
         let appends = groups
             .iter()
-            .map(|g| SeriesAppend { series: g.series, points: g.points.clone() })
+            .map(|g| SeriesAppend {
+                series: g.series,
+                points: g.points.clone(),
+            })
             .collect();
         let outcomes = self.backend.append(appends).await?;
         let mut points_written = 0u64;
         for (group, outcome) in groups.iter().zip(&outcomes) {
             points_written += (group.points.len() - outcome.refused) as u64;
-            for (point, &origin) in group.points.iter().zip(&group.origins).take(outcome.refused) {
+            for (point, &origin) in group
+                .points
+                .iter()
+                .zip(&group.origins)
+                .take(outcome.refused)
+            {
                 let last = outcome.last_time.map_or(String::new(), |t| format!(" {t}"));
                 let p = &pending[origin];
                 errors.entry(p.source.number).or_default().push(format!(
@@ -100,7 +120,10 @@ impl Engine {
                 ));
             }
         }
-        let rejected_parsed = parsed.iter().filter(|p| errors.contains_key(&p.number)).count();
+        let rejected_parsed = parsed
+            .iter()
+            .filter(|p| errors.contains_key(&p.number))
+            .count();
         Ok(WriteReport {
             accepted: parsed.len() - rejected_parsed,
             rejected: errors.len(),
@@ -108,7 +131,10 @@ impl Engine {
             points_rejected: pending.len() as u64 - points_written,
             errors: errors
                 .into_iter()
-                .map(|(line, messages)| LineError { line, message: messages.join("; ") })
+                .map(|(line, messages)| LineError {
+                    line,
+                    message: messages.join("; "),
+                })
                 .collect(),
         })
     }
@@ -129,7 +155,8 @@ impl Engine {
             let resolved = self.backend.resolve_series(&keys).await?;
             for (id, users) in resolved.into_iter().zip(users) {
                 for i in users {
-                    self.cache.insert(pending[i].source.line.series_text, pending[i].field, id);
+                    self.cache
+                        .insert(pending[i].source.line.series_text, pending[i].field, id);
                     ids[i] = Some(id);
                 }
             }
@@ -142,7 +169,10 @@ fn series_key(p: &Pending<'_, '_>) -> SeriesKey {
     let line = &p.source.line;
     SeriesKey::new(
         line.measurement.as_ref(),
-        line.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        line.tags
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         p.field,
     )
 }
@@ -171,12 +201,20 @@ fn numeric_values(line: &Line<'_>) -> Result<Vec<f64>, String> {
 
 /// Groups pending points by series in line order, refusing a point whose time does not
 /// follow the previous point of its series in this body.
-fn group_by_series(pending: &[Pending<'_, '_>], ids: &[SeriesId], errors: &mut Errors) -> Vec<Group> {
+fn group_by_series(
+    pending: &[Pending<'_, '_>],
+    ids: &[SeriesId],
+    errors: &mut Errors,
+) -> Vec<Group> {
     let mut index: HashMap<SeriesId, usize> = HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for (i, (p, &series)) in pending.iter().zip(ids).enumerate() {
         let g = *index.entry(series).or_insert_with(|| {
-            groups.push(Group { series, points: Vec::new(), origins: Vec::new() });
+            groups.push(Group {
+                series,
+                points: Vec::new(),
+                origins: Vec::new(),
+            });
             groups.len() - 1
         });
         let group = &mut groups[g];

@@ -3,27 +3,34 @@
 //!
 //! **Fast path**: for the active generation `g` (cached per handle; one read of the heads
 //! for series not seen yet), the statement
-//! `{_id: {s, g}, c <= cap - k, l < first time (or no l)}` →
+//! `{_id: {s, g}, c <= cap - k, x absent, l < first time (or no l)}` →
 //! `$push: {t: {$each}, v: {$each}}, $inc: {c: k}, $set: {l, lv}`.
 //! No head round trip: the segment's own `l` (last time) is what refuses out-of-order
-//! points, and its count `c` what keeps it within capacity.
+//! points, its count `c` what keeps it within capacity. A batch is never split between two
+//! segments (a split would let another writer's points in between, and the refused points
+//! would no longer be a prefix of the batch): a batch that does not fit goes whole into the
+//! next segment, and the one it did not fit in is closed with room left.
 //!
 //! **Slow path** (a statement whose condition failed, or a batch larger than a segment),
-//! per series, until every point is stored or refused:
-//! 1. read the head's `sg` and the segment's `c`, `l`;
-//! 2. refuse the prefix at or before `l`;
-//! 3. if there is room, push as many points as fit, filtered on `c` being what was read
-//!    (so nothing moved in between); on a miss, start again;
-//! 4. if the segment is full: create generation `g + 1` (`pe` = `l`, the exact last time;
+//! per series, until the batch is stored or refused:
+//! 1. read the head's `sg` and the segment's `c`, `l`, `x`;
+//! 2. refuse the prefix at or before `l` (nothing of the batch is stored yet);
+//! 3. if the batch fits an open segment, push it filtered on `c` being what was read and `x`
+//!    absent (so nothing moved in between); on a miss, start again;
+//! 4. if it does not fit, close the segment (`$set: {x: true}`: no push matches it any more,
+//!    so its `c` and `l` are final) and start again;
+//! 5. on a closed segment, create generation `g + 1` (empty; `pe` = `l`, the exact last time;
 //!    `l`, `lv` carried over; `b` = points before it), then move the head with
-//!    `{_id, sg: g}` → `$set: {sg: g + 1}`; start again;
-//! 5. after a rollover, tidy: seal the full segment, set its `ns`.
+//!    `{_id, sg: g}` → `$set: {sg: g + 1}`; start again. A batch larger than a segment is
+//!    instead inserted as generations `g + 1 …` already filled, in one ordered insert, and
+//!    the head moved past them;
+//! 6. after a rollover, tidy: seal the closed segment, set its `ns`.
 //!
 //! Crash windows: pushes are single atomic updates, so there are no holes. A writer that
-//! stops before 4 leaves a full active segment: the next writer's condition fails and it
-//! opens the next one. One that stops between creating and switching leaves a segment
-//! nobody points to yet: the next writer's insert finds it and it switches. One that stops
-//! before 5 leaves a full open segment, sealed by the next tidy.
+//! stops before 4 or 5 leaves the active segment open or closed: the next writer's condition
+//! fails and it closes it (again) and opens the next one. One that stops between creating
+//! and switching leaves a segment nobody points to yet: the next writer's insert finds it and
+//! it switches. One that stops before 6 leaves a closed open segment, sealed by the next tidy.
 
 use futures::future::try_join_all;
 use futures::TryStreamExt;
@@ -65,6 +72,7 @@ impl MongoBackend {
                 q: doc! {
                     "_id": segment_id(s, gen),
                     "c": { "$lte": self.capacity - k },
+                    "x": { "$exists": false },
                     "$or": [ { "l": Bson::Null }, { "l": { "$lt": append.points[0].time } } ],
                 },
                 u: push(&append.points),
@@ -141,7 +149,10 @@ impl MongoBackend {
             .await
             .map_err(|e| map_err("read series heads", e))?;
         for head in &heads {
-            self.cache_active(layout::need_i64(head, "_id")?, layout::need_i64(head, "sg")?);
+            self.cache_active(
+                layout::need_i64(head, "_id")?,
+                layout::need_i64(head, "sg")?,
+            );
         }
         match missing.iter().find(|&&s| self.cached_active(s).is_none()) {
             Some(s) => Err(BackendError::Invalid(format!("unknown series {s}"))),
@@ -149,15 +160,16 @@ impl MongoBackend {
         }
     }
 
-    /// Steps 1–5 of the module docs for one append.
+    /// Steps 1–6 of the module docs for one append.
     async fn append_slow(&self, series: i64, append: &SeriesAppend) -> Result<AppendOutcome> {
         let mut points: &[Point] = &append.points;
         let mut outcome = AppendOutcome {
             refused: 0,
             last_time: None,
         };
-        let mut rolled_to = None;
+        let mut rolled = Vec::new();
         let segments = self.collection(SEGMENTS);
+        let mut done = false;
         for _ in 0..MAX_ATTEMPTS {
             let head = self
                 .collection(SERIES)
@@ -170,12 +182,13 @@ impl MongoBackend {
             self.cache_active(series, gen);
             let active = segments
                 .find_one(doc! { "_id": segment_id(series, gen) })
-                .projection(doc! { "c": 1, "l": 1, "lv": 1, "b": 1 })
+                .projection(doc! { "c": 1, "l": 1, "lv": 1, "b": 1, "x": 1, "pe": 1 })
                 .await
                 .map_err(|e| map_err("read active segment", e))?
                 .ok_or_else(|| corrupt(format!("active segment {series}/{gen} is missing")))?;
             let count = layout::get_i64(&active, "c")?.unwrap_or(0);
             let last = layout::get_i64(&active, "l")?;
+            let closed = matches!(active.get("x"), Some(Bson::Boolean(true)));
 
             if let Some(last) = last {
                 let refused = points.partition_point(|p| p.time <= last);
@@ -186,58 +199,175 @@ impl MongoBackend {
                 }
             }
             if points.is_empty() {
+                done = true;
                 break;
             }
 
-            let room = self.capacity - count;
-            if room > 0 {
-                let fit = &points[..points.len().min(room as usize)];
+            let k = points.len() as i64;
+            if !closed && k <= self.capacity - count {
                 let result = segments
-                    .update_one(doc! { "_id": segment_id(series, gen), "c": count }, push(fit))
+                    .update_one(
+                        doc! {
+                            "_id": segment_id(series, gen),
+                            "c": count,
+                            "x": { "$exists": false },
+                        },
+                        push(points),
+                    )
                     .await
                     .map_err(|e| map_err("append to segment", e))?;
                 if result.matched_count == 1 {
-                    points = &points[fit.len()..];
-                    if points.is_empty() {
-                        break;
-                    }
+                    done = true;
+                    break;
                 }
                 continue;
             }
+            if !closed {
+                self.fault(FaultPoint::SegmentFull)?;
+                segments
+                    .update_one(
+                        doc! { "_id": segment_id(series, gen) },
+                        doc! { "$set": { "x": true } },
+                    )
+                    .await
+                    .map_err(|e| map_err("close segment", e))?;
+                continue;
+            }
 
-            // Full: open the next segment, then move the head to it.
-            self.fault(FaultPoint::SegmentFull)?;
-            let last = last.ok_or_else(|| {
-                corrupt(format!("full segment {series}/{gen} has no last time `l`"))
-            })?;
-            let mut next =
-                layout::new_segment(series, gen + 1, last, self.capacity as usize, false);
-            next.insert("l", last);
-            next.insert("lv", layout::get_f64(&active, "lv")?.unwrap_or(f64::NAN));
-            next.insert("b", layout::get_i64(&active, "b")?.unwrap_or(0) + count);
-            bulk::insert(&self.db, &self.write_concern, SEGMENTS, vec![next]).await?;
+            // Closed, so `count` and `last` are final: open what follows. A segment closed
+            // empty (the series' first, before a batch larger than a segment) hands on its
+            // own `pe` and no last point.
+            let last = match last {
+                Some(last) => Some((last, layout::get_f64(&active, "lv")?.unwrap_or(f64::NAN))),
+                None => None,
+            };
+            let before = layout::get_i64(&active, "b")?.unwrap_or(0) + count;
+            let prev_end = match last {
+                Some((time, _)) => time,
+                None => layout::need_i64(&active, "pe")?,
+            };
+            if k <= self.capacity {
+                let next = self.next_segment(series, gen + 1, prev_end, last, before, &[]);
+                bulk::insert(&self.db, &self.write_concern, SEGMENTS, vec![next]).await?;
+                self.fault(FaultPoint::BeforeHeadSwitch)?;
+                self.switch_head(series, gen, gen + 1).await?;
+                rolled.push(gen + 1);
+                continue;
+            }
+            let chain = self.chain(series, gen, prev_end, last, before, points);
+            let length = chain.len();
+            let inserted =
+                bulk::insert_in_order(&self.db, &self.write_concern, SEGMENTS, chain).await?;
+            if inserted == 0 {
+                // Another writer opened generation g + 1 first: start again.
+                continue;
+            }
+            if inserted < length {
+                return Err(BackendError::Storage(format!(
+                    "mongodb: another writer opened segment {series}/{} while this batch of \
+                     {k} points was being laid out; only part of it was stored",
+                    gen + 1 + inserted as i64
+                )));
+            }
             self.fault(FaultPoint::BeforeHeadSwitch)?;
-            self.collection(SERIES)
-                .update_one(
-                    doc! { "_id": series, "sg": gen },
-                    doc! { "$set": { "sg": gen + 1 } },
-                )
-                .await
-                .map_err(|e| map_err("move series head", e))?;
-            self.cache_active(series, gen + 1);
-            rolled_to = Some(gen + 1);
+            let newest = gen + length as i64;
+            self.switch_head(series, gen, newest).await?;
+            rolled.extend((gen + 1..=newest).step_by(3));
+            rolled.push(newest);
+            done = true;
+            break;
         }
-        if !points.is_empty() {
+        if !done {
             return Err(BackendError::Unavailable(format!(
                 "mongodb: could not append to series {series} in {MAX_ATTEMPTS} attempts"
             )));
         }
-        if let Some(gen) = rolled_to {
+        if !rolled.is_empty() {
             self.fault(FaultPoint::BeforeSeal)?;
-            let newest = self.cached_active(series).unwrap_or(gen).max(gen);
-            self.tidy_quietly(&[(series, newest)]).await;
+            let newest = self.cached_active(series).unwrap_or(0);
+            let targets: Vec<(i64, i64)> = rolled
+                .into_iter()
+                .map(|g| (series, g))
+                .chain(std::iter::once((series, newest)))
+                .collect();
+            self.tidy_quietly(&targets).await;
         }
         Ok(outcome)
+    }
+
+    /// Moves the head from any generation in `from..to` to `to`; never backwards.
+    async fn switch_head(&self, series: i64, from: i64, to: i64) -> Result<()> {
+        self.collection(SERIES)
+            .update_one(
+                doc! { "_id": series, "sg": { "$gte": from, "$lt": to } },
+                doc! { "$set": { "sg": to } },
+            )
+            .await
+            .map_err(|e| map_err("move series head", e))?;
+        self.cache_active(series, to);
+        Ok(())
+    }
+
+    /// Generation `gen` after a closed segment: its `pe` is `prev_end`, the series' last
+    /// point so far is `last` (none for a series without points), `before` points precede
+    /// it, and it holds `points` (may be empty).
+    fn next_segment(
+        &self,
+        series: i64,
+        gen: i64,
+        prev_end: i64,
+        last: Option<(i64, f64)>,
+        before: i64,
+        points: &[Point],
+    ) -> Document {
+        let mut segment = layout::new_segment(series, gen, prev_end, self.capacity as usize, false);
+        segment.insert(
+            "t",
+            points
+                .iter()
+                .map(|p| Bson::Int64(p.time))
+                .collect::<Vec<_>>(),
+        );
+        segment.insert(
+            "v",
+            points
+                .iter()
+                .map(|p| Bson::Double(p.value))
+                .collect::<Vec<_>>(),
+        );
+        segment.insert("c", points.len() as i64);
+        if let Some((l, lv)) = points.last().map(|p| (p.time, p.value)).or(last) {
+            segment.insert("l", l);
+            segment.insert("lv", lv);
+        }
+        segment.insert("b", before);
+        segment
+    }
+
+    /// A batch larger than a segment, laid out as filled generations after `gen`: all but
+    /// the last closed.
+    fn chain(
+        &self,
+        series: i64,
+        gen: i64,
+        mut prev_end: i64,
+        last: Option<(i64, f64)>,
+        mut before: i64,
+        points: &[Point],
+    ) -> Vec<Document> {
+        let chunks: Vec<&[Point]> = points.chunks(self.capacity as usize).collect();
+        let mut out = Vec::with_capacity(chunks.len());
+        for (i, chunk) in chunks.iter().enumerate() {
+            let mut segment =
+                self.next_segment(series, gen + 1 + i as i64, prev_end, last, before, chunk);
+            if i + 1 < chunks.len() {
+                segment.insert("x", true);
+            }
+            out.push(segment);
+            prev_end = chunk[chunk.len() - 1].time;
+            before += chunk.len() as i64;
+        }
+        out
     }
 }
 

@@ -17,6 +17,7 @@
 //! | | `c` | reserve: slots filled; conditional: points pushed |
 //! | | `z` | sealed block (BinData, `tickertape_core::codec`); `t`/`v` are then gone |
 //! | | `l`, `lv`, `b` | conditional: last time, last value, points in earlier segments |
+//! | | `x` | conditional: closed (`true`): takes no more points, the next segment follows |
 //! | `counters` | `_id`, `n` | `"series"`: the last series id issued |
 //! | `meta` | `_id`, `v`, `p`, `cap` | `"layout"`: layout version, protocol, capacity |
 
@@ -75,7 +76,10 @@ pub(crate) fn parse_key(doc: &Document) -> Result<SeriesKey> {
             .map_err(|_| corrupt(format!("series key without `{field}`")))
     };
     let mut tags = Vec::new();
-    for tag in k.get_array("t").map_err(|_| corrupt("series key without tags `t`"))? {
+    for tag in k
+        .get_array("t")
+        .map_err(|_| corrupt("series key without tags `t`"))?
+    {
         match tag {
             Bson::Array(pair) => match pair.as_slice() {
                 [Bson::String(k), Bson::String(v)] => tags.push((k.clone(), v.clone())),
@@ -93,7 +97,9 @@ pub(crate) fn get_i64(doc: &Document, field: &str) -> Result<Option<i64>> {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Int64(v)) => Ok(Some(*v)),
         Some(Bson::Int32(v)) => Ok(Some(i64::from(*v))),
-        Some(other) => Err(corrupt(format!("field `{field}` is {other:?}, not an integer"))),
+        Some(other) => Err(corrupt(format!(
+            "field `{field}` is {other:?}, not an integer"
+        ))),
     }
 }
 
@@ -105,7 +111,9 @@ pub(crate) fn get_f64(doc: &Document, field: &str) -> Result<Option<f64>> {
     match doc.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Double(v)) => Ok(Some(*v)),
-        Some(other) => Err(corrupt(format!("field `{field}` is {other:?}, not a double"))),
+        Some(other) => Err(corrupt(format!(
+            "field `{field}` is {other:?}, not a double"
+        ))),
     }
 }
 
@@ -118,7 +126,11 @@ pub(crate) fn new_segment(
     capacity: usize,
     preallocate: bool,
 ) -> Document {
-    let slots = if preallocate { vec![Bson::Null; capacity] } else { Vec::new() };
+    let slots = if preallocate {
+        vec![Bson::Null; capacity]
+    } else {
+        Vec::new()
+    };
     doc! {
         "_id": segment_id(series, gen),
         "s": series,
@@ -143,6 +155,8 @@ pub(crate) struct StoredSegment {
     pub gen: i64,
     /// Slots filled (reserve) or points pushed (conditional).
     pub count: i64,
+    /// Conditional protocol: closed to appends (`x`).
+    pub closed: bool,
     pub segment: Segment,
 }
 
@@ -197,6 +211,7 @@ pub(crate) fn parse_segment(doc: &Document) -> Result<StoredSegment> {
     Ok(StoredSegment {
         gen,
         count: get_i64(doc, "c")?.unwrap_or(0),
+        closed: matches!(doc.get("x"), Some(Bson::Boolean(true))),
         segment: Segment {
             series,
             prev_end: need_i64(doc, "pe")?,

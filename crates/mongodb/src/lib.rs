@@ -183,6 +183,9 @@ impl MongoBackend {
             "cap": self.capacity,
         };
         bulk::insert(&self.db, &self.write_concern, META, vec![meta]).await?;
+        // The series id counter, created here so that registrations never race to create it.
+        let counter = doc! { "_id": "series", "n": 0_i64 };
+        bulk::insert(&self.db, &self.write_concern, COUNTERS, vec![counter]).await?;
         let stored = self
             .db
             .collection::<Document>(META)
@@ -213,7 +216,12 @@ impl MongoBackend {
         let index = |keys: Document, name: &str, unique: bool| {
             IndexModel::builder()
                 .keys(keys)
-                .options(IndexOptions::builder().name(name.to_owned()).unique(unique).build())
+                .options(
+                    IndexOptions::builder()
+                        .name(name.to_owned())
+                        .unique(unique)
+                        .build(),
+                )
                 .build()
         };
         let series = self.db.collection::<Document>(SERIES);
@@ -222,16 +230,23 @@ impl MongoBackend {
             .await
             .map_err(|e| map_err("create index series.ck", e))?;
         series
-            .create_index(index(doc! { "k.m": 1, "k.f": 1 }, "measurement_field", false))
+            .create_index(index(
+                doc! { "k.m": 1, "k.f": 1 },
+                "measurement_field",
+                false,
+            ))
             .await
             .map_err(|e| map_err("create index series.k", e))?;
         self.db
             .collection::<Document>(SEGMENTS)
-            .create_index(index(doc! { "s": 1, "ns": 1, "pe": 1 }, "series_range", false))
+            .create_index(index(
+                doc! { "s": 1, "ns": 1, "pe": 1 },
+                "series_range",
+                false,
+            ))
             .await
             .map_err(|e| map_err("create index segments", e))?;
         // The counters collection is only ever read by `_id`.
-        let _ = COUNTERS;
         Ok(())
     }
 
@@ -348,7 +363,8 @@ impl Backend for MongoBackend {
             appends.len()
         ];
         for round in rounds {
-            let batch: Vec<(usize, &SeriesAppend)> = round.iter().map(|&i| (i, &appends[i])).collect();
+            let batch: Vec<(usize, &SeriesAppend)> =
+                round.iter().map(|&i| (i, &appends[i])).collect();
             let done = match self.protocol {
                 SegmentProtocol::Reserve => self.append_reserve(&batch).await?,
                 SegmentProtocol::Conditional => self.append_conditional(&batch).await?,

@@ -18,7 +18,12 @@ impl MongoBackend {
     /// `{s: 1, ns: 1, pe: 1}`. Seed 000 prints the query with `$lte`/`$gte` on the wrong
     /// bounds (`prevEnd <= tmin && nextStart >= tmax`), which only finds segments that
     /// span the whole range.
-    pub(crate) async fn read(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
+    pub(crate) async fn read(
+        &self,
+        series: SeriesId,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<Segment>> {
         if start > end {
             return Ok(Vec::new());
         }
@@ -40,15 +45,28 @@ impl MongoBackend {
             .iter()
             .map(layout::parse_segment)
             .collect::<Result<Vec<_>>>()?;
-        // The index order (by `ns`) is the chain order except where a bound is not tight
-        // yet; `(pe, generation)` always is.
-        segments.sort_by_key(|s| (s.segment.prev_end, s.gen));
-        Ok(segments.into_iter().map(|s| s.segment).collect())
+        // The chain order is the generation order. `pe` follows it once tidied; a writer
+        // may have tightened one segment's `pe` before the next one's, so each reported
+        // `pe` is raised to its predecessor's: still at most the last point before the
+        // segment (the predecessor's is), and sorted as `read_segments` promises.
+        segments.sort_by_key(|s| s.gen);
+        let mut floor = i64::MIN;
+        Ok(segments
+            .into_iter()
+            .map(|s| {
+                let mut segment = s.segment;
+                segment.prev_end = segment.prev_end.max(floor);
+                floor = segment.prev_end;
+                segment
+            })
+            .collect())
     }
 
     pub(crate) async fn read_heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>> {
         let ids: Vec<i64> = series.iter().map(|&s| sid(s)).collect::<Result<_>>()?;
-        let heads = self.read_by_id(SERIES, ids.iter().map(|&s| Bson::Int64(s)).collect()).await?;
+        let heads = self
+            .read_by_id(SERIES, ids.iter().map(|&s| Bson::Int64(s)).collect())
+            .await?;
         let mut found: HashMap<i64, SeriesHead> = HashMap::new();
         match self.protocol {
             // The head holds the last reserved point and the count of reserved points.
@@ -77,9 +95,10 @@ impl MongoBackend {
                     active.push(Bson::Document(segment_id(s, layout::need_i64(head, "sg")?)));
                 }
                 for segment in self.read_by_id(SEGMENTS, active).await? {
-                    let (Some(time), Some(value)) =
-                        (layout::get_i64(&segment, "l")?, layout::get_f64(&segment, "lv")?)
-                    else {
+                    let (Some(time), Some(value)) = (
+                        layout::get_i64(&segment, "l")?,
+                        layout::get_f64(&segment, "lv")?,
+                    ) else {
                         continue;
                     };
                     let count = layout::get_i64(&segment, "b")?.unwrap_or(0)

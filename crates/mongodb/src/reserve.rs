@@ -2,8 +2,8 @@
 //!
 //! 1. **Reserve** (one `findOneAndUpdate` of the series head per series):
 //!    filter `{_id, ld < first time}` (or no `ld` yet), update `$inc: {sp: -k, n: k}`,
-//!    `$set: {ld, lv}`, returning the document *before* the update. The old `sp` says where
-//!    the batch goes: slot position `cap - sp_before + i` of generation `sg`, which spills
+//!    `$set: {ld, lv}`, returning the document as updated. `sp + k`, the pointer before
+//!    this batch, says where the batch goes: slot position `cap - sp_before + i` of generation `sg`, which spills
 //!    into generation `sg + 1` (and further) when it reaches `cap` — a pointer below zero,
 //!    whatever its value, means "segment full".
 //! 2. **Roll over** (only a batch that spills): for each next generation, create the segment
@@ -59,7 +59,11 @@ impl Reservation {
             .enumerate()
             .map(|(i, p)| {
                 let position = base + i as i64;
-                (self.gen + position.div_euclid(capacity), position.rem_euclid(capacity), *p)
+                (
+                    self.gen + position.div_euclid(capacity),
+                    position.rem_euclid(capacity),
+                    *p,
+                )
             })
             .collect()
     }
@@ -90,7 +94,10 @@ impl MongoBackend {
         let mut groups: BTreeMap<(i64, i64), Vec<(i64, Point)>> = BTreeMap::new();
         for (r, slots) in reservations.iter().zip(&placed) {
             for &(gen, slot, point) in slots {
-                groups.entry((r.series, gen)).or_default().push((slot, point));
+                groups
+                    .entry((r.series, gen))
+                    .or_default()
+                    .push((slot, point));
             }
         }
         let keys: Vec<(i64, i64)> = groups.keys().copied().collect();
@@ -159,7 +166,7 @@ impl MongoBackend {
                     outcome,
                 });
             };
-            let before = heads
+            let after = heads
                 .find_one_and_update(
                     doc! {
                         "_id": series,
@@ -171,14 +178,16 @@ impl MongoBackend {
                     },
                 )
                 .projection(doc! { "sg": 1, "sp": 1 })
-                .return_document(ReturnDocument::Before)
+                .return_document(ReturnDocument::After)
                 .await
                 .map_err(|e| map_err("reserve slots", e))?;
-            if let Some(head) = before {
+            if let Some(head) = after {
+                // The document as this update left it (seed 000's `new: true`): `sg` and
+                // `sp` as of this reservation, whatever other writers do next.
                 return Ok(Reservation {
                     series,
                     gen: layout::need_i64(&head, "sg")?,
-                    sp_before: layout::need_i64(&head, "sp")?,
+                    sp_before: layout::need_i64(&head, "sp")? + points.len() as i64,
                     accepted: points.to_vec(),
                     outcome,
                 });
@@ -262,6 +271,6 @@ mod tests {
         assert_eq!(places(&reservation(0, 1, 3)), vec![(0, 3), (1, 0), (1, 1)]);
         // A pointer already below zero (a writer died after finding the segment full).
         assert_eq!(places(&reservation(2, -1, 2)), vec![(3, 1), (3, 2)]);
-        assert_eq!(places(&reservation(0, 0, 9)).last(), Some(&(2, 0)));
+        assert_eq!(places(&reservation(0, 0, 9)).last(), Some(&(3, 0)));
     }
 }

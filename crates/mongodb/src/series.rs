@@ -36,7 +36,9 @@ impl MongoBackend {
             .iter()
             .map(|ck| {
                 ids.get(ck).copied().ok_or_else(|| {
-                    BackendError::Storage(format!("mongodb: series {ck} vanished after registering"))
+                    BackendError::Storage(format!(
+                        "mongodb: series {ck} vanished after registering"
+                    ))
                 })
             })
             .collect()
@@ -69,7 +71,12 @@ impl MongoBackend {
     /// Issues ids for the keys at `missing` and inserts their first segment, then their
     /// series document. A key registered meanwhile by another writer keeps that writer's id;
     /// the id issued here is never used (ids are not reused) and its empty segment removed.
-    async fn register(&self, keys: &[SeriesKey], canonical: &[String], missing: &[usize]) -> Result<()> {
+    async fn register(
+        &self,
+        keys: &[SeriesKey],
+        canonical: &[String],
+        missing: &[usize],
+    ) -> Result<()> {
         let last = self.issue_ids(missing.len() as i64).await?;
         let first = last - missing.len() as i64 + 1;
         let reserve = self.protocol == SegmentProtocol::Reserve;
@@ -77,7 +84,13 @@ impl MongoBackend {
         let mut heads = Vec::with_capacity(missing.len());
         for (n, &i) in missing.iter().enumerate() {
             let id = first + n as i64;
-            segments.push(layout::new_segment(id, 0, NO_PREVIOUS, self.capacity as usize, reserve));
+            segments.push(layout::new_segment(
+                id,
+                0,
+                NO_PREVIOUS,
+                self.capacity as usize,
+                reserve,
+            ));
             let mut head = doc! {
                 "_id": id,
                 "ck": &canonical[i],
@@ -124,13 +137,16 @@ impl MongoBackend {
                 .await;
             match result {
                 Ok(Some(d)) => return layout::need_i64(&d, "n"),
+                // `connect` creates the counter, so the upsert only matters for a database
+                // whose counter was removed. Two first-ever upserts at once can collide
+                // (duplicate key) or, on some servers, return nothing: try again.
+                Ok(None) if attempts < 3 => attempts += 1,
+                Err(e) if is_duplicate_key(&e) && attempts < 3 => attempts += 1,
                 Ok(None) => {
                     return Err(BackendError::Storage(
                         "mongodb: series id counter upsert returned nothing".into(),
                     ))
                 }
-                // Two first-ever upserts at once: one inserted, the other now finds it.
-                Err(e) if is_duplicate_key(&e) && attempts < 3 => attempts += 1,
                 Err(e) => return Err(map_err("issue series ids", e)),
             }
         }

@@ -6,8 +6,8 @@
 //!
 //! Writers create segments with safe values (`pe` copied from the previous segment, `ns` =
 //! `i64::MAX`); tidying replaces them with the exact ones once the points around them are
-//! stored: `$max` of `pe` with the last point of the previous segment, `$min` of `ns` with
-//! the first point of the next one. Both only move towards the exact value and stay safe
+//! stored: `$max` of `pe` with the last stored point before the segment (within the window
+//! looked at), `$min` of `ns` with the first point of the next one. Both only move towards the exact value and stay safe
 //! while more points land (a hole filled later lies on the far side of the bound), so
 //! tidying may run any number of times, concurrently, in any order.
 //!
@@ -15,7 +15,7 @@
 //! count `c` read with the points and on `z` still absent: a fill landing in between makes
 //! the seal miss (the next tidy retries), a seal landing first makes a late fill miss (that
 //! writer reports an error, nothing it acknowledged is lost). A segment is sealed when all
-//! its slots are filled, or — when it still has holes of a writer that stopped — once it is
+//! its slots are filled or it is closed (conditional protocol), or — when it still has holes of a writer that stopped — once it is
 //! three generations behind the newest one.
 
 use std::collections::HashMap;
@@ -67,11 +67,18 @@ impl MongoBackend {
 
         let mut statements = Vec::new();
         for &(series, newest) in targets {
+            // The largest stored time (or `pe`) seen so far along the window: every later
+            // segment's `pe` may be raised to it, which keeps `pe` non-decreasing.
+            let mut floor = i64::MIN;
             for gen in (newest - WINDOW).max(0)..newest {
                 let Some(this) = stored.get(&(series, gen)) else {
                     continue;
                 };
                 let points = this.points()?;
+                floor = floor.max(this.segment.prev_end);
+                if let Some(last) = points.last() {
+                    floor = floor.max(last.time);
+                }
                 if let Some(next) = stored.get(&(series, gen + 1)) {
                     let next_points = next.points()?;
                     if let Some(first) = next_points.first() {
@@ -82,16 +89,14 @@ impl MongoBackend {
                             ));
                         }
                     }
-                    if let Some(last) = points.last() {
-                        if next.segment.prev_end < last.time {
-                            statements.push(plain(
-                                segment_id(series, gen + 1),
-                                doc! { "$max": { "pe": last.time } },
-                            ));
-                        }
+                    if next.segment.prev_end < floor {
+                        statements.push(plain(
+                            segment_id(series, gen + 1),
+                            doc! { "$max": { "pe": floor } },
+                        ));
                     }
                 }
-                let complete = this.count >= self.capacity;
+                let complete = this.count >= self.capacity || this.closed;
                 if !this.sealed() && (complete || gen <= newest - WINDOW) {
                     statements.push(Update {
                         q: doc! {

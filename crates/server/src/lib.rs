@@ -30,7 +30,9 @@ pub struct ServerConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { max_body_bytes: DEFAULT_MAX_BODY_BYTES }
+        Self {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
     }
 }
 
@@ -43,7 +45,11 @@ pub struct AppState {
 }
 
 pub fn router(engine: Engine, config: ServerConfig) -> Router {
-    let state = AppState { engine, metrics: Arc::new(Metrics::default()), config };
+    let state = AppState {
+        engine,
+        metrics: Arc::new(Metrics::default()),
+        config,
+    };
     Router::new()
         .route("/write", post(write::write))
         .route("/api/v2/write", post(write::write))
@@ -51,7 +57,10 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/series", get(query::series))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
         // The write handler enforces its own limit so it can answer 413 with a JSON body.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .with_state(state)

@@ -46,14 +46,33 @@ impl Metrics {
     fn render(&self) -> String {
         let mut out = String::new();
         for (name, help, value) in [
-            ("tickertape_points_written_total", "Points stored.", &self.points_written),
-            ("tickertape_points_rejected_total", "Points refused (bad or out-of-order lines).", &self.points_rejected),
-            ("tickertape_lines_rejected_total", "Lines refused.", &self.lines_rejected),
+            (
+                "tickertape_points_written_total",
+                "Points stored.",
+                &self.points_written,
+            ),
+            (
+                "tickertape_points_rejected_total",
+                "Points refused (bad or out-of-order lines).",
+                &self.points_rejected,
+            ),
+            (
+                "tickertape_lines_rejected_total",
+                "Lines refused.",
+                &self.lines_rejected,
+            ),
         ] {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", value.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                value.load(Ordering::Relaxed)
+            );
         }
         let name = "tickertape_http_request_duration_seconds";
-        let _ = writeln!(out, "# HELP {name} HTTP request latency by route and status.\n# TYPE {name} histogram");
+        let _ = writeln!(
+            out,
+            "# HELP {name} HTTP request latency by route and status.\n# TYPE {name} histogram"
+        );
         let requests = self.requests.lock().unwrap_or_else(|p| p.into_inner());
         for ((route, status), l) in requests.iter() {
             let labels = format!("route=\"{route}\",status=\"{status}\"");
@@ -77,15 +96,20 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         .map_or("unmatched".to_string(), |p| p.as_str().to_string());
     let started = Instant::now();
     let response = next.run(request).await;
-    state
-        .metrics
-        .observe(&route, response.status().as_u16(), started.elapsed().as_secs_f64());
+    state.metrics.observe(
+        &route,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
     response
 }
 
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
     (
-        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
         state.metrics.render(),
     )
 }

@@ -44,16 +44,23 @@ pub async fn write(
     if body.len() > limit {
         return Err(too_large(limit));
     }
-    let raw = if is_gzip(&headers) { gunzip(&body, limit)? } else { body.to_vec() };
+    let raw = if is_gzip(&headers) {
+        gunzip(&body, limit)?
+    } else {
+        body.to_vec()
+    };
     let (text, mut utf8_errors) = decode_utf8_lines(raw);
     let mut report = state.engine.write_lines(&text, precision).await?;
     if !utf8_errors.is_empty() {
         merge_utf8_errors(&mut report, &mut utf8_errors);
     }
     let m = &state.metrics;
-    m.points_written.fetch_add(report.points_written, Ordering::Relaxed);
-    m.points_rejected.fetch_add(report.points_rejected, Ordering::Relaxed);
-    m.lines_rejected.fetch_add(report.rejected as u64, Ordering::Relaxed);
+    m.points_written
+        .fetch_add(report.points_written, Ordering::Relaxed);
+    m.points_rejected
+        .fetch_add(report.points_rejected, Ordering::Relaxed);
+    m.lines_rejected
+        .fetch_add(report.rejected as u64, Ordering::Relaxed);
     if report.rejected == 0 {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
@@ -69,7 +76,10 @@ pub async fn write(
             .errors
             .into_iter()
             .take(MAX_LISTED_ERRORS)
-            .map(|e| LineErrorBody { line: e.line, message: e.message })
+            .map(|e| LineErrorBody {
+                line: e.line,
+                message: e.message,
+            })
             .collect(),
     };
     Ok((StatusCode::BAD_REQUEST, Json(body)).into_response())
@@ -94,7 +104,9 @@ fn is_gzip(headers: &HeaderMap) -> bool {
 }
 
 fn too_large(limit: usize) -> ApiError {
-    ApiError::TooLarge(format!("request body exceeds the limit of {limit} bytes (--max-body-bytes)"))
+    ApiError::TooLarge(format!(
+        "request body exceeds the limit of {limit} bytes (--max-body-bytes)"
+    ))
 }
 
 /// Decompresses, refusing output beyond `limit` (a small gzip can expand enormously).

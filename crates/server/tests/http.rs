@@ -23,13 +23,25 @@ impl TestServer {
         let mut options = EmbeddedOptions::new(dir);
         options.segment_capacity = 4;
         let backend = Arc::new(EmbeddedBackend::open(options).expect("open store"));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(tickertape_server::serve(listener, Engine::new(backend), config, async {
-            let _ = stopped.await;
-        }));
-        Self { url, client: reqwest::Client::new(), stop: Some(stop), task: Some(task) }
+        let task = tokio::spawn(tickertape_server::serve(
+            listener,
+            Engine::new(backend),
+            config,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Self {
+            url,
+            client: reqwest::Client::new(),
+            stop: Some(stop),
+            task: Some(task),
+        }
     }
 
     /// Stops the server and waits until the store is closed.
@@ -56,10 +68,18 @@ impl TestServer {
     }
 
     async fn get(&self, path_and_query: &str) -> (u16, Value) {
-        let response = self.client.get(format!("{}{path_and_query}", self.url)).send().await.expect("get");
+        let response = self
+            .client
+            .get(format!("{}{path_and_query}", self.url))
+            .send()
+            .await
+            .expect("get");
         let status = response.status().as_u16();
         let text = response.text().await.expect("body");
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     async fn points(&self, query: &str) -> Vec<(i64, f64)> {
@@ -83,18 +103,34 @@ async fn write_then_query_raw_aggregates_and_neighbors() {
     let (status, _) = server.write("", BODY).await;
     assert_eq!(status, 204);
 
-    let raw = server.points("measurement=cpu&field=usage&tag=host:a").await;
-    assert_eq!(raw, vec![(10, 1.5), (20, 3.5), (30, 4.5)], "tag order in the line does not matter");
-    let window = server.points("measurement=cpu&field=usage&tag=host:a&start=15&end=30").await;
+    let raw = server
+        .points("measurement=cpu&field=usage&tag=host:a")
+        .await;
+    assert_eq!(
+        raw,
+        vec![(10, 1.5), (20, 3.5), (30, 4.5)],
+        "tag order in the line does not matter"
+    );
+    let window = server
+        .points("measurement=cpu&field=usage&tag=host:a&start=15&end=30")
+        .await;
     assert_eq!(window, vec![(20, 3.5)], "start inclusive, end exclusive");
-    let with_neighbors = server.points("measurement=cpu&field=usage&tag=host:a&start=15&end=25&neighbors=true").await;
+    let with_neighbors = server
+        .points("measurement=cpu&field=usage&tag=host:a&start=15&end=25&neighbors=true")
+        .await;
     assert_eq!(with_neighbors, vec![(10, 1.5), (20, 3.5), (30, 4.5)]);
-    let sums = server.points("measurement=cpu&field=usage&tag=host:a&step=20ns&agg=sum").await;
+    let sums = server
+        .points("measurement=cpu&field=usage&tag=host:a&step=20ns&agg=sum")
+        .await;
     assert_eq!(sums, vec![(0, 1.5), (20, 8.0)]);
-    let last = server.points("measurement=cpu&field=usage&tag=host:a&start=0&end=100&agg=last").await;
+    let last = server
+        .points("measurement=cpu&field=usage&tag=host:a&start=0&end=100&agg=last")
+        .await;
     assert_eq!(last, vec![(30, 4.5)]);
 
-    let (status, all) = server.get("/api/v1/query?measurement=cpu&field=idle&agg=max").await;
+    let (status, all) = server
+        .get("/api/v1/query?measurement=cpu&field=idle&agg=max")
+        .await;
     assert_eq!(status, 200);
     let series = all["series"].as_array().unwrap();
     assert_eq!(series.len(), 2);
@@ -125,26 +161,48 @@ m,h=a v=4 400
     assert_eq!(status, 400, "{report}");
     assert_eq!(report["accepted"], 2);
     assert_eq!(report["rejected"], 4);
-    let lines: Vec<u64> = report["errors"].as_array().unwrap().iter().map(|e| e["line"].as_u64().unwrap()).collect();
+    let lines: Vec<u64> = report["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["line"].as_u64().unwrap())
+        .collect();
     assert_eq!(lines, vec![2, 3, 4, 7]);
     let message = |i: usize| report["errors"][i]["message"].as_str().unwrap().to_string();
     assert!(message(1).contains("not after"), "{}", message(1));
     assert!(message(2).contains("string"), "{}", message(2));
     assert!(report["error"].as_str().unwrap().contains("4 of 6"));
-    assert_eq!(server.points("measurement=m&field=v").await, vec![(100, 1.0), (200, 2.0), (400, 5.0)]);
+    assert_eq!(
+        server.points("measurement=m&field=v").await,
+        vec![(100, 1.0), (200, 2.0), (400, 5.0)]
+    );
 
     let (_, metrics) = server.get("/metrics").await;
     let metrics = metrics.as_str().unwrap().to_string();
-    assert!(metrics.contains("tickertape_points_written_total 3"), "{metrics}");
-    assert!(metrics.contains("tickertape_lines_rejected_total 4"), "{metrics}");
-    assert!(metrics.contains("tickertape_http_request_duration_seconds_count{route=\"/write\",status=\"400\"} 1"));
+    assert!(
+        metrics.contains("tickertape_points_written_total 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("tickertape_lines_rejected_total 4"),
+        "{metrics}"
+    );
+    assert!(metrics.contains(
+        "tickertape_http_request_duration_seconds_count{route=\"/write\",status=\"400\"} 1"
+    ));
     server.stop().await;
 }
 
 #[tokio::test]
 async fn gzip_precision_and_body_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path(), ServerConfig { max_body_bytes: 1_000 }).await;
+    let server = TestServer::start(
+        dir.path(),
+        ServerConfig {
+            max_body_bytes: 1_000,
+        },
+    )
+    .await;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(b"g v=1 5\ng v=2 6\n").unwrap();
     let response = server
@@ -156,7 +214,10 @@ async fn gzip_precision_and_body_limit() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 204);
-    assert_eq!(server.points("measurement=g").await, vec![(5_000_000_000, 1.0), (6_000_000_000, 2.0)]);
+    assert_eq!(
+        server.points("measurement=g").await,
+        vec![(5_000_000_000, 1.0), (6_000_000_000, 2.0)]
+    );
 
     let big = "g v=1 1\n".repeat(200);
     assert_eq!(server.write("", &big).await.0, 413);
@@ -178,10 +239,16 @@ async fn bad_query_parameters_are_named() {
     ] {
         let (status, body) = server.get(&format!("/api/v1/query?{query}")).await;
         assert_eq!(status, 400, "{query}");
-        assert!(body["error"].as_str().unwrap().contains(name), "{query}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(name),
+            "{query}: {body}"
+        );
     }
     let (status, health) = server.get("/health").await;
-    assert_eq!((status, health["backend"].as_str()), (200, Some("embedded")));
+    assert_eq!(
+        (status, health["backend"].as_str()),
+        (200, Some("embedded"))
+    );
     server.stop().await;
 }
 

@@ -32,7 +32,10 @@ pub struct Args {
 
 enum Sink {
     Store(Engine),
-    Server { client: reqwest::Client, url: String },
+    Server {
+        client: reqwest::Client,
+        url: String,
+    },
 }
 
 #[derive(Default)]
@@ -50,7 +53,11 @@ pub async fn run(args: Args) -> Result<()> {
     let sink = match &args.url {
         Some(url) => Sink::Server {
             client: reqwest::Client::new(),
-            url: format!("{}/write?precision={}", url.trim_end_matches('/'), args.precision),
+            url: format!(
+                "{}/write?precision={}",
+                url.trim_end_matches('/'),
+                args.precision
+            ),
         },
         None => Sink::Store(Engine::new(args.store.open().await?)),
     };
@@ -62,7 +69,11 @@ pub async fn run(args: Args) -> Result<()> {
         "imported {} lines, rejected {} lines{}",
         totals.accepted,
         totals.rejected,
-        if totals.rejected > totals.printed { format!(" ({} not shown)", totals.rejected - totals.printed) } else { String::new() }
+        if totals.rejected > totals.printed {
+            format!(" ({} not shown)", totals.rejected - totals.printed)
+        } else {
+            String::new()
+        }
     );
     if totals.rejected > 0 {
         bail!("{} lines were rejected", totals.rejected);
@@ -70,7 +81,13 @@ pub async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-async fn import_file(sink: &Sink, file: &PathBuf, precision: Precision, batch_lines: usize, totals: &mut Totals) -> Result<()> {
+async fn import_file(
+    sink: &Sink,
+    file: &PathBuf,
+    precision: Precision,
+    batch_lines: usize,
+    totals: &mut Totals,
+) -> Result<()> {
     let name = file.display().to_string();
     let (reader, size): (Box<dyn BufRead>, u64) = if name == "-" {
         (Box::new(BufReader::new(std::io::stdin())), 0)
@@ -81,16 +98,23 @@ async fn import_file(sink: &Sink, file: &PathBuf, precision: Precision, batch_li
     };
     let bar = ProgressBar::new(size);
     bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar.set_message(name.clone());
     let mut batch = String::new();
     let mut first_line = 1usize;
     let mut lines_in_batch = 0usize;
     for line in reader.lines() {
-        let line = line.with_context(|| format!("{name}: read failed near line {}", first_line + lines_in_batch))?;
+        let line = line.with_context(|| {
+            format!(
+                "{name}: read failed near line {}",
+                first_line + lines_in_batch
+            )
+        })?;
         batch.push_str(&line);
         batch.push('\n');
         lines_in_batch += 1;
@@ -137,8 +161,15 @@ async fn send(
     Ok(())
 }
 
-async fn post(client: &reqwest::Client, url: &str, batch: &str) -> Result<(usize, usize, Vec<LineError>)> {
-    let lines = batch.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count();
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    batch: &str,
+) -> Result<(usize, usize, Vec<LineError>)> {
+    let lines = batch
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .count();
     let response = client
         .post(url)
         .body(batch.to_string())
@@ -164,6 +195,17 @@ async fn post(client: &reqwest::Client, url: &str, batch: &str) -> Result<(usize
         line: usize,
         message: String,
     }
-    let p: Partial = serde_json::from_str(&text).with_context(|| format!("server answered 400: {text}"))?;
-    Ok((p.accepted, p.rejected, p.errors.into_iter().map(|e| LineError { line: e.line, message: e.message }).collect()))
+    let p: Partial =
+        serde_json::from_str(&text).with_context(|| format!("server answered 400: {text}"))?;
+    Ok((
+        p.accepted,
+        p.rejected,
+        p.errors
+            .into_iter()
+            .map(|e| LineError {
+                line: e.line,
+                message: e.message,
+            })
+            .collect(),
+    ))
 }

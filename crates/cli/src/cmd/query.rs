@@ -75,7 +75,12 @@ impl Args {
         for t in &self.tags {
             s.append_pair("tag", t);
         }
-        for (name, value) in [("start", &self.start), ("end", &self.end), ("step", &self.step), ("agg", &self.agg)] {
+        for (name, value) in [
+            ("start", &self.start),
+            ("end", &self.end),
+            ("step", &self.step),
+            ("agg", &self.agg),
+        ] {
             if let Some(v) = value {
                 s.append_pair(name, v);
             }
@@ -102,7 +107,9 @@ pub async fn run(args: Args) -> Result<()> {
 
 async fn ask_server(url: &str, query: &str) -> Result<Answer> {
     let url = format!("{}/api/v1/query?{query}", url.trim_end_matches('/'));
-    let response = reqwest::get(&url).await.with_context(|| format!("cannot reach {url}"))?;
+    let response = reqwest::get(&url)
+        .await
+        .with_context(|| format!("cannot reach {url}"))?;
     let status = response.status();
     let text = response.text().await?;
     if !status.is_success() {
@@ -112,7 +119,8 @@ async fn ask_server(url: &str, query: &str) -> Result<Answer> {
 }
 
 async fn ask_store(args: &Args) -> Result<Answer> {
-    let query = tickertape_server::query::parse_query(&args.query_string()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let query = tickertape_server::query::parse_query(&args.query_string())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let engine = Engine::new(args.store.open().await?);
     let result = engine.query(&query).await?;
     Ok(Answer {
@@ -160,10 +168,16 @@ fn render(answer: &Answer, format: Format) -> Result<String> {
                 .iter()
                 .flat_map(|s| {
                     let label = series_label(s);
-                    s.points.iter().map(move |(t, v)| [label.clone(), format_rfc3339(*t), value_text(*v)])
+                    s.points
+                        .iter()
+                        .map(move |(t, v)| [label.clone(), format_rfc3339(*t), value_text(*v)])
                 })
                 .collect();
-            let header = ["SERIES".to_string(), "TIME".to_string(), "VALUE".to_string()];
+            let header = [
+                "SERIES".to_string(),
+                "TIME".to_string(),
+                "VALUE".to_string(),
+            ];
             let mut widths = [0usize; 3];
             for row in std::iter::once(&header).chain(&rows) {
                 for (w, cell) in widths.iter_mut().zip(row) {
@@ -171,7 +185,16 @@ fn render(answer: &Answer, format: Format) -> Result<String> {
                 }
             }
             for row in std::iter::once(&header).chain(&rows) {
-                writeln!(out, "{:<w0$}  {:<w1$}  {:>w2$}", row[0], row[1], row[2], w0 = widths[0], w1 = widths[1], w2 = widths[2])?;
+                writeln!(
+                    out,
+                    "{:<w0$}  {:<w1$}  {:>w2$}",
+                    row[0],
+                    row[1],
+                    row[2],
+                    w0 = widths[0],
+                    w1 = widths[1],
+                    w2 = widths[2]
+                )?;
             }
             if rows.is_empty() {
                 out.push_str("(no points)\n");

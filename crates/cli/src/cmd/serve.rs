@@ -24,7 +24,9 @@ pub async fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
     tracing::info!(store = %args.store.store, backend = backend.kind(), "listening on http://{address}");
-    let config = ServerConfig { max_body_bytes: args.max_body_bytes };
+    let config = ServerConfig {
+        max_body_bytes: args.max_body_bytes,
+    };
     tickertape_server::serve(listener, Engine::new(backend), config, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())

@@ -31,7 +31,7 @@ use super::CodecError;
 
 /// Codes per group in the group mode. 32 keeps the width field at 7/32 bit per code while
 /// letting the width follow a series whose spread changes within a 160-point block.
-pub(crate) const GROUP: usize = 32;
+const GROUP: usize = 32;
 
 /// A series ready to write, with its exact size known, so that callers can compare
 /// encodings without writing the losers.
@@ -298,6 +298,19 @@ mod tests {
         assert_eq!(r.finish(), Ok(bytes.len()));
         assert_eq!(out, xs);
         bits
+    }
+
+    proptest::proptest! {
+        /// The planned size is what the comparison between encodings relies on.
+        #[test]
+        fn planned_bits_match_written_bits(
+            xs in proptest::collection::vec(
+                proptest::prop_oneof![proptest::prelude::any::<i64>(), -300i64..300],
+                0..300,
+            )
+        ) {
+            round_trip(&xs);
+        }
     }
 
     #[test]

@@ -1,17 +1,18 @@
 //! The sealed-segment block codec: a value segment's points compressed into one block.
 //!
-//! The byte layout is specified in `docs/format/segment-block.md`; in short:
+//! The byte layout, every encoding and the invariants are specified in
+//! `docs/format/segment-block.md`; in short:
 //!
 //! ```text
 //! version (1 byte) · n (LEB128) · [n > 0: timestamp section · value section]
 //! ```
 //!
-//! - [`bits`]: the MSB-first bit writer and reader every section uses.
-//! - [`ints`]: integer series (first value, gcd, deltas in groups or Gorilla buckets),
+//! - `bits`: the MSB-first bit writer and reader every section uses.
+//! - `ints`: integer series (first value, gcd, deltas in groups or Gorilla buckets),
 //!   shared by timestamps and two value encodings.
-//! - [`timestamps`]: delta-of-delta timestamps.
-//! - [`values`]: the per-block choice of value encoding (decimal, float keys, XOR).
-//! - [`xor`]: Gorilla's XOR floats.
+//! - `timestamps`: delta-of-delta timestamps.
+//! - `values`: the per-block choice of value encoding (decimal, float keys, XOR).
+//! - `xor`: Gorilla's XOR floats.
 //!
 //! Contract: [`decode_block`] of [`encode_block`] returns the same points in the same
 //! order, bit for bit, for any times (any order, duplicates, extremes) and any f64 bit
@@ -30,6 +31,8 @@ mod tests;
 use crate::model::Point;
 use thiserror::Error;
 
+/// Why a block could not be decoded: it is truncated or corrupt, or was written by a newer
+/// format version. The message names the check that failed.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CodecError {
     #[error("segment block is truncated or corrupt: {0}")]

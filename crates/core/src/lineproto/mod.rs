@@ -93,7 +93,8 @@ pub struct Line<'a> {
 }
 
 /// Parses one line (without its newline; a trailing `\r` is dropped). `Ok(None)` for
-/// blank and comment lines.
+/// blank and comment lines. A `\n` inside `line` would be taken as an ordinary character:
+/// split bodies with [`parse_body`].
 ///
 /// `precision` is the unit of the line's timestamp. `default_time`, in nanoseconds since
 /// the epoch, is the timestamp of a line that has none; it is used as given (the caller

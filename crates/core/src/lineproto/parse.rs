@@ -14,6 +14,10 @@ use std::borrow::Cow;
 /// sorting, so a hostile line with thousands of tags costs n log n, not n².
 const PAIRWISE_DUPLICATE_LIMIT: usize = 16;
 
+/// The most tags, and separately fields, a line's vectors are sized for in advance; a line
+/// with more grows them as it goes.
+const MAX_PREALLOCATED: usize = 64;
+
 /// One `(key, value)` of [`Line::tags`].
 type Tag<'a> = (Cow<'a, str>, Cow<'a, str>);
 /// One `(key, value)` of [`Line::fields`].
@@ -38,8 +42,9 @@ pub(super) fn parse_line(
     };
     // Every tag and every field has an `=`, so this bounds how many there are. Sizing the
     // vectors from it avoids both regrowing them (a fifth of the parse time on the sample
-    // line) and a fixed large capacity, which would cost a 30-byte line a kilobyte.
-    let mut pairs = scan::count_equals(&bytes[start..]);
+    // line) and a fixed large capacity, which would cost a 30-byte line a kilobyte. Capped,
+    // so that a string value full of `=` cannot make us reserve 56 bytes per `=`.
+    let mut pairs = scan::count_equals(&bytes[start..]).min(MAX_PREALLOCATED);
     let measurement = cursor.measurement()?;
     let tags = if cursor.at(b',') {
         cursor.tags(pairs)?

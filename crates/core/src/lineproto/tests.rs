@@ -188,6 +188,22 @@ fn blanks_comments_and_line_endings() {
 }
 
 #[test]
+fn a_field_key_may_start_with_a_tab() {
+    // Tabs have no escape, so they are not skipped before the field set (found by proptest).
+    let line = parse("m \tk=1");
+    assert_eq!(line.fields[0].0, "\tk");
+}
+
+#[test]
+fn many_equals_signs_neither_confuse_nor_overallocate() {
+    let value = "=".repeat(100_000);
+    let text = format!("m,k=v s=\"{value}\",t=1");
+    let line = parse(&text);
+    assert_eq!(line.fields[0].1, FieldValue::String(value.as_str().into()));
+    assert!(line.fields.capacity() <= 64, "{}", line.fields.capacity());
+}
+
+#[test]
 fn a_body_yields_numbered_results_for_real_lines_only() {
     let body = "# header\r\nm v=1 1\r\n\r\nbad\nm,k=v v=2 2\n  \nm v= 3\n";
     let results: Vec<_> = parse_body(body, NS, NOW).collect();

@@ -12,7 +12,8 @@ use tickertape_core::segment::{Segment, SegmentBody};
 use tickertape_core::{Point, SeriesId, SeriesKey};
 use tickertape_mongodb::{FaultPlan, MongoBackend, MongoOptions, SegmentProtocol};
 
-pub const PROTOCOLS: [SegmentProtocol; 2] = [SegmentProtocol::Reserve, SegmentProtocol::Conditional];
+pub const PROTOCOLS: [SegmentProtocol; 2] =
+    [SegmentProtocol::Reserve, SegmentProtocol::Conditional];
 
 /// The server under test. A missing variable fails the test: it never passes silently.
 pub fn server_uri() -> String {
@@ -86,7 +87,10 @@ pub fn key(measurement: &str, host: &str, field: &str) -> SeriesKey {
 }
 
 pub fn points(times: impl IntoIterator<Item = i64>) -> Vec<Point> {
-    times.into_iter().map(|t| Point::new(t, t as f64 * 0.5)).collect()
+    times
+        .into_iter()
+        .map(|t| Point::new(t, t as f64 * 0.5))
+        .collect()
 }
 
 pub fn append(series: SeriesId, times: impl IntoIterator<Item = i64>) -> SeriesAppend {
@@ -101,7 +105,12 @@ pub async fn read_all(backend: &MongoBackend, series: SeriesId) -> Vec<Point> {
     read_range(backend, series, i64::MIN, i64::MAX).await
 }
 
-pub async fn read_range(backend: &MongoBackend, series: SeriesId, start: i64, end: i64) -> Vec<Point> {
+pub async fn read_range(
+    backend: &MongoBackend,
+    series: SeriesId,
+    start: i64,
+    end: i64,
+) -> Vec<Point> {
     let segments = backend
         .read_segments(series, start, end)
         .await
@@ -116,7 +125,10 @@ pub fn assert_chain(segments: &[Segment]) {
     let mut last: Option<i64> = None;
     for (i, s) in segments.iter().enumerate() {
         if i > 0 {
-            assert!(segments[i - 1].prev_end <= s.prev_end, "not sorted by prev_end");
+            assert!(
+                segments[i - 1].prev_end <= s.prev_end,
+                "not sorted by prev_end"
+            );
         }
         for p in s.points().expect("segment decodes") {
             assert!(

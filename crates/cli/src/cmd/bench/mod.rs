@@ -1,0 +1,38 @@
+//! `tickertape bench`: benchmarks as programs (DESIGN §6), with their results and commands
+//! recorded in `docs/BENCHMARKS.md`.
+//!
+//! # Layout
+//! - `ingest.rs`: the command, the concurrent write clients and the report.
+//! - `dataset.rs`: the devops cpu dataset of `shared/bench/` (generated, or a gen.py file).
+//! - `queries.rs`: the four reference queries and the bit-for-bit read-back.
+//! - `disk.rs`: allocated bytes of a directory.
+
+mod dataset;
+mod disk;
+mod ingest;
+mod queries;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Ingest the devops cpu dataset over HTTP, then report points/s, bytes on disk per
+    /// point, the median latency of the four reference queries and a bit-for-bit read-back.
+    ///
+    /// The dataset is either generated here, with the shape of shared/bench/gen.py (same
+    /// tags, fields and vocabulary, time-major rows, random walks from U[0,100] with steps
+    /// U[-1,1] clamped to [0,100]) but NOT the same bytes, or read from a gen.py file with
+    /// --file: the way to give every store compared identical data. The whole dataset is cut
+    /// into bodies in memory before the clock starts.
+    ///
+    /// By default the tickertape server runs in this process on 127.0.0.1 over a fresh
+    /// temporary store. With --target-url the same clients write to another server
+    /// (VictoriaMetrics, InfluxDB 1.x) and only the ingest and its bytes are measured.
+    /// Every body must be answered 204; anything else fails the run.
+    #[command(verbatim_doc_comment)]
+    Ingest(ingest::Args),
+}
+
+pub async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Ingest(args) => ingest::run(args).await,
+    }
+}
