@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tickertape_backend::Backend;
 use tickertape_core::segment::DEFAULT_SEGMENT_CAPACITY;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
+use tickertape_mongodb::{MongoBackend, MongoOptions, ReadMode, SegmentProtocol};
 
 /// The store options every command that opens a store shares.
 #[derive(Args, Clone, Debug)]
@@ -15,12 +16,40 @@ pub struct StoreArgs {
     /// (mongodb://HOST:PORT/DB).
     #[arg(long, env = "TICKERTAPE_STORE", default_value = "./tickertape-data")]
     pub store: String,
-    /// Points per value segment (new segments only).
+    /// Points per value segment (new segments only on the embedded store; fixed when a
+    /// MongoDB database is first written).
     #[arg(long, default_value_t = DEFAULT_SEGMENT_CAPACITY)]
     pub segment_capacity: usize,
+    /// MongoDB: how batches are appended to value segments (fixed when a database is first
+    /// written): `reserve` (seed 000: head reservation, then `$set` into slots) or
+    /// `conditional` (one conditional `$push` update per series, in bulk).
+    #[arg(long, default_value = "reserve")]
+    pub segment_protocol: SegmentProtocol,
+    /// MongoDB write concern `w` (overrides the URI's `w=`): majority, or a number of members.
+    #[arg(long)]
+    pub write_concern: Option<String>,
+    /// MongoDB: wait for the journal before acknowledging (overrides the URI's `journal=`).
+    #[arg(long)]
+    pub journal: Option<bool>,
+    /// MongoDB read preference for queries (overrides the URI's `readPreference=`):
+    /// primary, primaryPreferred, secondary, secondaryPreferred or nearest.
+    #[arg(long)]
+    pub read_preference: Option<ReadMode>,
 }
 
 impl StoreArgs {
+    /// An embedded store at `path` with default options.
+    pub fn embedded(path: impl Into<String>, segment_capacity: usize) -> Self {
+        Self {
+            store: path.into(),
+            segment_capacity,
+            segment_protocol: SegmentProtocol::default(),
+            write_concern: None,
+            journal: None,
+            read_preference: None,
+        }
+    }
+
     pub fn is_mongodb(&self) -> bool {
         self.store.starts_with("mongodb://") || self.store.starts_with("mongodb+srv://")
     }
@@ -40,8 +69,11 @@ impl StoreArgs {
 }
 
 async fn open_mongodb(args: &StoreArgs) -> Result<Arc<dyn Backend>> {
-    anyhow::bail!(
-        "MongoDB stores are not wired into the CLI yet ({})",
-        args.store
-    )
+    let mut options = MongoOptions::new(&args.store);
+    options.segment_capacity = args.segment_capacity;
+    options.protocol = args.segment_protocol;
+    options.w = args.write_concern.clone();
+    options.journal = args.journal;
+    options.read_mode = args.read_preference;
+    Ok(Arc::new(MongoBackend::connect(options).await?))
 }

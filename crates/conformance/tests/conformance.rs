@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use tickertape_backend::Backend;
 use tickertape_conformance::{StoreFactory, StoreHandle};
+use std::sync::atomic::{AtomicU32, Ordering};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
+use tickertape_mongodb::{MongoBackend, MongoOptions, SegmentProtocol};
 
 struct Embedded;
 
@@ -33,6 +35,50 @@ impl StoreHandle for EmbeddedStore {
         let mut options = EmbeddedOptions::new(self.dir.path());
         options.segment_capacity = self.capacity;
         Arc::new(EmbeddedBackend::open(options).expect("open embedded store"))
+    }
+}
+
+/// MongoDB with one append protocol; each store is a fresh database on the server named
+/// by `TICKERTAPE_MONGODB_URI`.
+struct Mongo(SegmentProtocol);
+
+struct MongoStore {
+    uri: String,
+    protocol: SegmentProtocol,
+    capacity: usize,
+}
+
+#[async_trait]
+impl StoreFactory for Mongo {
+    async fn create(&self, segment_capacity: usize) -> Box<dyn StoreHandle> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let server = std::env::var("TICKERTAPE_MONGODB_URI").unwrap_or_else(|_| {
+            panic!("TICKERTAPE_MONGODB_URI is not set: run scripts/test, which starts a MongoDB test server")
+        });
+        let db = format!(
+            "tt_conformance_{}_{}_{}",
+            self.0,
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        Box::new(MongoStore {
+            uri: tickertape_mongodb::uri_with_database(&server, &db),
+            protocol: self.0,
+            capacity: segment_capacity,
+        })
+    }
+}
+
+#[async_trait]
+impl StoreHandle for MongoStore {
+    async fn open(&self) -> Arc<dyn Backend> {
+        let mut options = MongoOptions::new(&self.uri);
+        options.protocol = self.protocol;
+        options.segment_capacity = self.capacity;
+        let backend = MongoBackend::connect(options)
+            .await
+            .unwrap_or_else(|e| panic!("connect to {}: {e}", self.uri));
+        Arc::new(backend)
     }
 }
 
@@ -65,3 +111,5 @@ macro_rules! suite {
 }
 
 suite!(embedded, Embedded);
+suite!(mongodb_reserve, Mongo(SegmentProtocol::Reserve));
+suite!(mongodb_conditional, Mongo(SegmentProtocol::Conditional));

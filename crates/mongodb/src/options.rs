@@ -186,3 +186,28 @@ impl FaultPlan {
         }
     }
 }
+
+/// `uri` with its database (the path) replaced by `database`, query options kept:
+/// `mongodb://h:1/?w=1` + `x` → `mongodb://h:1/x?w=1`. For tests and benchmarks that
+/// work in throw-away databases on one server.
+pub fn uri_with_database(uri: &str, database: &str) -> String {
+    let (base, query) = match uri.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (uri, String::new()),
+    };
+    let hosts_start = base.find("://").map_or(0, |i| i + 3);
+    let hosts_end = base[hosts_start..].find('/').map_or(base.len(), |i| hosts_start + i);
+    format!("{}/{database}{query}", &base[..hosts_end])
+}
+
+#[cfg(test)]
+mod uri_tests {
+    use super::uri_with_database;
+
+    #[test]
+    fn database_is_replaced_and_options_kept() {
+        assert_eq!(uri_with_database("mongodb://h:1", "x"), "mongodb://h:1/x");
+        assert_eq!(uri_with_database("mongodb://h:1/old?w=1", "x"), "mongodb://h:1/x?w=1");
+        assert_eq!(uri_with_database("mongodb://a:1,b:2/?rs=r", "x"), "mongodb://a:1,b:2/x?rs=r");
+    }
+}

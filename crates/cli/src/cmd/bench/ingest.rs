@@ -295,10 +295,7 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
             (temp.path().to_path_buf(), Some(temp))
         }
     };
-    let store = StoreArgs {
-        store: dir.display().to_string(),
-        segment_capacity: args.segment_capacity,
-    };
+    let store = StoreArgs::embedded(dir.display().to_string(), args.segment_capacity);
     let backend = store.open().await?;
     let engine = Engine::new(backend);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
