@@ -4,10 +4,10 @@
 //! starts one). Without it the MongoDB tests fail; they never pass silently.
 
 use async_trait::async_trait;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tickertape_backend::Backend;
 use tickertape_conformance::{StoreFactory, StoreHandle};
-use std::sync::atomic::{AtomicU32, Ordering};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_mongodb::{MongoBackend, MongoOptions, SegmentProtocol};
 

@@ -66,6 +66,8 @@ pub struct Writer {
     catalog: Arc<Catalog>,
     capacity: usize,
     active: HashMap<SeriesId, Active>,
+    /// Series whose active segment changed in the current transaction.
+    dirty: Vec<SeriesId>,
     poisoned: Option<String>,
 }
 
@@ -88,6 +90,7 @@ impl Writer {
             catalog,
             capacity,
             active: HashMap::new(),
+            dirty: Vec::new(),
             poisoned: None,
         }
     }
@@ -134,6 +137,7 @@ impl Writer {
                 tracing::error!(%error, "write transaction failed; refusing further writes");
                 self.poisoned = Some(error.to_string());
                 self.active.clear();
+                self.dirty.clear();
                 for answer in answers {
                     let err = BackendError::Storage(format!("write not stored: {error}"));
                     match answer {
@@ -254,6 +258,10 @@ impl Writer {
                 Some(last) => a.points.partition_point(|p| p.time <= last.time),
                 None => 0,
             };
+            if refused < a.points.len() && !active.dirty {
+                active.dirty = true;
+                self.dirty.push(a.series);
+            }
             for &p in &a.points[refused..] {
                 if active.points.len() >= self.capacity {
                     seal(&mut segments, a.series, active, p.time)?;
@@ -261,7 +269,6 @@ impl Writer {
                 active.points.push(p);
                 active.last = Some(p);
                 active.count += 1;
-                active.dirty = true;
             }
             outcomes.push(AppendOutcome {
                 refused,
@@ -275,7 +282,10 @@ impl Writer {
     fn flush_active(&mut self, txn: &WriteTransaction) -> Result<()> {
         let mut segments = txn.open_table(SEGMENTS).map_err(storage)?;
         let mut heads = txn.open_table(HEADS).map_err(storage)?;
-        for (series, active) in self.active.iter_mut().filter(|(_, a)| a.dirty) {
+        for series in self.dirty.drain(..) {
+            let Some(active) = self.active.get_mut(&series) else {
+                continue;
+            };
             let Some(last) = active.last else { continue };
             let bytes = tables::encode_segment(NO_NEXT, &active.points);
             segments

@@ -56,19 +56,22 @@ impl Query {
 }
 
 impl Engine {
-    /// Every registered series the selector matches.
+    /// Every registered series the selector matches, sorted by key.
     pub async fn list_series(
         &self,
         selector: &SeriesSelector,
     ) -> Result<Vec<SeriesInfo>, EngineError> {
-        Ok(self.backend.find_series(selector).await?)
+        let mut series = self.backend.find_series(selector).await?;
+        series.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(series)
     }
 
-    /// Answers a query: one entry per matching series, in series-id order; series without
-    /// a point to report are left out.
+    /// Answers a query: one entry per matching series, sorted by series key (measurement,
+    /// tags, field); series without a point to report are left out.
     pub async fn query(&self, query: &Query) -> Result<Vec<SeriesPoints>, EngineError> {
         query.validate()?;
-        let series = self.backend.find_series(&query.selector).await?;
+        let mut series = self.backend.find_series(&query.selector).await?;
+        series.sort_by(|a, b| a.key.cmp(&b.key));
         let heads = if query.agg == Some(Aggregate::Last) && query.step.is_none() {
             let ids: Vec<_> = series.iter().map(|s| s.id).collect();
             self.backend.heads(&ids).await?

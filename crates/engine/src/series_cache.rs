@@ -19,15 +19,25 @@ pub struct SeriesCache {
 }
 
 impl SeriesCache {
-    /// Looks up many (series text, field) pairs under one lock.
+    /// Looks up many (series text, field) pairs under one lock. Consecutive pairs from the
+    /// same line share the same `&str`, so the text is hashed once per line, not per field.
     pub fn lookup_many<'a>(
         &self,
         wanted: impl Iterator<Item = (&'a str, &'a str)>,
     ) -> Vec<Option<SeriesId>> {
         let map = self.by_text.read().unwrap_or_else(|p| p.into_inner());
+        let mut previous: Option<(&str, Option<&FieldIds>)> = None;
         wanted
             .map(|(text, field)| {
-                map.get(text)
+                let fields = match previous {
+                    Some((p, fields)) if std::ptr::eq(p, text) => fields,
+                    _ => {
+                        let fields = map.get(text);
+                        previous = Some((text, fields));
+                        fields
+                    }
+                };
+                fields
                     .and_then(|fields| fields.iter().find(|(f, _)| &**f == field))
                     .map(|(_, id)| *id)
             })

@@ -94,29 +94,24 @@ impl Engine {
             })
             .collect();
         let ids = self.series_ids(&pending).await?;
-        let groups = group_by_series(&pending, &ids, &mut errors);
+        let mut groups = group_by_series(&pending, &ids, &mut errors);
         let appends = groups
-            .iter()
+            .iter_mut()
             .map(|g| SeriesAppend {
                 series: g.series,
-                points: g.points.clone(),
+                points: std::mem::take(&mut g.points),
             })
             .collect();
         let outcomes = self.backend.append(appends).await?;
         let mut points_written = 0u64;
         for (group, outcome) in groups.iter().zip(&outcomes) {
-            points_written += (group.points.len() - outcome.refused) as u64;
-            for (point, &origin) in group
-                .points
-                .iter()
-                .zip(&group.origins)
-                .take(outcome.refused)
-            {
+            points_written += (group.origins.len() - outcome.refused) as u64;
+            for &origin in group.origins.iter().take(outcome.refused) {
                 let last = outcome.last_time.map_or(String::new(), |t| format!(" {t}"));
                 let p = &pending[origin];
                 errors.entry(p.source.number).or_default().push(format!(
                     "field {:?}: time {} is not after the series' last stored time{last} (out-of-order points are refused)",
-                    p.field, point.time
+                    p.field, p.point.time
                 ));
             }
         }
@@ -144,14 +139,23 @@ impl Engine {
         let mut ids = self
             .cache
             .lookup_many(pending.iter().map(|p| (p.source.line.series_text, p.field)));
-        let mut missing: HashMap<SeriesKey, Vec<usize>> = HashMap::new();
+        // New series are registered in the order they first appear in the body, so ids
+        // are deterministic for a given history of bodies.
+        let mut missing: HashMap<SeriesKey, usize> = HashMap::new();
+        let mut keys: Vec<SeriesKey> = Vec::new();
+        let mut users: Vec<Vec<usize>> = Vec::new();
         for (i, id) in ids.iter().enumerate() {
             if id.is_none() {
-                missing.entry(series_key(&pending[i])).or_default().push(i);
+                let key = series_key(&pending[i]);
+                let slot = *missing.entry(key.clone()).or_insert_with(|| {
+                    keys.push(key);
+                    users.push(Vec::new());
+                    keys.len() - 1
+                });
+                users[slot].push(i);
             }
         }
-        if !missing.is_empty() {
-            let (keys, users): (Vec<SeriesKey>, Vec<Vec<usize>>) = missing.into_iter().unzip();
+        if !keys.is_empty() {
             let resolved = self.backend.resolve_series(&keys).await?;
             for (id, users) in resolved.into_iter().zip(users) {
                 for i in users {

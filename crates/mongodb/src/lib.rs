@@ -43,7 +43,9 @@ use tickertape_backend::{
 use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
-pub use options::{uri_with_database, FaultPlan, FaultPoint, MongoOptions, ReadMode, SegmentProtocol};
+pub use options::{
+    uri_with_database, FaultPlan, FaultPoint, MongoOptions, ReadMode, SegmentProtocol,
+};
 
 use crate::error::map_err;
 use crate::layout::{COUNTERS, LAYOUT_VERSION, META, SEGMENTS, SERIES};

@@ -196,7 +196,9 @@ pub fn uri_with_database(uri: &str, database: &str) -> String {
         None => (uri, String::new()),
     };
     let hosts_start = base.find("://").map_or(0, |i| i + 3);
-    let hosts_end = base[hosts_start..].find('/').map_or(base.len(), |i| hosts_start + i);
+    let hosts_end = base[hosts_start..]
+        .find('/')
+        .map_or(base.len(), |i| hosts_start + i);
     format!("{}/{database}{query}", &base[..hosts_end])
 }
 
@@ -207,7 +209,13 @@ mod uri_tests {
     #[test]
     fn database_is_replaced_and_options_kept() {
         assert_eq!(uri_with_database("mongodb://h:1", "x"), "mongodb://h:1/x");
-        assert_eq!(uri_with_database("mongodb://h:1/old?w=1", "x"), "mongodb://h:1/x?w=1");
-        assert_eq!(uri_with_database("mongodb://a:1,b:2/?rs=r", "x"), "mongodb://a:1,b:2/x?rs=r");
+        assert_eq!(
+            uri_with_database("mongodb://h:1/old?w=1", "x"),
+            "mongodb://h:1/x?w=1"
+        );
+        assert_eq!(
+            uri_with_database("mongodb://a:1,b:2/?rs=r", "x"),
+            "mongodb://a:1,b:2/x?rs=r"
+        );
     }
 }
