@@ -15,6 +15,8 @@ pub mod codec;
 pub mod lineproto;
 pub mod model;
 pub mod query;
+pub mod rollup;
+pub mod schema;
 pub mod segment;
 pub mod time;
 

@@ -93,6 +93,27 @@ impl Summary {
         self.last = point;
     }
 
+    /// Folds in the summary of another set of points: counts add, `sum` becomes
+    /// `self.sum + other.sum` (in that order), and `first`/`last` keep the earlier and the
+    /// later point. On a tie `first` stays `self`'s and `last` becomes `other`'s, as if
+    /// `other`'s points had been [`push`](Self::push)ed after `self`'s.
+    ///
+    /// Merging the summaries of consecutive runs of points gives the same count, min, max,
+    /// first and last as pushing the points one by one; the sum can differ in its last bits
+    /// (float addition is not associative), see `crate::rollup` for how rollups deal with it.
+    pub fn merge(&mut self, other: &Summary) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        if other.first.time < self.first.time {
+            self.first = other.first;
+        }
+        if other.last.time >= self.last.time {
+            self.last = other.last;
+        }
+    }
+
     /// The aggregate's value, and the time it is reported at given the window start.
     pub fn answer(&self, agg: Aggregate, window: i64) -> Point {
         match agg {

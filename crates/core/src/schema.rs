@@ -1,0 +1,470 @@
+//! The per-measurement schema (issue 4): how each measurement is stored — value segments
+//! or periodic time buckets — whether it is a gauge or a counter, which rollups it keeps
+//! and for how long, and whether repeated values are skipped on write.
+//!
+//! Read from the `measurements` tables of the TOML config (`--config tickertape.toml`):
+//!
+//! ```toml
+//! [measurements.pageviews]
+//! layout = "buckets"        # or "segments", the default
+//! interval = "1s"           # sampling interval; required for buckets, refused for segments
+//! kind = "counter"          # or "gauge", the default
+//! rollups = ["1m", "5m", "1h", "1d"]            # the default; [] keeps none
+//! retention = { raw = "7d", "1m" = "90d", "1h" = "2y" }   # absent: kept forever
+//! change_only = false       # skip a point equal to its series' last value
+//! ```
+//!
+//! Durations take the units of [`parse_duration`] (`ns us ms s m h d w`); retentions also
+//! take years, `y` = 365 days (`2y`, `1y30d`). A measurement not listed gets
+//! [`MeasurementSchema::default`]. Retention is a lower bound: data is dropped a whole
+//! time partition at a time, once the newest point a partition can hold is older than the
+//! retention.
+//!
+//! A config that does not make sense is refused whole, with a message that starts with
+//! the full key path (`measurements.pageviews.layout: unknown layout "rows" (expected
+//! "segments" or "buckets")`), so that a typo fails at start-up rather than silently
+//! storing data some other way.
+
+use crate::rollup::{BucketGeometry, Resolution, ResolutionOrRaw, MAX_RESOLUTION_NS};
+use crate::time::{format_duration, parse_duration, TimeError, NANOS_PER_SECOND};
+use serde::de::DeserializeOwned;
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use thiserror::Error;
+
+const YEAR_NS: i64 = 365 * 86_400 * NANOS_PER_SECOND;
+
+/// The keys a measurement's table may hold, in the order the docs list them.
+const MEASUREMENT_KEYS: [&str; 6] = [
+    "layout",
+    "interval",
+    "kind",
+    "rollups",
+    "retention",
+    "change_only",
+];
+
+/// Why a config was refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// Not TOML at all; toml's message names the line and column.
+    #[error("invalid TOML: {0}")]
+    Syntax(String),
+    /// Valid TOML that is not a valid schema; `path` is the full key path
+    /// (`measurements.pageviews.retention.1h`).
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+fn invalid(path: &str, message: impl Into<String>) -> SchemaError {
+    SchemaError::Invalid {
+        path: path.to_string(),
+        message: message.into(),
+    }
+}
+
+/// How a measurement's raw points are stored (DESIGN §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Value segments (seed 000): any timestamps, each stored with its point.
+    Segments,
+    /// Time buckets (seeds 001, 003): one slot per `interval_ns`, the time implied by the
+    /// slot; a point's time is rounded down to its slot.
+    Buckets { interval_ns: i64 },
+}
+
+/// What a measurement's values mean.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A reading; a write sets the value of its time.
+    #[default]
+    Gauge,
+    /// A count; a write with `mode=inc` adds to the value of its time's slot.
+    Counter,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Segments => "segments",
+            Self::Buckets { .. } => "buckets",
+        }
+    }
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gauge => "gauge",
+            Self::Counter => "counter",
+        }
+    }
+}
+
+/// How one measurement is stored.
+///
+/// Invariants (checked by [`Schema::from_toml`]): `rollups` are distinct, finest first,
+/// and for buckets each is a whole multiple of the interval; every `retention` key is
+/// `Raw` or one of `rollups`, and its value (ns) is at least the resolution's width (for
+/// `Raw`: the interval, for buckets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeasurementSchema {
+    pub layout: Layout,
+    pub kind: Kind,
+    pub rollups: Vec<Resolution>,
+    /// How long each resolution is kept, ns; a resolution not listed is kept forever.
+    pub retention: BTreeMap<ResolutionOrRaw, i64>,
+    pub change_only: bool,
+}
+
+impl Default for MeasurementSchema {
+    /// Segments, gauge, rollups 1m/5m/1h/1d, everything kept forever, every point stored.
+    fn default() -> Self {
+        Self {
+            layout: Layout::Segments,
+            kind: Kind::Gauge,
+            rollups: Resolution::STANDARD.to_vec(),
+            retention: BTreeMap::new(),
+            change_only: false,
+        }
+    }
+}
+
+impl MeasurementSchema {
+    /// The sampling interval of a bucket layout, ns.
+    pub fn interval_ns(&self) -> Option<i64> {
+        match self.layout {
+            Layout::Segments => None,
+            Layout::Buckets { interval_ns } => Some(interval_ns),
+        }
+    }
+
+    /// The shape of the raw bucket documents of a bucket layout.
+    pub fn raw_geometry(&self) -> Option<BucketGeometry> {
+        self.interval_ns().and_then(BucketGeometry::for_slot)
+    }
+
+    /// How long `level` is kept, ns; `None`: forever.
+    pub fn retention_ns(&self, level: ResolutionOrRaw) -> Option<i64> {
+        self.retention.get(&level).copied()
+    }
+}
+
+/// Every measurement's schema. Measurements not listed get the default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Schema {
+    pub measurements: BTreeMap<String, MeasurementSchema>,
+}
+
+impl Schema {
+    /// The schema of `measurement`: its own if the config lists it, else the default.
+    pub fn for_measurement(&self, measurement: &str) -> &MeasurementSchema {
+        static DEFAULT: OnceLock<MeasurementSchema> = OnceLock::new();
+        self.measurements
+            .get(measurement)
+            .unwrap_or_else(|| DEFAULT.get_or_init(MeasurementSchema::default))
+    }
+
+    /// Reads and checks the `measurements` tables of a TOML config. Any other top-level
+    /// key, any unknown key in a measurement, and every rule in the module docs is an
+    /// error naming its key path; nothing of a refused config is used.
+    pub fn from_toml(text: &str) -> Result<Schema, SchemaError> {
+        let root: toml::Table =
+            toml::from_str(text).map_err(|e| SchemaError::Syntax(e.to_string()))?;
+        let mut schema = Schema::default();
+        for (key, value) in root {
+            if key != "measurements" {
+                return Err(invalid(
+                    &key_path(&[], &key),
+                    "unknown key (expected measurements)",
+                ));
+            }
+            let toml::Value::Table(measurements) = value else {
+                return Err(invalid("measurements", "expected a table of measurements"));
+            };
+            for (name, value) in measurements {
+                let path = key_path(&["measurements"], &name);
+                let toml::Value::Table(table) = value else {
+                    return Err(invalid(&path, "expected a table"));
+                };
+                let raw = RawMeasurement::from_table(table, &path)?;
+                schema.measurements.insert(name, raw.validate(&path)?);
+            }
+        }
+        Ok(schema)
+    }
+}
+
+/// A measurement's table as written, every key optional and every value still text.
+#[derive(Debug, Default)]
+struct RawMeasurement {
+    layout: Option<String>,
+    interval: Option<String>,
+    kind: Option<String>,
+    rollups: Option<Vec<String>>,
+    retention: Option<BTreeMap<String, String>>,
+    change_only: Option<bool>,
+}
+
+impl RawMeasurement {
+    /// Deserialises key by key, so that an unknown key or a value of the wrong type is
+    /// reported with its own path rather than the measurement's.
+    fn from_table(table: toml::Table, path: &str) -> Result<Self, SchemaError> {
+        fn field<T: DeserializeOwned>(value: toml::Value, path: &str) -> Result<T, SchemaError> {
+            value
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(path, e.message().trim()))
+        }
+        let mut raw = RawMeasurement::default();
+        for (key, value) in table {
+            let p = key_path(&[path], &key);
+            match key.as_str() {
+                "layout" => raw.layout = Some(field(value, &p)?),
+                "interval" => raw.interval = Some(field(value, &p)?),
+                "kind" => raw.kind = Some(field(value, &p)?),
+                "rollups" => raw.rollups = Some(field(value, &p)?),
+                "retention" => raw.retention = Some(field(value, &p)?),
+                "change_only" => raw.change_only = Some(field(value, &p)?),
+                _ => {
+                    return Err(invalid(
+                        &p,
+                        format!(
+                            "unknown key (expected one of {})",
+                            MEASUREMENT_KEYS.join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(raw)
+    }
+
+    fn validate(self, path: &str) -> Result<MeasurementSchema, SchemaError> {
+        let at = |key: &str| key_path(&[path], key);
+        let defaults = MeasurementSchema::default();
+
+        let interval = match &self.interval {
+            None => None,
+            Some(text) => {
+                let p = at("interval");
+                let ns = parse_duration(text).map_err(|e| invalid(&p, e.to_string()))?;
+                if ns > MAX_RESOLUTION_NS {
+                    return Err(invalid(
+                        &p,
+                        format!("{text} is longer than the longest supported, 364d"),
+                    ));
+                }
+                Some(ns)
+            }
+        };
+        let layout = match self.layout.as_deref() {
+            None | Some("segments") => {
+                if interval.is_some() {
+                    return Err(invalid(
+                        &at("interval"),
+                        "only layout = \"buckets\" has an interval (segments store each point's time)",
+                    ));
+                }
+                Layout::Segments
+            }
+            Some("buckets") => Layout::Buckets {
+                interval_ns: interval.ok_or_else(|| {
+                    invalid(&at("interval"), "required with layout = \"buckets\"")
+                })?,
+            },
+            Some(other) => {
+                return Err(invalid(
+                    &at("layout"),
+                    format!("unknown layout {other:?} (expected \"segments\" or \"buckets\")"),
+                ))
+            }
+        };
+        let kind = match self.kind.as_deref() {
+            None | Some("gauge") => Kind::Gauge,
+            Some("counter") => Kind::Counter,
+            Some(other) => {
+                return Err(invalid(
+                    &at("kind"),
+                    format!("unknown kind {other:?} (expected \"gauge\" or \"counter\")"),
+                ))
+            }
+        };
+
+        let rollups = match self.rollups {
+            None => defaults.rollups,
+            Some(texts) => {
+                let mut rollups: Vec<Resolution> = Vec::with_capacity(texts.len());
+                for (i, text) in texts.iter().enumerate() {
+                    let p = format!("{}[{i}]", at("rollups"));
+                    let r = Resolution::parse(text).map_err(|e| invalid(&p, e.to_string()))?;
+                    if let Some(interval) = interval {
+                        if r.nanos() % interval != 0 {
+                            return Err(invalid(
+                                &p,
+                                format!(
+                                    "{r} is not a whole multiple of the interval {}",
+                                    format_duration(interval)
+                                ),
+                            ));
+                        }
+                    }
+                    if rollups.contains(&r) {
+                        return Err(invalid(&p, format!("{r} is listed twice")));
+                    }
+                    rollups.push(r);
+                }
+                rollups.sort();
+                rollups
+            }
+        };
+
+        let mut retention = BTreeMap::new();
+        for (key, text) in self.retention.unwrap_or_default() {
+            let p = key_path(&[&at("retention")], &key);
+            let level = ResolutionOrRaw::parse(&key).map_err(|_| {
+                invalid(
+                    &p,
+                    "unknown key (expected raw or one of the rollups, such as 1m)",
+                )
+            })?;
+            let keep = parse_retention(&text).map_err(|e| invalid(&p, e))?;
+            let (width, what) = match level {
+                ResolutionOrRaw::Raw => (interval, "the interval"),
+                ResolutionOrRaw::Rollup(r) => {
+                    if !rollups.contains(&r) {
+                        return Err(invalid(
+                            &p,
+                            format!("{r} is not one of the rollups in {}", at("rollups")),
+                        ));
+                    }
+                    (Some(r.nanos()), "the resolution")
+                }
+            };
+            if let Some(width) = width.filter(|&w| keep < w) {
+                return Err(invalid(
+                    &p,
+                    format!("{text} is shorter than {what} {}", format_duration(width)),
+                ));
+            }
+            if retention.insert(level, keep).is_some() {
+                return Err(invalid(&p, format!("{level} is given twice")));
+            }
+        }
+
+        Ok(MeasurementSchema {
+            layout,
+            kind,
+            rollups,
+            retention,
+            change_only: self.change_only.unwrap_or(defaults.change_only),
+        })
+    }
+}
+
+/// A retention: a duration as [`parse_duration`], optionally led by whole years
+/// (`2y`, `1y30d`; `y` = 365 days).
+fn parse_retention(text: &str) -> Result<i64, String> {
+    let trimmed = text.trim();
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    let (years, rest) = match trimmed[digits..].strip_prefix('y') {
+        Some(rest) if digits > 0 => (&trimmed[..digits], rest),
+        _ => ("0", trimmed),
+    };
+    let bad = || {
+        format!(
+            "invalid duration {text:?}: expected a number and a unit, such as 7d, 90d, 2y \
+             (units: ns, us, ms, s, m, h, d, w, y)"
+        )
+    };
+    let years: i64 = years.parse().map_err(|_| bad())?;
+    let rest_ns = match rest {
+        "" => 0,
+        rest => parse_duration(rest).map_err(|e| match e {
+            TimeError::ZeroDuration(_) => e.to_string(),
+            _ => bad(),
+        })?,
+    };
+    let total = years
+        .checked_mul(YEAR_NS)
+        .and_then(|y| y.checked_add(rest_ns))
+        .ok_or_else(|| format!("duration {text:?} is too long"))?;
+    if total == 0 {
+        return Err(TimeError::ZeroDuration(text.to_string()).to_string());
+    }
+    Ok(total)
+}
+
+/// A retention as text: whole years as `Ny`, anything else as [`format_duration`].
+fn format_retention(ns: i64) -> String {
+    if ns % YEAR_NS == 0 {
+        format!("{}y", ns / YEAR_NS)
+    } else {
+        format_duration(ns)
+    }
+}
+
+/// `parent.key`, with `key` quoted when it is not a bare TOML key (`measurements."a b"`).
+fn key_path(parents: &[&str], key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let key = if bare {
+        key.to_string()
+    } else {
+        format!("{key:?}")
+    };
+    parents
+        .iter()
+        .copied()
+        .chain([key.as_str()])
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// `GET /api/v1/schema`: the config's own keys with durations as text, plus the schema
+/// unlisted measurements get under `default`.
+impl Serialize for Schema {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Schema", 2)?;
+        s.serialize_field("measurements", &self.measurements)?;
+        s.serialize_field("default", &MeasurementSchema::default())?;
+        s.end()
+    }
+}
+
+/// The keys of the TOML table: `layout`, `interval` (buckets only), `kind`, `rollups`,
+/// `retention` (`{"raw": "7d", "1m": "90d"}`), `change_only`.
+impl Serialize for MeasurementSchema {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Retention<'a>(&'a BTreeMap<ResolutionOrRaw, i64>);
+        impl Serialize for Retention<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(self.0.len()))?;
+                for (level, ns) in self.0 {
+                    map.serialize_entry(&level.to_string(), &format_retention(*ns))?;
+                }
+                map.end()
+            }
+        }
+        let mut s = serializer.serialize_struct("MeasurementSchema", 6)?;
+        s.serialize_field("layout", self.layout.name())?;
+        match self.layout {
+            Layout::Segments => s.skip_field("interval")?,
+            Layout::Buckets { interval_ns } => {
+                s.serialize_field("interval", &format_duration(interval_ns))?
+            }
+        }
+        s.serialize_field("kind", self.kind.name())?;
+        s.serialize_field("rollups", &self.rollups)?;
+        s.serialize_field("retention", &Retention(&self.retention))?;
+        s.serialize_field("change_only", &self.change_only)?;
+        s.end()
+    }
+}
+
+#[cfg(test)]
+mod tests;
