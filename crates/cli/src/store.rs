@@ -5,8 +5,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::sync::Arc;
 use tickertape_backend::Backend;
+use tickertape_core::schema::Schema;
 use tickertape_core::segment::DEFAULT_SEGMENT_CAPACITY;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
+use tickertape_engine::Engine;
 use tickertape_mongodb::{MongoBackend, MongoOptions, ReadMode, SegmentProtocol};
 
 /// The store options every command that opens a store shares.
@@ -31,6 +33,10 @@ pub struct StoreArgs {
     /// MongoDB: wait for the journal before acknowledging (overrides the URI's `journal=`).
     #[arg(long)]
     pub journal: Option<bool>,
+    /// Per-measurement schema (layouts, rollups, retention, change-only filter) in TOML;
+    /// measurements it does not list get the defaults.
+    #[arg(long, env = "TICKERTAPE_CONFIG")]
+    pub config: Option<std::path::PathBuf>,
     /// MongoDB read preference for queries (overrides the URI's `readPreference=`):
     /// primary, primaryPreferred, secondary, secondaryPreferred or nearest.
     #[arg(long)]
@@ -47,7 +53,24 @@ impl StoreArgs {
             write_concern: None,
             journal: None,
             read_preference: None,
+            config: None,
         }
+    }
+
+    /// The schema of `--config`, or the defaults; a bad config is refused with its key.
+    pub fn schema(&self) -> Result<Schema> {
+        let Some(path) = &self.config else {
+            return Ok(Schema::default());
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the config {}", path.display()))?;
+        Schema::from_toml(&text).with_context(|| format!("config {}", path.display()))
+    }
+
+    /// The store opened, with the engine over it and the schema of `--config`.
+    pub async fn engine(&self) -> Result<Engine> {
+        let schema = self.schema()?;
+        Ok(Engine::new(self.open().await?).with_schema(schema))
     }
 
     pub fn is_mongodb(&self) -> bool {

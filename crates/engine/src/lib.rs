@@ -14,6 +14,7 @@ use series_cache::SeriesCache;
 use std::sync::Arc;
 use thiserror::Error;
 use tickertape_backend::{Backend, BackendError};
+use tickertape_core::schema::Schema;
 use tickertape_core::time::{Clock, SystemClock};
 
 pub use read::{Query, SeriesPoints};
@@ -34,6 +35,7 @@ pub struct Engine {
     backend: Arc<dyn Backend>,
     cache: Arc<SeriesCache>,
     clock: Arc<dyn Clock>,
+    schema: Arc<Schema>,
 }
 
 impl Engine {
@@ -46,7 +48,18 @@ impl Engine {
             backend,
             cache: Arc::new(SeriesCache::default()),
             clock,
+            schema: Arc::new(Schema::default()),
         }
+    }
+
+    /// Uses `schema` for every measurement it lists (the default for the others).
+    pub fn with_schema(mut self, schema: Schema) -> Self {
+        self.schema = Arc::new(schema);
+        self
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {

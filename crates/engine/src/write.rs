@@ -95,6 +95,8 @@ impl Engine {
             .collect();
         let ids = self.series_ids(&pending).await?;
         let mut groups = group_by_series(&pending, &ids, &mut errors);
+        let unchanged = self.drop_unchanged(&mut groups, &pending).await?;
+        groups.retain(|g| !g.points.is_empty());
         let appends = groups
             .iter_mut()
             .map(|g| SeriesAppend {
@@ -103,7 +105,9 @@ impl Engine {
             })
             .collect();
         let outcomes = self.backend.append(appends).await?;
-        let mut points_written = 0u64;
+        // Points skipped by the change-only filter count as stored: the series already
+        // holds their value (see `drop_unchanged`).
+        let mut points_written = unchanged;
         for (group, outcome) in groups.iter().zip(&outcomes) {
             points_written += (group.origins.len() - outcome.refused) as u64;
             for &origin in group.origins.iter().take(outcome.refused) {
@@ -132,6 +136,55 @@ impl Engine {
                 })
                 .collect(),
         })
+    }
+
+    /// Seed 000's change-only filter, for measurements whose schema asks for it: drops a
+    /// point whose value equals (bit for bit) the value before it in its series — the last
+    /// stored one or the previous point of this body. Returns how many were dropped.
+    ///
+    /// A point that is not after the stored last time is kept, so the backend refuses it
+    /// as out of order exactly as without the filter. Readers see the value hold until the
+    /// next stored point; `neighbors=true` returns the point that carries it into a range.
+    async fn drop_unchanged(
+        &self,
+        groups: &mut [Group],
+        pending: &[Pending<'_, '_>],
+    ) -> Result<u64, EngineError> {
+        let filtered: Vec<usize> = (0..groups.len())
+            .filter(|&g| {
+                let measurement = &pending[groups[g].origins[0]].source.line.measurement;
+                self.schema.for_measurement(measurement).change_only
+            })
+            .collect();
+        if filtered.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<SeriesId> = filtered.iter().map(|&g| groups[g].series).collect();
+        let heads = self.backend.heads(&ids).await?;
+        let mut dropped = 0u64;
+        for (&g, head) in filtered.iter().zip(heads) {
+            let group = &mut groups[g];
+            let mut previous = head.map(|h| h.last);
+            let mut kept = 0;
+            for i in 0..group.points.len() {
+                let point = group.points[i];
+                let after_last = previous.is_none_or(|p| point.time > p.time);
+                let same = previous.is_some_and(|p| p.value.to_bits() == point.value.to_bits());
+                if after_last && same {
+                    dropped += 1;
+                    continue;
+                }
+                if after_last {
+                    previous = Some(point);
+                }
+                group.points[kept] = point;
+                group.origins[kept] = group.origins[i];
+                kept += 1;
+            }
+            group.points.truncate(kept);
+            group.origins.truncate(kept);
+        }
+        Ok(dropped)
     }
 
     /// The series id of every pending point, resolving unknown series in one backend call.

@@ -1,7 +1,7 @@
 //! The HTTP API of DESIGN §5 on axum.
 //!
 //! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
-//! - `GET /api/v1/query`, `GET /api/v1/series` ([`query`]).
+//! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
 //!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
@@ -55,6 +55,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v2/write", post(write::write))
         .route("/api/v1/query", get(query::query))
         .route("/api/v1/series", get(query::series))
+        .route("/api/v1/schema", get(query::schema))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .layer(axum::middleware::from_fn_with_state(

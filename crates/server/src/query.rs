@@ -6,6 +6,7 @@ use axum::extract::{RawQuery, State};
 use axum::Json;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::time::{parse_duration, parse_timestamp};
 use tickertape_core::{SeriesKey, SeriesSelector};
 use tickertape_engine::Query;
@@ -85,6 +86,8 @@ pub fn parse_query(raw: &str) -> Result<Query, ApiError> {
             "step",
             "agg",
             "neighbors",
+            "resolution",
+            "max_points",
         ],
     )?;
     let bad = |name: &str, e: &dyn std::fmt::Display| {
@@ -114,6 +117,17 @@ pub fn parse_query(raw: &str) -> Result<Query, ApiError> {
                 return Err(bad("neighbors", &format!("{other:?} is not true or false")))
             }
         },
+        resolution: params
+            .one("resolution")
+            .map(|v| ResolutionOrRaw::parse(v).map_err(|e| bad("resolution", &e)))
+            .transpose()?,
+        max_points: params
+            .one("max_points")
+            .map(|v| {
+                v.parse::<usize>()
+                    .map_err(|_| bad("max_points", &format!("{v:?} is not a positive integer")))
+            })
+            .transpose()?,
     })
 }
 
@@ -202,6 +216,8 @@ mod tests {
             ("measurement=cpu&tag=host", "tag"),
             ("measurement=cpu&bogus=1", "bogus"),
             ("measurement=cpu&neighbors=maybe", "neighbors"),
+            ("measurement=cpu&max_points=lots", "max_points"),
+            ("measurement=cpu&step=1m&agg=max&resolution=2", "resolution"),
         ] {
             let err = parse_query(raw)
                 .err()
@@ -210,4 +226,9 @@ mod tests {
             assert!(err.contains(needle), "{raw}: {err}");
         }
     }
+}
+
+/// The per-measurement schema in force (the `--config` file, with defaults).
+pub async fn schema(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(serde_json::to_value(state.engine.schema()).unwrap_or_default())
 }

@@ -59,7 +59,7 @@ pub async fn run(args: Args) -> Result<()> {
                 args.precision
             ),
         },
-        None => Sink::Store(Engine::new(args.store.open().await?)),
+        None => Sink::Store(args.store.engine().await?),
     };
     let mut totals = Totals::default();
     for file in &args.files {

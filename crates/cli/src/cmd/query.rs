@@ -6,7 +6,6 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use tickertape_core::time::format_rfc3339;
-use tickertape_engine::Engine;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -121,7 +120,7 @@ async fn ask_server(url: &str, query: &str) -> Result<Answer> {
 async fn ask_store(args: &Args) -> Result<Answer> {
     let query = tickertape_server::query::parse_query(&args.query_string())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let engine = Engine::new(args.store.open().await?);
+    let engine = args.store.engine().await?;
     let result = engine.query(&query).await?;
     Ok(Answer {
         series: result

@@ -2,7 +2,6 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
-use tickertape_engine::Engine;
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(clap::Args, Debug)]
@@ -18,7 +17,8 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> Result<()> {
-    let backend = args.store.open().await?;
+    let engine = args.store.engine().await?;
+    let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -27,7 +27,7 @@ pub async fn run(args: Args) -> Result<()> {
     let config = ServerConfig {
         max_body_bytes: args.max_body_bytes,
     };
-    tickertape_server::serve(listener, Engine::new(backend), config, shutdown_signal()).await?;
+    tickertape_server::serve(listener, engine, config, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
 }
