@@ -113,51 +113,6 @@ fn statement_error(collection: &str, code: i32, message: String) -> BackendError
     }
 }
 
-/// Inserts `documents` in order, stopping at the first one that already exists. Returns how
-/// many were inserted: always a prefix of `documents`.
-pub(crate) async fn insert_in_order(
-    db: &Database,
-    write_concern: &Document,
-    collection: &str,
-    documents: Vec<Document>,
-) -> Result<usize> {
-    let mut inserted = 0;
-    for chunk in documents.chunks(CHUNK) {
-        let cmd = doc! {
-            "insert": collection,
-            "documents": chunk.to_vec(),
-            "ordered": true,
-            "writeConcern": write_concern.clone(),
-        };
-        let reply = db
-            .run_command(cmd)
-            .await
-            .map_err(|e| map_err(&format!("insert {collection}"), e))?;
-        check_write_concern(&reply, "insert", collection)?;
-        if let Ok(errors) = reply.get_array("writeErrors") {
-            let Some(Bson::Document(error)) = errors.first() else {
-                return Err(BackendError::Storage(format!(
-                    "mongodb: insert {collection}: malformed writeErrors"
-                )));
-            };
-            let code = int(error.get("code"))
-                .and_then(|c| i32::try_from(c).ok())
-                .unwrap_or(-1);
-            let index = int(error.get("index")).and_then(|i| usize::try_from(i).ok());
-            return match index {
-                Some(index) if code == DUPLICATE_KEY && index < chunk.len() => Ok(inserted + index),
-                _ => Err(statement_error(
-                    collection,
-                    code,
-                    error.get_str("errmsg").unwrap_or("").to_owned(),
-                )),
-            };
-        }
-        inserted += chunk.len();
-    }
-    Ok(inserted)
-}
-
 fn check_write_concern(reply: &Document, command: &str, collection: &str) -> Result<()> {
     match reply.get_document("writeConcernError") {
         Ok(wce) => Err(BackendError::Unavailable(format!(

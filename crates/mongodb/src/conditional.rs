@@ -6,31 +6,33 @@
 //! `{_id: {s, g}, c <= cap - k, x absent, l < first time (or no l)}` →
 //! `$push: {t: {$each}, v: {$each}}, $inc: {c: k}, $set: {l, lv}`.
 //! No head round trip: the segment's own `l` (last time) is what refuses out-of-order
-//! points, its count `c` what keeps it within capacity. A batch is never split between two
-//! segments (a split would let another writer's points in between, and the refused points
-//! would no longer be a prefix of the batch): a batch that does not fit goes whole into the
-//! next segment, and the one it did not fit in is closed with room left.
+//! points, its count `c` what keeps it within capacity.
 //!
 //! **Slow path** (a statement whose condition failed, or a batch larger than a segment),
 //! per series, until the batch is stored or refused:
-//! 1. read the head's `sg` and the segment's `c`, `l`, `x`;
+//! 1. read the head's `sg` and the active segment;
 //! 2. refuse the prefix at or before `l` (nothing of the batch is stored yet);
-//! 3. if the batch fits an open segment, push it filtered on `c` being what was read and `x`
-//!    absent (so nothing moved in between); on a miss, start again;
-//! 4. if it does not fit, close the segment (`$set: {x: true}`: no push matches it any more,
-//!    so its `c` and `l` are final) and start again;
-//! 5. on a closed segment, create generation `g + 1` (empty; `pe` = `l`, the exact last time;
-//!    `l`, `lv` carried over; `b` = points before it), then move the head with
-//!    `{_id, sg: g}` → `$set: {sg: g + 1}`; start again. A batch larger than a segment is
-//!    instead inserted as generations `g + 1 …` already filled, in one ordered insert, and
-//!    the head moved past them;
-//! 6. after a rollover, tidy: seal the closed segment, set its `ns`.
+//! 3. if the batch fits, push it filtered on `c` being what was read and `x` absent (so
+//!    nothing moved in between); on a miss, start again;
+//! 4. if it does not fit: in one update with the same filter, push the points that fit,
+//!    close the segment (`x: true`), set `l`/`lv` to the batch's *last* point and park the
+//!    rest of the batch in `r` (carry-over). This update commits the whole batch at once:
+//!    from here on every other writer's points at or before the batch's end are refused,
+//!    and nobody can slip points in between — which keeps the refused points a prefix;
+//! 5. on a closed segment (ours or anyone's), create generation `g + 1` from it: `pe` = its
+//!    last stored time, points = the first `cap` of its carry-over (closed with the rest
+//!    carried over again if more remain), `l`/`lv` carried over, `b` = points before it.
+//!    Every writer builds the same document, so whichever insert lands first is the one;
+//!    then move the head `{_id, sg: g}` → `$set: {sg: g + 1}`; repeat while the active
+//!    segment is closed;
+//! 6. after a rollover, tidy: seal the closed segment (dropping `r`), set its `ns`.
 //!
 //! Crash windows: pushes are single atomic updates, so there are no holes. A writer that
-//! stops before 4 or 5 leaves the active segment open or closed: the next writer's condition
-//! fails and it closes it (again) and opens the next one. One that stops between creating
-//! and switching leaves a segment nobody points to yet: the next writer's insert finds it and
-//! it switches. One that stops before 6 leaves a closed open segment, sealed by the next tidy.
+//! stops after 4 leaves a closed active segment with a carry-over: the next writer's fast
+//! path fails (`x`), its slow path creates the next segment from the carry-over, so the
+//! stopped writer's points appear then, in order. One that stops between creating and
+//! switching leaves a segment nobody points to yet: the next writer's insert finds it and it
+//! switches. One that stops before 6 leaves a closed open segment, sealed by the next tidy.
 
 use futures::future::try_join_all;
 use futures::TryStreamExt;
@@ -43,7 +45,7 @@ use crate::error::{corrupt, map_err};
 use crate::layout::{self, segment_id, sid, SEGMENTS, SERIES};
 use crate::{FaultPoint, MongoBackend};
 
-/// Slow-path rounds before giving up (each one means another writer changed the segment
+/// Slow-path misses before giving up (each one means another writer changed the segment
 /// between our read and our write).
 const MAX_ATTEMPTS: usize = 100;
 
@@ -167,30 +169,21 @@ impl MongoBackend {
             refused: 0,
             last_time: None,
         };
+        let mut committed = false;
         let mut rolled = Vec::new();
-        let segments = self.collection(SEGMENTS);
-        let mut done = false;
-        for _ in 0..MAX_ATTEMPTS {
-            let head = self
-                .collection(SERIES)
-                .find_one(doc! { "_id": series })
-                .projection(doc! { "sg": 1 })
-                .await
-                .map_err(|e| map_err("read series head", e))?
-                .ok_or_else(|| BackendError::Invalid(format!("unknown series {series}")))?;
-            let gen = layout::need_i64(&head, "sg")?;
-            self.cache_active(series, gen);
-            let active = segments
-                .find_one(doc! { "_id": segment_id(series, gen) })
-                .projection(doc! { "c": 1, "l": 1, "lv": 1, "b": 1, "x": 1, "pe": 1 })
-                .await
-                .map_err(|e| map_err("read active segment", e))?
-                .ok_or_else(|| corrupt(format!("active segment {series}/{gen} is missing")))?;
-            let count = layout::get_i64(&active, "c")?.unwrap_or(0);
-            let last = layout::get_i64(&active, "l")?;
-            let closed = matches!(active.get("x"), Some(Bson::Boolean(true)));
-
-            if let Some(last) = last {
+        let mut misses = 0;
+        while misses < MAX_ATTEMPTS {
+            let (gen, active) = self.read_active(series).await?;
+            if active.closed {
+                // Step 5, for this writer's batch or another's.
+                let next = self.open_after(series, gen, &active).await?;
+                rolled.push(next);
+                continue;
+            }
+            if committed {
+                break;
+            }
+            if let Some(last) = active.last {
                 let refused = points.partition_point(|p| p.time <= last);
                 if refused > 0 {
                     outcome.refused += refused;
@@ -198,186 +191,181 @@ impl MongoBackend {
                     points = &points[refused..];
                 }
             }
-            if points.is_empty() {
-                done = true;
+            let Some(&end) = points.last() else {
+                committed = true;
                 break;
-            }
-
-            let k = points.len() as i64;
-            if !closed && k <= self.capacity - count {
-                let result = segments
-                    .update_one(
-                        doc! {
-                            "_id": segment_id(series, gen),
-                            "c": count,
-                            "x": { "$exists": false },
-                        },
-                        push(points),
-                    )
-                    .await
-                    .map_err(|e| map_err("append to segment", e))?;
-                if result.matched_count == 1 {
-                    done = true;
+            };
+            let room = (self.capacity - active.count).max(0) as usize;
+            let filter = doc! {
+                "_id": segment_id(series, gen),
+                "c": active.count,
+                "x": { "$exists": false },
+            };
+            let update = if points.len() <= room {
+                push(points)
+            } else {
+                // Step 4: fill, close, carry the rest over.
+                let (fit, rest) = points.split_at(room);
+                doc! {
+                    "$push": {
+                        "t": { "$each": times(fit) },
+                        "v": { "$each": values(fit) },
+                    },
+                    "$inc": { "c": fit.len() as i64 },
+                    "$set": {
+                        "l": end.time,
+                        "lv": end.value,
+                        "x": true,
+                        "r": { "t": times(rest), "v": values(rest) },
+                    },
+                }
+            };
+            let result = self
+                .collection(SEGMENTS)
+                .update_one(filter, update)
+                .await
+                .map_err(|e| map_err("append to segment", e))?;
+            if result.matched_count == 1 {
+                committed = true;
+                if points.len() <= room {
                     break;
                 }
-                continue;
-            }
-            if !closed {
                 self.fault(FaultPoint::SegmentFull)?;
-                segments
-                    .update_one(
-                        doc! { "_id": segment_id(series, gen) },
-                        doc! { "$set": { "x": true } },
-                    )
-                    .await
-                    .map_err(|e| map_err("close segment", e))?;
-                continue;
+            } else {
+                misses += 1;
             }
-
-            // Closed, so `count` and `last` are final: open what follows. A segment closed
-            // empty (the series' first, before a batch larger than a segment) hands on its
-            // own `pe` and no last point.
-            let last = match last {
-                Some(last) => Some((last, layout::get_f64(&active, "lv")?.unwrap_or(f64::NAN))),
-                None => None,
-            };
-            let before = layout::get_i64(&active, "b")?.unwrap_or(0) + count;
-            let prev_end = match last {
-                Some((time, _)) => time,
-                None => layout::need_i64(&active, "pe")?,
-            };
-            if k <= self.capacity {
-                let next = self.next_segment(series, gen + 1, prev_end, last, before, &[]);
-                bulk::insert(&self.db, &self.write_concern, SEGMENTS, vec![next]).await?;
-                self.fault(FaultPoint::BeforeHeadSwitch)?;
-                self.switch_head(series, gen, gen + 1).await?;
-                rolled.push(gen + 1);
-                continue;
-            }
-            let chain = self.chain(series, gen, prev_end, last, before, points);
-            let length = chain.len();
-            let inserted =
-                bulk::insert_in_order(&self.db, &self.write_concern, SEGMENTS, chain).await?;
-            if inserted == 0 {
-                // Another writer opened generation g + 1 first: start again.
-                continue;
-            }
-            if inserted < length {
-                return Err(BackendError::Storage(format!(
-                    "mongodb: another writer opened segment {series}/{} while this batch of \
-                     {k} points was being laid out; only part of it was stored",
-                    gen + 1 + inserted as i64
-                )));
-            }
-            self.fault(FaultPoint::BeforeHeadSwitch)?;
-            let newest = gen + length as i64;
-            self.switch_head(series, gen, newest).await?;
-            rolled.extend((gen + 1..=newest).step_by(3));
-            rolled.push(newest);
-            done = true;
-            break;
+            // Start again: after a carry-over, to open what follows.
         }
-        if !done {
+        if !committed {
             return Err(BackendError::Unavailable(format!(
                 "mongodb: could not append to series {series} in {MAX_ATTEMPTS} attempts"
             )));
         }
         if !rolled.is_empty() {
             self.fault(FaultPoint::BeforeSeal)?;
-            let newest = self.cached_active(series).unwrap_or(0);
-            let targets: Vec<(i64, i64)> = rolled
-                .into_iter()
-                .map(|g| (series, g))
-                .chain(std::iter::once((series, newest)))
-                .collect();
+            let targets: Vec<(i64, i64)> = rolled.into_iter().map(|g| (series, g)).collect();
             self.tidy_quietly(&targets).await;
         }
         Ok(outcome)
     }
 
-    /// Moves the head from any generation in `from..to` to `to`; never backwards.
-    async fn switch_head(&self, series: i64, from: i64, to: i64) -> Result<()> {
+    /// The head's active generation and that segment (primary reads).
+    async fn read_active(&self, series: i64) -> Result<(i64, Active)> {
+        let head = self
+            .collection(SERIES)
+            .find_one(doc! { "_id": series })
+            .projection(doc! { "sg": 1 })
+            .await
+            .map_err(|e| map_err("read series head", e))?
+            .ok_or_else(|| BackendError::Invalid(format!("unknown series {series}")))?;
+        let gen = layout::need_i64(&head, "sg")?;
+        self.cache_active(series, gen);
+        let doc = self
+            .collection(SEGMENTS)
+            .find_one(doc! { "_id": segment_id(series, gen) })
+            .await
+            .map_err(|e| map_err("read active segment", e))?
+            .ok_or_else(|| corrupt(format!("active segment {series}/{gen} is missing")))?;
+        Ok((gen, Active::parse(doc)?))
+    }
+
+    /// Step 5: creates the generation after the closed `active` one (or finds it created)
+    /// and moves the head to it. Returns the new generation.
+    async fn open_after(&self, series: i64, gen: i64, active: &Active) -> Result<i64> {
+        let stored = layout::parse_segment(&active.doc)?;
+        let prev_end = stored
+            .points()?
+            .last()
+            .map_or(stored.segment.prev_end, |p| p.time);
+        let (times, values) = carry_over(&active.doc)?;
+        if times.len() != values.len() {
+            return Err(corrupt(format!(
+                "segment {series}/{gen}: carry-over `r` is uneven"
+            )));
+        }
+        let cap = self.capacity as usize;
+        let now = times.len().min(cap);
+        let mut next = layout::new_segment(series, gen + 1, prev_end, cap, false);
+        next.insert("t", times[..now].to_vec());
+        next.insert("v", values[..now].to_vec());
+        next.insert("c", now as i64);
+        if let Some(last) = active.last {
+            next.insert("l", last);
+            next.insert(
+                "lv",
+                layout::get_f64(&active.doc, "lv")?.unwrap_or(f64::NAN),
+            );
+        }
+        next.insert(
+            "b",
+            layout::get_i64(&active.doc, "b")?.unwrap_or(0) + active.count,
+        );
+        if times.len() > cap {
+            next.insert("x", true);
+            next.insert(
+                "r",
+                doc! { "t": times[cap..].to_vec(), "v": values[cap..].to_vec() },
+            );
+        }
+        bulk::insert(&self.db, &self.write_concern, SEGMENTS, vec![next]).await?;
+        self.fault(FaultPoint::BeforeHeadSwitch)?;
         self.collection(SERIES)
             .update_one(
-                doc! { "_id": series, "sg": { "$gte": from, "$lt": to } },
-                doc! { "$set": { "sg": to } },
+                doc! { "_id": series, "sg": gen },
+                doc! { "$set": { "sg": gen + 1 } },
             )
             .await
             .map_err(|e| map_err("move series head", e))?;
-        self.cache_active(series, to);
-        Ok(())
-    }
-
-    /// Generation `gen` after a closed segment: its `pe` is `prev_end`, the series' last
-    /// point so far is `last` (none for a series without points), `before` points precede
-    /// it, and it holds `points` (may be empty).
-    fn next_segment(
-        &self,
-        series: i64,
-        gen: i64,
-        prev_end: i64,
-        last: Option<(i64, f64)>,
-        before: i64,
-        points: &[Point],
-    ) -> Document {
-        let mut segment = layout::new_segment(series, gen, prev_end, self.capacity as usize, false);
-        segment.insert(
-            "t",
-            points
-                .iter()
-                .map(|p| Bson::Int64(p.time))
-                .collect::<Vec<_>>(),
-        );
-        segment.insert(
-            "v",
-            points
-                .iter()
-                .map(|p| Bson::Double(p.value))
-                .collect::<Vec<_>>(),
-        );
-        segment.insert("c", points.len() as i64);
-        if let Some((l, lv)) = points.last().map(|p| (p.time, p.value)).or(last) {
-            segment.insert("l", l);
-            segment.insert("lv", lv);
-        }
-        segment.insert("b", before);
-        segment
-    }
-
-    /// A batch larger than a segment, laid out as filled generations after `gen`: all but
-    /// the last closed.
-    fn chain(
-        &self,
-        series: i64,
-        gen: i64,
-        mut prev_end: i64,
-        last: Option<(i64, f64)>,
-        mut before: i64,
-        points: &[Point],
-    ) -> Vec<Document> {
-        let chunks: Vec<&[Point]> = points.chunks(self.capacity as usize).collect();
-        let mut out = Vec::with_capacity(chunks.len());
-        for (i, chunk) in chunks.iter().enumerate() {
-            let mut segment =
-                self.next_segment(series, gen + 1 + i as i64, prev_end, last, before, chunk);
-            if i + 1 < chunks.len() {
-                segment.insert("x", true);
-            }
-            out.push(segment);
-            prev_end = chunk[chunk.len() - 1].time;
-            before += chunk.len() as i64;
-        }
-        out
+        self.cache_active(series, gen + 1);
+        Ok(gen + 1)
     }
 }
 
-/// The update appending `points` to an open segment.
+/// The active segment as the slow path needs it.
+struct Active {
+    doc: Document,
+    count: i64,
+    last: Option<i64>,
+    closed: bool,
+}
+
+impl Active {
+    fn parse(doc: Document) -> Result<Self> {
+        Ok(Self {
+            count: layout::get_i64(&doc, "c")?.unwrap_or(0),
+            last: layout::get_i64(&doc, "l")?,
+            closed: matches!(doc.get("x"), Some(Bson::Boolean(true))),
+            doc,
+        })
+    }
+}
+
+/// The carry-over `r` of a closed segment: times and values, as stored.
+fn carry_over(doc: &Document) -> Result<(Vec<Bson>, Vec<Bson>)> {
+    let Ok(r) = doc.get_document("r") else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let array = |field: &str| {
+        r.get_array(field)
+            .cloned()
+            .map_err(|_| corrupt(format!("carry-over without `{field}`")))
+    };
+    Ok((array("t")?, array("v")?))
+}
+
+fn times(points: &[Point]) -> Vec<Bson> {
+    points.iter().map(|p| Bson::Int64(p.time)).collect()
+}
+
+fn values(points: &[Point]) -> Vec<Bson> {
+    points.iter().map(|p| Bson::Double(p.value)).collect()
+}
+
+/// The update appending `points` (not empty) to an open segment.
 fn push(points: &[Point]) -> Document {
-    let times: Vec<Bson> = points.iter().map(|p| Bson::Int64(p.time)).collect();
-    let values: Vec<Bson> = points.iter().map(|p| Bson::Double(p.value)).collect();
     let last = points[points.len() - 1];
     doc! {
-        "$push": { "t": { "$each": times }, "v": { "$each": values } },
+        "$push": { "t": { "$each": times(points) }, "v": { "$each": values(points) } },
         "$inc": { "c": points.len() as i64 },
         "$set": { "l": last.time, "lv": last.value },
     }

@@ -18,6 +18,7 @@
 //! | | `z` | sealed block (BinData, `tickertape_core::codec`); `t`/`v` are then gone |
 //! | | `l`, `lv`, `b` | conditional: last time, last value, points in earlier segments |
 //! | | `x` | conditional: closed (`true`): takes no more points, the next segment follows |
+//! | | `r` | conditional: carry-over `{t, v}` of a closed segment, the start of the next one |
 //! | `counters` | `_id`, `n` | `"series"`: the last series id issued |
 //! | `meta` | `_id`, `v`, `p`, `cap` | `"layout"`: layout version, protocol, capacity |
 

@@ -106,7 +106,7 @@ impl MongoBackend {
                         },
                         u: doc! {
                             "$set": { "z": block(codec::encode_block(&points)) },
-                            "$unset": { "t": "", "v": "" },
+                            "$unset": { "t": "", "v": "", "r": "" },
                         },
                         conditional: false,
                     });

@@ -225,18 +225,12 @@ async fn ranges_select_neighbours(protocol: SegmentProtocol) {
     }
     let segments = backend.read_segments(s, i64::MIN, i64::MAX).await.unwrap();
     assert_chain(&segments);
-    // Reserve splits batches at segment boundaries (4 full segments); conditional keeps a
-    // batch whole and closes a segment it does not fit in (3 points in each of 5).
-    let expected = match protocol {
-        SegmentProtocol::Reserve => 4,
-        SegmentProtocol::Conditional => 5,
-    };
-    assert_eq!(segments.len(), expected);
-    assert_eq!(
-        sealed_count(&segments),
-        expected - 1,
-        "full segments are sealed"
-    );
+    // Both protocols split batches at segment boundaries: 3 full segments and the active one.
+    assert_eq!(segments.len(), 4);
+    assert_eq!(sealed_count(&segments), 3, "full segments are sealed");
+    for full in &segments[..3] {
+        assert_eq!(full.points().unwrap().len(), 4);
+    }
     for start in (0..=150).step_by(5) {
         for end in (start..=150).step_by(5) {
             let got = times(&read_range(&backend, s, start, end).await);
