@@ -45,6 +45,7 @@ pub struct AppState {
 }
 
 pub fn router(engine: Engine, config: ServerConfig) -> Router {
+    let max_body = config.max_body_bytes;
     let state = AppState {
         engine,
         metrics: Arc::new(Metrics::default()),
@@ -62,8 +63,9 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
             state.clone(),
             metrics::track,
         ))
-        // The write handler enforces its own limit so it can answer 413 with a JSON body.
-        .layer(axum::extract::DefaultBodyLimit::disable())
+        // Bodies are buffered in memory, so the limit must hold while reading, not after:
+        // a larger body is cut off with 413 before it is held in full.
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .with_state(state)
 }
 
