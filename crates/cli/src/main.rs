@@ -31,6 +31,9 @@ enum Command {
     /// Benchmarks: ingest and query speed, bytes on disk.
     #[command(subcommand)]
     Bench(cmd::bench::Command),
+    /// Operations on a store's deployment (MongoDB sharding).
+    #[command(subcommand)]
+    Admin(cmd::admin::Command),
 }
 
 fn main() -> std::process::ExitCode {
@@ -56,6 +59,7 @@ fn main() -> std::process::ExitCode {
             Command::Import(args) => cmd::import::run(args).await,
             Command::Query(args) => cmd::query::run(args).await,
             Command::Bench(command) => cmd::bench::run(command).await,
+            Command::Admin(command) => cmd::admin::run(command).await,
         }
     });
     match result {

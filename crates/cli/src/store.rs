@@ -18,15 +18,16 @@ pub struct StoreArgs {
     /// (mongodb://HOST:PORT/DB).
     #[arg(long, env = "TICKERTAPE_STORE", default_value = "./tickertape-data")]
     pub store: String,
-    /// Points per value segment (new segments only on the embedded store; fixed when a
-    /// MongoDB database is first written).
-    #[arg(long, default_value_t = DEFAULT_SEGMENT_CAPACITY)]
-    pub segment_capacity: usize,
-    /// MongoDB: how batches are appended to value segments (fixed when a database is first
-    /// written): `reserve` (seed 000: head reservation, then `$set` into slots) or
-    /// `conditional` (one conditional `$push` update per series, in bulk).
-    #[arg(long, default_value = "reserve")]
-    pub segment_protocol: SegmentProtocol,
+    /// Points per value segment [default: 160]. Embedded: applies to new segments.
+    /// MongoDB: fixed when a database is first written; an existing one keeps its own.
+    #[arg(long)]
+    pub segment_capacity: Option<usize>,
+    /// MongoDB: how batches are appended to value segments, fixed when a database is first
+    /// written (an existing one keeps its own): `conditional` (the default: one conditional
+    /// `$push` update per series, all series in one bulk command) or `reserve` (seed 000:
+    /// head reservation, then `$set` into pre-allocated slots).
+    #[arg(long)]
+    pub segment_protocol: Option<SegmentProtocol>,
     /// MongoDB write concern `w` (overrides the URI's `w=`): majority, or a number of members.
     #[arg(long)]
     pub write_concern: Option<String>,
@@ -48,13 +49,27 @@ impl StoreArgs {
     pub fn embedded(path: impl Into<String>, segment_capacity: usize) -> Self {
         Self {
             store: path.into(),
-            segment_capacity,
-            segment_protocol: SegmentProtocol::default(),
+            segment_capacity: Some(segment_capacity),
+            segment_protocol: None,
             write_concern: None,
             journal: None,
             read_preference: None,
             config: None,
         }
+    }
+
+    /// The MongoDB options these flags ask for. Without `--segment-capacity` and
+    /// `--segment-protocol`, an existing database keeps the layout it was written with.
+    pub fn mongo_options(&self) -> MongoOptions {
+        let mut options = MongoOptions::new(&self.store);
+        options.segment_capacity = self.segment_capacity.unwrap_or(DEFAULT_SEGMENT_CAPACITY);
+        options.protocol = self.segment_protocol.unwrap_or_default();
+        options.adopt_stored_layout =
+            self.segment_capacity.is_none() && self.segment_protocol.is_none();
+        options.w = self.write_concern.clone();
+        options.journal = self.journal;
+        options.read_mode = self.read_preference;
+        options
     }
 
     /// The schema of `--config`, or the defaults; a bad config is refused with its key.
@@ -85,7 +100,7 @@ impl StoreArgs {
             return crate::store::open_mongodb(self).await;
         }
         let mut options = EmbeddedOptions::new(&self.store);
-        options.segment_capacity = self.segment_capacity;
+        options.segment_capacity = self.segment_capacity.unwrap_or(DEFAULT_SEGMENT_CAPACITY);
         let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(options))
             .await
             .context("opening the store")?
@@ -95,13 +110,7 @@ impl StoreArgs {
 }
 
 async fn open_mongodb(args: &StoreArgs) -> Result<Arc<dyn Backend>> {
-    let mut options = MongoOptions::new(&args.store);
-    options.segment_capacity = args.segment_capacity;
-    options.protocol = args.segment_protocol;
-    options.w = args.write_concern.clone();
-    options.journal = args.journal;
-    options.read_mode = args.read_preference;
-    Ok(Arc::new(MongoBackend::connect(options).await?))
+    Ok(Arc::new(MongoBackend::connect(args.mongo_options()).await?))
 }
 
 /// Refuses the schema keys whose storage is not built yet, rather than accepting a config

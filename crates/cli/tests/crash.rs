@@ -38,6 +38,7 @@ fn serve(store: &std::path::Path) -> (Child, String) {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("tickertape serve did not report its address");
 }
 

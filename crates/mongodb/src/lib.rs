@@ -16,6 +16,7 @@
 //! - `read`: `read_segments`, `heads`, `stats`.
 //! - `error`: driver errors mapped to [`BackendError`].
 
+mod admin;
 mod bulk;
 mod conditional;
 mod error;
@@ -43,6 +44,9 @@ use tickertape_backend::{
 use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
+pub use admin::{ensure_mongos, segments_shard_key, ShardReport};
+/// The driver, for tools that also talk to MongoDB directly (`tickertape bench layouts`).
+pub use mongodb as driver;
 pub use options::{
     uri_with_database, FaultPlan, FaultPoint, MongoOptions, ReadMode, SegmentProtocol,
 };
@@ -135,7 +139,7 @@ impl MongoBackend {
         })?;
         let write_concern = mongodb::bson::to_document(&write_concern)
             .map_err(|e| BackendError::Invalid(format!("write concern: {e}")))?;
-        let backend = Self {
+        let mut backend = Self {
             client,
             db,
             read_db,
@@ -145,7 +149,7 @@ impl MongoBackend {
             fault: options.fault,
             active: Mutex::new(HashMap::new()),
         };
-        backend.check_layout().await?;
+        backend.check_layout(options.adopt_stored_layout).await?;
         backend.create_indexes().await?;
         Ok(backend)
     }
@@ -177,7 +181,10 @@ impl MongoBackend {
     }
 
     /// Records the protocol and capacity on first use; refuses a handle that disagrees.
-    async fn check_layout(&self) -> Result<()> {
+    ///
+    /// With `adopt`, a database that already holds data keeps its own protocol and capacity
+    /// and this handle takes them over (what a command that was not asked for either wants).
+    async fn check_layout(&mut self, adopt: bool) -> Result<()> {
         let meta = doc! {
             "_id": "layout",
             "v": LAYOUT_VERSION,
@@ -198,6 +205,13 @@ impl MongoBackend {
         let version = layout::need_i64(&stored, "v")?;
         let protocol = stored.get_str("p").unwrap_or("?");
         let capacity = layout::need_i64(&stored, "cap")?;
+        if adopt && version == LAYOUT_VERSION {
+            if let (Ok(p), true) = (protocol.parse::<SegmentProtocol>(), capacity > 0) {
+                self.protocol = p;
+                self.capacity = capacity;
+                return Ok(());
+            }
+        }
         if version != LAYOUT_VERSION
             || protocol != self.protocol.as_str()
             || capacity != self.capacity

@@ -20,11 +20,12 @@ pub enum SegmentProtocol {
     /// Seed 000 generalised to batches: one conditional `findOneAndUpdate` of the series head
     /// reserves `k` slots (`sp -= k`), then one `$set` fills them in the pre-allocated
     /// segment. Tuned for in-place updates (MMAPv1).
-    #[default]
     Reserve,
     /// One conditional update of the active segment itself per series per batch (room left,
     /// last time older than the batch), appending with `$push`/`$each`; every series of a
     /// batch goes out in one `update` command. No head round trip on the fast path.
+    /// The default: `tickertape bench layouts` measured it faster (docs/BENCHMARKS.md).
+    #[default]
     Conditional,
 }
 
@@ -111,10 +112,14 @@ pub struct MongoOptions {
     pub server_selection_timeout: Duration,
     /// Test hook: make writers stop at chosen points of the protocols (see [`FaultPlan`]).
     pub fault: Option<Arc<FaultPlan>>,
+    /// Take the protocol and capacity a database was first written with, instead of
+    /// refusing a handle whose `protocol`/`segment_capacity` differ (those then apply to a
+    /// new database only).
+    pub adopt_stored_layout: bool,
 }
 
 impl MongoOptions {
-    /// Defaults for `uri`: capacity 160, the reserve protocol, write concern and read
+    /// Defaults for `uri`: capacity 160, the conditional protocol, write concern and read
     /// preference from the URI, a 5 s server selection timeout.
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
@@ -126,6 +131,7 @@ impl MongoOptions {
             read_mode: None,
             server_selection_timeout: Duration::from_secs(5),
             fault: None,
+            adopt_stored_layout: false,
         }
     }
 }

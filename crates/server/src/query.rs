@@ -189,6 +189,11 @@ impl Params {
     }
 }
 
+/// The per-measurement schema in force (the `--config` file, with defaults).
+pub async fn schema(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(serde_json::to_value(state.engine.schema()).unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,9 +231,4 @@ mod tests {
             assert!(err.contains(needle), "{raw}: {err}");
         }
     }
-}
-
-/// The per-measurement schema in force (the `--config` file, with defaults).
-pub async fn schema(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(serde_json::to_value(state.engine.schema()).unwrap_or_default())
 }

@@ -10,6 +10,7 @@
 mod dataset;
 mod disk;
 mod ingest;
+mod layouts;
 mod queries;
 
 #[derive(clap::Subcommand, Debug)]
@@ -29,10 +30,16 @@ pub enum Command {
     /// Every body must be answered 204; anything else fails the run.
     #[command(verbatim_doc_comment)]
     Ingest(ingest::Args),
+    /// Seed 003's schema simulator on a MongoDB server: the same small dataset written as
+    /// one document per point, value segments (both protocols), a native time-series
+    /// collection and one point per request; per layout points/s, request latencies,
+    /// documents, index entries, bytes, round trips and the four reference queries.
+    Layouts(layouts::Args),
 }
 
 pub async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Ingest(args) => ingest::run(args).await,
+        Command::Layouts(args) => layouts::run(args).await,
     }
 }

@@ -439,13 +439,13 @@ fn check(
 /// windows aligned to multiples of `step` since the epoch, reported at their start; `last`
 /// without step reported at the point's own time).
 fn expected(points: &[(i64, f64)], spec: &Spec) -> Vec<(i64, f64)> {
-    let inside = points
+    let mut inside = points
         .iter()
         .copied()
         .filter(|(t, _)| *t >= spec.start && *t < spec.end);
     match (spec.agg, spec.step) {
         (None, _) => inside.collect(),
-        (Some(Agg::Last), None) => inside.last().into_iter().collect(),
+        (Some(Agg::Last), None) => inside.next_back().into_iter().collect(),
         (Some(agg), Some(step)) => {
             let mut out: Vec<(i64, f64)> = Vec::new();
             for (t, v) in inside {

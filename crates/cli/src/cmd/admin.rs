@@ -1,0 +1,48 @@
+//! `tickertape admin`: operations on a store's deployment rather than its data.
+
+use anyhow::{bail, Result};
+use tickertape_mongodb::MongoBackend;
+
+use crate::store::StoreArgs;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// MongoDB only: enable sharding on the store's database and shard the segments
+    /// collection on its `_id` {series, generation} (docs/format/mongodb.md, "Sharding").
+    /// Must be run through a mongos; on any other server it says so and changes nothing.
+    Shard(ShardArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ShardArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+pub async fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Shard(args) => shard(args).await,
+    }
+}
+
+async fn shard(args: ShardArgs) -> Result<()> {
+    let store = &args.store;
+    if !store.is_mongodb() {
+        bail!(
+            "admin shard only applies to a MongoDB store (--store mongodb://HOST:PORT/DB); \
+             {} is an embedded store, nothing was changed",
+            store.store
+        );
+    }
+    // Before connecting: `connect` creates the store's collections, and a refusal must
+    // leave the server as it was.
+    tickertape_mongodb::ensure_mongos(&store.store).await?;
+    let backend = MongoBackend::connect(store.mongo_options()).await?;
+    let report = backend.shard().await;
+    backend.shutdown().await;
+    let report = report?;
+    for action in &report.actions {
+        println!("{action}");
+    }
+    Ok(())
+}

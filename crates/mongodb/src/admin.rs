@@ -1,0 +1,131 @@
+//! `tickertape admin shard`: spreading a store's segments over a sharded cluster.
+//!
+//! Only documented server commands are used (`hello`, `enableSharding`, `shardCollection`),
+//! and nothing is changed unless the server is a `mongos`. The shard keys and why they are
+//! these are written down in `docs/format/mongodb.md`, "Sharding".
+
+use mongodb::bson::{doc, Document};
+use tickertape_backend::{BackendError, Result};
+
+use crate::error::map_err;
+use crate::layout::SEGMENTS;
+use crate::MongoBackend;
+
+/// `hello.msg` on a `mongos`, and only there.
+const MONGOS_MSG: &str = "isdbgrid";
+
+/// Server error code `AlreadyInitialized`: `enableSharding` on a database that already has
+/// sharding enabled (MongoDB < 6.0; later versions accept the command as a no-op).
+const ALREADY_INITIALIZED: i32 = 23;
+
+/// The shard key of `segments`: the `_id` `{s: <series>, g: <generation>}`.
+///
+/// Ranged on the whole `_id`, whose embedded documents compare field by field, so chunks
+/// hold runs of one series' segments in generation order — which is start-time order
+/// (invariant 1) — i.e. seed 003's compound key `{series, start}`. It is not `{s, pe}`:
+/// tidying moves `pe` (`$max`), and changing a shard-key value needs a transaction or a
+/// retryable write with the full key in the filter; and every conditional bulk statement is
+/// an upsert on `_id` equality, which a sharded collection accepts only when the filter holds
+/// the full shard key. `_id` is immutable and in every write's filter, so every write stays
+/// targeted to one shard and the `_id` duplicate-key detection stays global.
+pub fn segments_shard_key() -> Document {
+    doc! { "_id": 1 }
+}
+
+/// What `shard` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardReport {
+    pub database: String,
+    /// One line per action, in order, for the operator.
+    pub actions: Vec<String>,
+}
+
+/// Fails, as [`MongoBackend::shard`] does, unless the server at `uri` is a `mongos`.
+/// Changes nothing: for callers that must check before [`MongoBackend::connect`] creates
+/// the store's collections.
+pub async fn ensure_mongos(uri: &str) -> Result<()> {
+    let client = mongodb::Client::with_uri_str(uri)
+        .await
+        .map_err(|e| BackendError::Invalid(format!("bad MongoDB URI: {e}")))?;
+    let hello = client
+        .database("admin")
+        .run_command(doc! { "hello": 1 })
+        .await
+        .map_err(|e| map_err("hello", e));
+    client.shutdown().await;
+    check_mongos(&hello?, client_db_name(uri))
+}
+
+fn client_db_name(uri: &str) -> &str {
+    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
+    let path = rest.split_once('/').map_or("", |(_, p)| p);
+    let name = path.split('?').next().unwrap_or("");
+    if name.is_empty() {
+        crate::DEFAULT_DATABASE
+    } else {
+        name
+    }
+}
+
+fn check_mongos(hello: &Document, database: &str) -> Result<()> {
+    if hello.get_str("msg").ok() == Some(MONGOS_MSG) {
+        return Ok(());
+    }
+    Err(BackendError::Invalid(format!(
+        "the server of database {database} is not a mongos (sharding needs a sharded \
+         cluster; connect to one of its mongos routers); nothing was changed"
+    )))
+}
+
+impl MongoBackend {
+    /// Enables sharding on the store's database and shards `segments` on
+    /// [`segments_shard_key`]; `series`, `meta` and `counters` stay on the primary shard
+    /// (see `docs/format/mongodb.md`, "Sharding").
+    ///
+    /// On a server that is not a `mongos` it changes nothing and fails with
+    /// [`BackendError::Invalid`] saying so. Running it again on a sharded store is harmless.
+    pub async fn shard(&self) -> Result<ShardReport> {
+        let name = self.db.name().to_owned();
+        let hello = self
+            .client
+            .database("admin")
+            .run_command(doc! { "hello": 1 })
+            .await
+            .map_err(|e| map_err("hello", e))?;
+        check_mongos(&hello, &name)?;
+        let admin = self.client.database("admin");
+        let mut actions = Vec::new();
+        match admin.run_command(doc! { "enableSharding": &name }).await {
+            Ok(_) => actions.push(format!("enableSharding {name}: ok")),
+            Err(e) if command_code(&e) == Some(ALREADY_INITIALIZED) => {
+                actions.push(format!("enableSharding {name}: already enabled"))
+            }
+            Err(e) => return Err(map_err("enableSharding", e)),
+        }
+        let namespace = format!("{name}.{SEGMENTS}");
+        // `{_id: 1}` is the built-in unique index, so no index has to be built first.
+        admin
+            .run_command(doc! { "shardCollection": &namespace, "key": segments_shard_key() })
+            .await
+            .map_err(|e| map_err("shardCollection segments", e))?;
+        actions.push(format!(
+            "shardCollection {namespace} on {}: ok",
+            segments_shard_key()
+        ));
+        actions.push(format!(
+            "{name}.series, .meta, .counters: left unsharded on the primary shard (one small \
+             document per series; the unique {{ck: 1}} index must be prefixed by any shard key)"
+        ));
+        Ok(ShardReport {
+            database: name,
+            actions,
+        })
+    }
+}
+
+fn command_code(e: &mongodb::error::Error) -> Option<i32> {
+    match &*e.kind {
+        mongodb::error::ErrorKind::Command(c) => Some(c.code),
+        _ => None,
+    }
+}
