@@ -45,3 +45,31 @@ impl IntoResponse for ApiError {
             .into_response()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store that cannot be reached answers 503, so clients retry; a storage fault 500;
+    /// a bad request 400. Nothing the backend reports as unavailable becomes a 2xx.
+    #[test]
+    fn backend_errors_map_to_status_codes() {
+        let status = |e: BackendError| {
+            ApiError::Engine(EngineError::Backend(e))
+                .into_response()
+                .status()
+        };
+        assert_eq!(
+            status(BackendError::Unavailable("cannot reach MongoDB".into())),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            status(BackendError::Storage("disk".into())),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            status(BackendError::Invalid("x".into())),
+            StatusCode::BAD_REQUEST
+        );
+    }
+}
