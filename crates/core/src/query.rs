@@ -267,3 +267,60 @@ mod tests {
         }
     }
 }
+
+/// Several series on one time axis (`merge=true`, the question under seed 004): the sorted
+/// union of their times, and for each series its value at each of those times, `None`
+/// where it has no point. Each input must be sorted by time with unique times.
+pub fn merge_on_time_axis(series: &[Vec<Point>]) -> (Vec<i64>, Vec<Vec<Option<f64>>>) {
+    let mut times: Vec<i64> = series.iter().flatten().map(|p| p.time).collect();
+    times.sort_unstable();
+    times.dedup();
+    let columns = series
+        .iter()
+        .map(|points| {
+            let mut next = points.iter().peekable();
+            times
+                .iter()
+                .map(|&t| next.next_if(|p| p.time == t).map(|p| p.value))
+                .collect()
+        })
+        .collect();
+    (times, columns)
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn gaps_become_none() {
+        let a = vec![Point::new(1, 1.0), Point::new(3, 3.0)];
+        let b = vec![Point::new(2, 20.0), Point::new(3, 30.0)];
+        let (times, columns) = merge_on_time_axis(&[a, b]);
+        assert_eq!(times, vec![1, 2, 3]);
+        assert_eq!(columns[0], vec![Some(1.0), None, Some(3.0)]);
+        assert_eq!(columns[1], vec![None, Some(20.0), Some(30.0)]);
+    }
+
+    proptest! {
+        /// Every point appears exactly once, at its own time; nothing else is filled in.
+        #[test]
+        fn merge_keeps_every_point_and_only_them(
+            sets in proptest::collection::vec(proptest::collection::btree_set(-50i64..50, 0..20), 0..5)
+        ) {
+            let series: Vec<Vec<Point>> = sets
+                .iter()
+                .map(|s| s.iter().map(|&t| Point::new(t, t as f64)).collect())
+                .collect();
+            let (times, columns) = merge_on_time_axis(&series);
+            prop_assert!(times.windows(2).all(|w| w[0] < w[1]));
+            for (set, column) in sets.iter().zip(&columns) {
+                prop_assert_eq!(column.len(), times.len());
+                for (t, v) in times.iter().zip(column) {
+                    prop_assert_eq!(v.is_some(), set.contains(t));
+                }
+            }
+        }
+    }
+}

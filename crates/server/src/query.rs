@@ -3,9 +3,11 @@
 use crate::error::ApiError;
 use crate::AppState;
 use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use tickertape_core::query::merge_on_time_axis;
 use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::time::{parse_duration, parse_timestamp};
 use tickertape_core::{SeriesKey, SeriesSelector};
@@ -39,9 +41,26 @@ pub struct SeriesList {
 pub async fn query(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<SeriesList>, ApiError> {
-    let query = parse_query(raw.as_deref().unwrap_or(""))?;
+) -> Result<Response, ApiError> {
+    let raw = raw.as_deref().unwrap_or("");
+    let query = parse_query(raw)?;
+    let merge = Params::parse(raw, QUERY_PARAMS)?.flag("merge")?;
     let answer = state.engine.query(&query).await?;
+    if merge {
+        let points: Vec<_> = answer.iter().map(|s| s.points.clone()).collect();
+        let (times, columns) = merge_on_time_axis(&points);
+        let series = answer
+            .into_iter()
+            .zip(columns)
+            .map(|(s, values)| MergedSeries {
+                measurement: s.key.measurement,
+                tags: s.key.tags.into_iter().collect(),
+                field: s.key.field,
+                values,
+            })
+            .collect();
+        return Ok(Json(MergedList { times, series }).into_response());
+    }
     Ok(Json(SeriesList {
         series: answer
             .into_iter()
@@ -52,7 +71,23 @@ pub async fn query(
                 )
             })
             .collect(),
-    }))
+    })
+    .into_response())
+}
+
+/// `merge=true`: every series on one time axis, `null` where a series has no point.
+#[derive(Serialize)]
+pub struct MergedList {
+    times: Vec<i64>,
+    series: Vec<MergedSeries>,
+}
+
+#[derive(Serialize)]
+pub struct MergedSeries {
+    measurement: String,
+    tags: BTreeMap<String, String>,
+    field: String,
+    values: Vec<Option<f64>>,
 }
 
 pub async fn series(
@@ -73,23 +108,24 @@ pub async fn series(
     }))
 }
 
+/// Every parameter `/api/v1/query` takes.
+const QUERY_PARAMS: &[&str] = &[
+    "measurement",
+    "field",
+    "tag",
+    "start",
+    "end",
+    "step",
+    "agg",
+    "neighbors",
+    "resolution",
+    "max_points",
+    "merge",
+];
+
 /// Parses the parameters of `/api/v1/query`; `start`/`end` default to the whole series.
 pub fn parse_query(raw: &str) -> Result<Query, ApiError> {
-    let params = Params::parse(
-        raw,
-        &[
-            "measurement",
-            "field",
-            "tag",
-            "start",
-            "end",
-            "step",
-            "agg",
-            "neighbors",
-            "resolution",
-            "max_points",
-        ],
-    )?;
+    let params = Params::parse(raw, QUERY_PARAMS)?;
     let bad = |name: &str, e: &dyn std::fmt::Display| {
         ApiError::BadRequest(format!("parameter {name}: {e}"))
     };
@@ -110,13 +146,7 @@ pub fn parse_query(raw: &str) -> Result<Query, ApiError> {
             .one("agg")
             .map(|v| v.parse().map_err(|e: String| bad("agg", &e)))
             .transpose()?,
-        neighbors: match params.one("neighbors") {
-            None | Some("false") | Some("0") => false,
-            Some("true") | Some("1") | Some("") => true,
-            Some(other) => {
-                return Err(bad("neighbors", &format!("{other:?} is not true or false")))
-            }
-        },
+        neighbors: params.flag("neighbors")?,
         resolution: params
             .one("resolution")
             .map(|v| ResolutionOrRaw::parse(v).map_err(|e| bad("resolution", &e)))
@@ -155,6 +185,17 @@ impl Params {
             }
         }
         Ok(Self { pairs })
+    }
+
+    /// A boolean parameter: absent, `false` or `0` is false; `true`, `1` or empty is true.
+    fn flag(&self, name: &str) -> Result<bool, ApiError> {
+        match self.one(name) {
+            None | Some("false") | Some("0") => Ok(false),
+            Some("true") | Some("1") | Some("") => Ok(true),
+            Some(other) => Err(ApiError::BadRequest(format!(
+                "parameter {name}: {other:?} is not true or false"
+            ))),
+        }
     }
 
     fn one(&self, name: &str) -> Option<&str> {

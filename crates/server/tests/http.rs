@@ -268,3 +268,28 @@ async fn restart_keeps_acknowledged_points() {
     assert_eq!(report["accepted"], 1);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn merge_puts_series_on_one_time_axis() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let body = "t,room=a c=1 10\nt,room=b c=2 20\nt,room=a c=3 30\nt,room=b c=4 30\n";
+    assert_eq!(server.write("", body).await.0, 204);
+    let (status, merged) = server.get("/api/v1/query?measurement=t&merge=true").await;
+    assert_eq!(status, 200, "{merged}");
+    assert_eq!(merged["times"], serde_json::json!([10, 20, 30]));
+    assert_eq!(merged["series"][0]["tags"]["room"], "a");
+    assert_eq!(
+        merged["series"][0]["values"],
+        serde_json::json!([1.0, null, 3.0])
+    );
+    assert_eq!(
+        merged["series"][1]["values"],
+        serde_json::json!([null, 2.0, 4.0])
+    );
+    let (status, _) = server
+        .get("/api/v1/query?measurement=t&merge=perhaps")
+        .await;
+    assert_eq!(status, 400);
+    server.stop().await;
+}
