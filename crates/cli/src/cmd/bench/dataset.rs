@@ -20,7 +20,8 @@ pub const START_NS: i64 = 1_451_606_400_000_000_000;
 const INTERVAL_NS: i64 = 10_000_000_000;
 pub const HOUR_NS: i64 = 3_600_000_000_000;
 
-const FIELDS: [&str; 10] = [
+/// The devops fields, in gen.py's order.
+pub const FIELDS: [&str; 10] = [
     "usage_user",
     "usage_system",
     "usage_idle",

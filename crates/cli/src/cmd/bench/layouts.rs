@@ -20,6 +20,8 @@ use rand::{Rng, SeedableRng};
 use tickertape_backend::{Backend, SeriesAppend};
 use tickertape_core::query::Aggregate;
 use tickertape_core::{Point, SeriesKey, SeriesSelector};
+
+use super::dataset::{FIELDS, HOUR_NS};
 use tickertape_engine::{Engine, Query};
 use tickertape_mongodb::driver::bson::{doc, DateTime, Document};
 use tickertape_mongodb::driver::{Client, Database, IndexModel};
@@ -32,19 +34,6 @@ const START_NS: i64 = 1_451_606_400_000_000_000;
 /// One row every 10 s, as gen.py writes them.
 const INTERVAL_NS: i64 = 10_000_000_000;
 const MINUTE_NS: i64 = 60_000_000_000;
-const HOUR_NS: i64 = 60 * MINUTE_NS;
-const FIELDS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
