@@ -152,17 +152,29 @@ pub fn aggregate_windows(
     step: i64,
     agg: Aggregate,
 ) -> Vec<Point> {
+    let points = in_range(sorted, start, end).iter();
+    merge_into_windows(points.map(|&p| (p.time, Summary::of(p))), step, agg)
+}
+
+/// Merges time-ordered `(time, summary)` items into windows of `step` ns aligned to the
+/// epoch, left to right, and answers `agg` for each non-empty window. Raw points (one
+/// summary each) and rollup slots go through this same fold, so both sum in one order.
+pub(crate) fn merge_into_windows(
+    items: impl Iterator<Item = (i64, Summary)>,
+    step: i64,
+    agg: Aggregate,
+) -> Vec<Point> {
     let mut out = Vec::new();
     let mut current: Option<(i64, Summary)> = None;
-    for &p in in_range(sorted, start, end) {
-        let w = window_start(p.time, step);
+    for (time, summary) in items {
+        let w = window_start(time, step);
         match &mut current {
-            Some((cw, s)) if *cw == w => s.push(p),
+            Some((cw, s)) if *cw == w => s.merge(&summary),
             _ => {
                 if let Some((cw, s)) = current.take() {
                     out.push(s.answer(agg, cw));
                 }
-                current = Some((w, Summary::of(p)));
+                current = Some((w, summary));
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use super::resolution::Resolution;
 use crate::model::Point;
-use crate::query::{aggregate_windows, Aggregate, Summary};
+use crate::query::{aggregate_windows, merge_into_windows, Aggregate, Summary};
 use crate::time::window_start;
 
 /// Splits the query range `[start, end)` (ns) at the slot boundaries of `resolution`:
@@ -78,34 +78,18 @@ pub fn aggregate_from_rollup(
     step: i64,
     agg: Aggregate,
 ) -> Vec<Point> {
-    let mut out = Vec::new();
-    let mut current: Option<(i64, Summary)> = None;
     let mut previous_slot = i64::MIN;
-    for (slot_time, summary) in slots {
+    let inside = slots.iter().filter(|(slot_time, summary)| {
         debug_assert!(*slot_time >= previous_slot, "slots out of order");
         previous_slot = *slot_time;
         if summary.last.time < start || summary.first.time >= end {
-            continue;
+            return false;
         }
-        if summary.first.time < start || summary.last.time >= end {
-            debug_assert!(false, "slot at {slot_time} straddles [{start}, {end})");
-            continue;
-        }
-        let w = window_start(*slot_time, step);
-        match &mut current {
-            Some((cw, s)) if *cw == w => s.merge(summary),
-            _ => {
-                if let Some((cw, s)) = current.take() {
-                    out.push(s.answer(agg, cw));
-                }
-                current = Some((w, *summary));
-            }
-        }
-    }
-    if let Some((cw, s)) = current {
-        out.push(s.answer(agg, cw));
-    }
-    out
+        let straddles = summary.first.time < start || summary.last.time >= end;
+        debug_assert!(!straddles, "slot at {slot_time} straddles [{start}, {end})");
+        !straddles
+    });
+    merge_into_windows(inside.copied(), step, agg)
 }
 
 /// The raw answer to a windowed query, summed in the order tickertape defines for
