@@ -289,11 +289,7 @@ async fn run_layout(
             .await;
             outcome.seconds = started.elapsed().as_secs_f64();
             outcome.round_trips = round_trips.load(Ordering::Relaxed) - before;
-            match written {
-                Err(_) => outcome.note = Some(format!("timed out after {} s", args.timeout)),
-                Ok(r) => r?,
-            }
-            storage(&db, &mut outcome).await;
+            finish_writes(written, args.timeout, &db, &mut outcome).await?;
             if native && outcome.documents == rows.len() as u64 {
                 outcome.note = Some(
                     "the server accepted `timeseries` but collStats counts one document per \
@@ -343,11 +339,7 @@ async fn run_layout(
             .await;
             outcome.seconds = started.elapsed().as_secs_f64();
             outcome.round_trips = round_trips.load(Ordering::Relaxed) - before;
-            match written {
-                Err(_) => outcome.note = Some(format!("timed out after {} s", args.timeout)),
-                Ok(r) => r?,
-            }
-            storage(&db, &mut outcome).await;
+            finish_writes(written, args.timeout, &db, &mut outcome).await?;
             let engine = Engine::new(backend.clone());
             outcome.queries_ms = segment_queries(&engine, data, args.query_runs).await;
             drop(engine);
@@ -367,6 +359,22 @@ fn ms(d: Duration) -> f64 {
 /// Sums `collStats` over the database's collections: documents, `nindexes × count` as the
 /// index entries (every index here is on single-valued fields, so one entry per document
 /// per index), `size` (BSON bytes of the documents) and `totalIndexSize`.
+/// After a layout's writes: a timeout becomes a note on the row (the row still reports
+/// what was written), a write error ends the run, and the storage figures are read.
+async fn finish_writes(
+    written: Result<Result<()>, tokio::time::error::Elapsed>,
+    timeout_secs: u64,
+    db: &Database,
+    outcome: &mut Outcome,
+) -> Result<()> {
+    match written {
+        Err(_) => outcome.note = Some(format!("timed out after {timeout_secs} s")),
+        Ok(r) => r?,
+    }
+    storage(db, outcome).await;
+    Ok(())
+}
+
 async fn storage(db: &Database, outcome: &mut Outcome) {
     let names = match db.list_collection_names().await {
         Ok(n) => n,
