@@ -9,9 +9,17 @@
 //! Times are `i64` nanoseconds since the Unix epoch; ranges are inclusive on both ends
 //! unless a method says otherwise.
 //!
-//! Still to come here (DESIGN §3, issue 4): time buckets (`apply_bucket_updates`,
-//! `read_buckets`, `preallocate`), partitions (`list_partitions`, `drop_partition`) and the
-//! name store (`tokenize`). They are added as new methods; the ones below keep their shape.
+//! Three groups of methods: value segments and series (seed 000), time buckets with their
+//! partitions ([`buckets`], seeds 001/003/004) and the name store ([`names`], seed 002).
+
+pub mod buckets;
+pub mod names;
+
+pub use buckets::{
+    BucketFamily, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome, Partition, SlotChange,
+    SlotKind, SlotValue, StoredBucket,
+};
+pub use names::{NameSpace, NAMES_PER_DOCUMENT};
 
 use async_trait::async_trait;
 use thiserror::Error;
@@ -118,4 +126,47 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Space used, as well as the backend can tell.
     async fn stats(&self) -> Result<StorageStats>;
+
+    /// Applies bucket writes, creating documents as needed, each in its family's partition
+    /// of its start. Returns one outcome per write, in order. Writes to the same slot in
+    /// one call are applied in order. When this returns `Ok`, every applied write is
+    /// durable; on `Err` some may have been applied.
+    async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>>;
+
+    /// The documents of `series` in `family` whose period overlaps `[start, end)`, by
+    /// start ascending. Documents never written are absent.
+    async fn read_buckets(
+        &self,
+        family: BucketFamily,
+        series: SeriesId,
+        start: i64,
+        end: i64,
+        part: BucketRead,
+    ) -> Result<Vec<StoredBucket>>;
+
+    /// Writes empty shell documents for `series` at `bucket_start` in `family` (every slot
+    /// present but unwritten), so that later slot writes update a document in place rather
+    /// than grow it. A document that exists already is left as it is. Returns how many
+    /// shells were created.
+    async fn preallocate(
+        &self,
+        family: BucketFamily,
+        series: &[SeriesId],
+        bucket_start: i64,
+    ) -> Result<u64>;
+
+    /// Every partition holding at least one document (pre-allocated ones included), by
+    /// family, then start.
+    async fn list_partitions(&self) -> Result<Vec<Partition>>;
+
+    /// Drops a whole partition: every document of it at once (a collection or table
+    /// drop, never document by document). Dropping a missing partition is not an error.
+    async fn drop_partition(&self, partition: Partition) -> Result<()>;
+
+    /// The token of each name in `namespace`, issuing tokens for names not seen before
+    /// (see [`names`]). Tokens are stable forever and the same from every client.
+    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>>;
+
+    /// The names of tokens issued in `namespace` (`None` for a token never issued).
+    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>>;
 }

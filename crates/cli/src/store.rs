@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::sync::Arc;
 use tickertape_backend::Backend;
-use tickertape_core::schema::{Kind, Layout, Schema};
+use tickertape_core::schema::Schema;
 use tickertape_core::segment::DEFAULT_SEGMENT_CAPACITY;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_engine::Engine;
@@ -81,7 +81,6 @@ impl StoreArgs {
             .with_context(|| format!("cannot read the config {}", path.display()))?;
         let schema =
             Schema::from_toml(&text).with_context(|| format!("config {}", path.display()))?;
-        refuse_unbuilt(&schema).with_context(|| format!("config {}", path.display()))?;
         Ok(schema)
     }
 
@@ -111,23 +110,4 @@ impl StoreArgs {
 
 async fn open_mongodb(args: &StoreArgs) -> Result<Arc<dyn Backend>> {
     Ok(Arc::new(MongoBackend::connect(args.mongo_options()).await?))
-}
-
-/// Refuses the schema keys whose storage is not built yet, rather than accepting a config
-/// and silently storing the data some other way.
-fn refuse_unbuilt(schema: &Schema) -> Result<()> {
-    for (name, m) in &schema.measurements {
-        if m.layout != Layout::Segments {
-            anyhow::bail!("measurements.{name}.layout: the buckets layout is not available yet; use \"segments\"");
-        }
-        if m.kind != Kind::Gauge {
-            anyhow::bail!(
-                "measurements.{name}.kind: counters are not available yet; use \"gauge\""
-            );
-        }
-        if !m.retention.is_empty() {
-            anyhow::bail!("measurements.{name}.retention: retention is not available yet; remove it to keep everything");
-        }
-    }
-    Ok(())
 }

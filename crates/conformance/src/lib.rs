@@ -5,6 +5,14 @@
 //! A test gets a [`StoreFactory`], creates a fresh store with the segment capacity it wants
 //! and may reopen it to check persistence. Failures panic with a message saying what broke.
 
+mod buckets;
+
+pub use buckets::{
+    counter_slots_accumulate, merge_write, name_tokens_are_stable,
+    partitions_are_listed_and_dropped, preallocated_slots_read_as_absent,
+    raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order, rollup_slots_match_the_reference,
+};
+
 use async_trait::async_trait;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -64,7 +72,7 @@ async fn read_all(backend: &dyn Backend, series: SeriesId) -> Vec<Point> {
     collect_points(&segments).expect("decode")
 }
 
-fn assert_bits_eq(got: &[Point], want: &[Point], context: &str) {
+pub(crate) fn assert_bits_eq(got: &[Point], want: &[Point], context: &str) {
     let same = got.len() == want.len() && got.iter().zip(want).all(|(a, b)| a.bit_eq(b));
     assert!(same, "{context}: got {got:?}, want {want:?}");
 }

@@ -90,7 +90,10 @@ macro_rules! suite {
                 append_then_read, any_value_any_time, rollover_keeps_chain_and_seals,
                 neighbors_across_boundaries_and_gaps, out_of_order_is_refused,
                 many_series_in_one_call, series_registry, reopen_keeps_everything,
-                heads_report_last_point);
+                heads_report_last_point, raw_buckets_set_once_per_slot,
+                counter_slots_accumulate, rollup_slots_match_the_reference,
+                preallocated_slots_read_as_absent, partitions_are_listed_and_dropped,
+                name_tokens_are_stable, raw_totals_sum_in_write_order);
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn model_check() {

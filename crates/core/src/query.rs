@@ -60,6 +60,29 @@ impl FromStr for Aggregate {
     }
 }
 
+/// The smaller of `kept` and `new`, keeping `kept` on a tie — as MongoDB's `$min` does.
+///
+/// `f64::min` is not used because which zero it returns for `min(0.0, -0.0)` is left to
+/// the platform (debug and release builds differ), and stored rollups must have the same
+/// bits on every backend and every build. Values are never NaN (the parser refuses it).
+pub fn keep_min(kept: f64, new: f64) -> f64 {
+    if new < kept {
+        new
+    } else {
+        kept
+    }
+}
+
+/// The larger of `kept` and `new`, keeping `kept` on a tie (MongoDB's `$max`); see
+/// [`keep_min`].
+pub fn keep_max(kept: f64, new: f64) -> f64 {
+    if new > kept {
+        new
+    } else {
+        kept
+    }
+}
+
 /// Running summary of a set of points: enough to answer every [`Aggregate`], and to merge
 /// with another summary. Rollup buckets store exactly these fields.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -88,8 +111,8 @@ impl Summary {
     pub fn push(&mut self, point: Point) {
         self.count += 1;
         self.sum += point.value;
-        self.min = self.min.min(point.value);
-        self.max = self.max.max(point.value);
+        self.min = keep_min(self.min, point.value);
+        self.max = keep_max(self.max, point.value);
         self.last = point;
     }
 
@@ -104,8 +127,8 @@ impl Summary {
     pub fn merge(&mut self, other: &Summary) {
         self.count += other.count;
         self.sum += other.sum;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        self.min = keep_min(self.min, other.min);
+        self.max = keep_max(self.max, other.max);
         if other.first.time < self.first.time {
             self.first = other.first;
         }

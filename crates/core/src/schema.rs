@@ -12,6 +12,7 @@
 //! rollups = ["1m", "5m", "1h", "1d"]            # the default; [] keeps none
 //! retention = { raw = "7d", "1m" = "90d", "1h" = "2y" }   # absent: kept forever
 //! change_only = false       # skip a point equal to its series' last value
+//! preallocate = false       # buckets only: write next period's empty documents ahead
 //! ```
 //!
 //! Durations take the units of [`parse_duration`] (`ns us ms s m h d w`); retentions also
@@ -37,13 +38,14 @@ use thiserror::Error;
 const YEAR_NS: i64 = 365 * 86_400 * NANOS_PER_SECOND;
 
 /// The keys a measurement's table may hold, in the order the docs list them.
-const MEASUREMENT_KEYS: [&str; 6] = [
+const MEASUREMENT_KEYS: [&str; 7] = [
     "layout",
     "interval",
     "kind",
     "rollups",
     "retention",
     "change_only",
+    "preallocate",
 ];
 
 /// Why a config was refused.
@@ -118,6 +120,9 @@ pub struct MeasurementSchema {
     /// How long each resolution is kept, ns; a resolution not listed is kept forever.
     pub retention: BTreeMap<ResolutionOrRaw, i64>,
     pub change_only: bool,
+    /// Pre-allocate the next period's raw bucket documents (buckets only). Off by
+    /// default: measured not to help on either backend (docs/BENCHMARKS.md).
+    pub preallocate: bool,
 }
 
 impl Default for MeasurementSchema {
@@ -129,6 +134,7 @@ impl Default for MeasurementSchema {
             rollups: Resolution::STANDARD.to_vec(),
             retention: BTreeMap::new(),
             change_only: false,
+            preallocate: false,
         }
     }
 }
@@ -207,6 +213,7 @@ struct RawMeasurement {
     rollups: Option<Vec<String>>,
     retention: Option<BTreeMap<String, String>>,
     change_only: Option<bool>,
+    preallocate: Option<bool>,
 }
 
 impl RawMeasurement {
@@ -228,6 +235,7 @@ impl RawMeasurement {
                 "rollups" => raw.rollups = Some(field(value, &p)?),
                 "retention" => raw.retention = Some(field(value, &p)?),
                 "change_only" => raw.change_only = Some(field(value, &p)?),
+                "preallocate" => raw.preallocate = Some(field(value, &p)?),
                 _ => {
                     return Err(invalid(
                         &p,
@@ -292,6 +300,18 @@ impl RawMeasurement {
                 ))
             }
         };
+        if kind == Kind::Counter && layout == Layout::Segments {
+            return Err(invalid(
+                &at("kind"),
+                "a counter needs layout = \"buckets\" (increments add into the slot of their time)",
+            ));
+        }
+        if self.preallocate == Some(true) && layout == Layout::Segments {
+            return Err(invalid(
+                &at("preallocate"),
+                "only layout = \"buckets\" has documents to pre-allocate",
+            ));
+        }
 
         let rollups = match self.rollups {
             None => defaults.rollups,
@@ -332,6 +352,13 @@ impl RawMeasurement {
             })?;
             let keep = parse_retention(&text).map_err(|e| invalid(&p, e))?;
             let (width, what) = match level {
+                ResolutionOrRaw::Raw if layout == Layout::Segments => {
+                    return Err(invalid(
+                        &p,
+                        "raw retention needs layout = \"buckets\": value segments are not \
+                         time-partitioned, and retention drops whole partitions",
+                    ))
+                }
                 ResolutionOrRaw::Raw => (interval, "the interval"),
                 ResolutionOrRaw::Rollup(r) => {
                     if !rollups.contains(&r) {
@@ -360,6 +387,7 @@ impl RawMeasurement {
             rollups,
             retention,
             change_only: self.change_only.unwrap_or(defaults.change_only),
+            preallocate: self.preallocate.unwrap_or(defaults.preallocate),
         })
     }
 }
@@ -437,7 +465,7 @@ impl Serialize for Schema {
 }
 
 /// The keys of the TOML table: `layout`, `interval` (buckets only), `kind`, `rollups`,
-/// `retention` (`{"raw": "7d", "1m": "90d"}`), `change_only`.
+/// `retention` (`{"raw": "7d", "1m": "90d"}`), `change_only`, `preallocate`.
 impl Serialize for MeasurementSchema {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         struct Retention<'a>(&'a BTreeMap<ResolutionOrRaw, i64>);
@@ -450,7 +478,7 @@ impl Serialize for MeasurementSchema {
                 map.end()
             }
         }
-        let mut s = serializer.serialize_struct("MeasurementSchema", 6)?;
+        let mut s = serializer.serialize_struct("MeasurementSchema", 7)?;
         s.serialize_field("layout", self.layout.name())?;
         match self.layout {
             Layout::Segments => s.skip_field("interval")?,
@@ -462,6 +490,7 @@ impl Serialize for MeasurementSchema {
         s.serialize_field("rollups", &self.rollups)?;
         s.serialize_field("retention", &Retention(&self.retention))?;
         s.serialize_field("change_only", &self.change_only)?;
+        s.serialize_field("preallocate", &self.preallocate)?;
         s.end()
     }
 }

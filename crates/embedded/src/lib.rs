@@ -1,23 +1,36 @@
-//! The embedded backend: value segments (seed 000) in one redb file under the store
-//! directory. redb gives ACID transactions with durable commits; one write transaction
-//! holds every batch that arrived while the previous one committed (see [`writer`]).
+//! The embedded backend: value segments (seed 000), time buckets (seeds 001, 003, 004)
+//! and the name store (seed 002) in one redb file under the store directory. redb gives
+//! ACID transactions with durable commits; one write transaction holds every batch that
+//! arrived while the previous one committed (see `writer`).
+//!
+//! # Layout
+//!
+//! - `tables`: the fixed tables (series, heads, segments, meta) and their values;
+//! - `buckets`: one table per bucket partition, the bucket document encoding;
+//! - `names`: the name ↔ token tables;
+//! - `writer`: the single writer thread every change goes through;
+//! - `catalog`: the in-memory series catalog.
 //!
 //! The byte layout of every table is in `docs/format/embedded.md`.
 
+mod buckets;
 mod catalog;
+mod names;
 mod tables;
 mod writer;
 
 use async_trait::async_trait;
 use catalog::Catalog;
 use redb::{Database, ReadableTable, ReadableTableMetadata};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use tables::{HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, Result, SeriesAppend, SeriesHead, SeriesInfo,
-    StorageStats,
+    AppendOutcome, Backend, BackendError, BucketFamily, BucketRead, BucketWrite,
+    BucketWriteOutcome, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
+    StorageStats, StoredBucket,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -206,6 +219,7 @@ impl Backend for EmbeddedBackend {
                 .map_err(storage)?
                 .len()
                 .map_err(storage)?;
+            // `bytes` is the file's size, so it covers the bucket and name tables too.
             Ok(StorageStats {
                 bytes: disk_bytes(&file),
                 segments,
@@ -213,6 +227,102 @@ impl Backend for EmbeddedBackend {
             })
         })
         .await
+    }
+
+    async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let writes = buckets::validate_writes(writes)?;
+        self.submit(|reply| Job::WriteBuckets { writes, reply })
+            .await
+    }
+
+    async fn read_buckets(
+        &self,
+        family: BucketFamily,
+        series: SeriesId,
+        start: i64,
+        end: i64,
+        part: BucketRead,
+    ) -> Result<Vec<StoredBucket>> {
+        self.read(move |db| buckets::read_buckets(db, family, series, start, end, part))
+            .await
+    }
+
+    async fn preallocate(
+        &self,
+        family: BucketFamily,
+        series: &[SeriesId],
+        bucket_start: i64,
+    ) -> Result<u64> {
+        if series.is_empty() {
+            // Still refuse a bad family or start, as a call with series would.
+            buckets::target(family, SeriesId(0), bucket_start)?;
+            return Ok(0);
+        }
+        let targets = series
+            .iter()
+            .map(|&s| buckets::target(family, s, bucket_start))
+            .collect::<Result<Vec<_>>>()?;
+        self.submit(|reply| Job::Preallocate { targets, reply })
+            .await
+    }
+
+    async fn list_partitions(&self) -> Result<Vec<Partition>> {
+        self.read(buckets::list_partitions).await
+    }
+
+    async fn drop_partition(&self, partition: Partition) -> Result<()> {
+        // Checks the family, so that a raw interval no geometry has is refused rather than
+        // silently "dropped".
+        buckets::geometry(partition.family)?;
+        let table = buckets::table_name(partition);
+        self.submit(|reply| Job::DropPartition { table, reply })
+            .await
+    }
+
+    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+        let names = names.to_vec();
+        let (names, found) = self
+            .read(move |db| {
+                let found = names::lookup(db, namespace, &names)?;
+                Ok((names, found))
+            })
+            .await?;
+        let mut seen = HashSet::new();
+        let missing: Vec<String> = names
+            .iter()
+            .zip(&found)
+            .filter(|(name, token)| token.is_none() && seen.insert(name.as_str()))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if missing.is_empty() {
+            return Ok(found.into_iter().flatten().collect());
+        }
+        let issued = self
+            .submit(|reply| Job::Tokenize {
+                namespace,
+                names: missing.clone(),
+                reply,
+            })
+            .await?;
+        let issued: HashMap<String, u64> = missing.into_iter().zip(issued).collect();
+        names
+            .iter()
+            .zip(found)
+            .map(|(name, token)| {
+                token.or_else(|| issued.get(name).copied()).ok_or_else(|| {
+                    BackendError::Storage(format!("the writer issued no token for {name:?}"))
+                })
+            })
+            .collect()
+    }
+
+    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
+        let tokens = tokens.to_vec();
+        self.read(move |db| names::names_of(db, namespace, &tokens))
+            .await
     }
 }
 
@@ -251,6 +361,8 @@ fn create_tables(db: &Database) -> Result<()> {
     txn.open_table(HEADS).map_err(storage)?;
     txn.open_table(SEGMENTS).map_err(storage)?;
     txn.open_table(META).map_err(storage)?;
+    txn.open_table(names::NAME_TOKENS).map_err(storage)?;
+    txn.open_table(names::TOKEN_NAMES).map_err(storage)?;
     txn.commit().map_err(storage)
 }
 

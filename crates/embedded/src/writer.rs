@@ -9,13 +9,17 @@
 //! every later job until the store is reopened, because its cached heads may no longer
 //! match what is on disk.
 
+use crate::buckets::{self, Target, ValidWrite};
 use crate::catalog::Catalog;
+use crate::names;
 use crate::tables::{self, Head, HEADS, META, NEXT_SERIES_ID, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use redb::{Database, ReadableTable, WriteTransaction};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tickertape_backend::{AppendOutcome, BackendError, Result, SeriesAppend};
+use tickertape_backend::{
+    AppendOutcome, BackendError, BucketWriteOutcome, NameSpace, Result, SeriesAppend,
+};
 use tickertape_core::segment::{NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId, SeriesKey};
 use tokio::sync::{mpsc, oneshot};
@@ -24,6 +28,8 @@ use tokio::sync::{mpsc, oneshot};
 /// make one commit (and the latency of everyone waiting on it) arbitrarily large.
 const MAX_POINTS_PER_COMMIT: usize = 2_000_000;
 
+/// One request to the writer. Every variant is answered only after the transaction that
+/// applied it committed durably (or with the error that stopped it).
 pub enum Job {
     Append {
         appends: Vec<SeriesAppend>,
@@ -33,13 +39,37 @@ pub enum Job {
         keys: Vec<SeriesKey>,
         reply: oneshot::Sender<Result<Vec<SeriesId>>>,
     },
+    WriteBuckets {
+        writes: Vec<ValidWrite>,
+        reply: oneshot::Sender<Result<Vec<BucketWriteOutcome>>>,
+    },
+    Preallocate {
+        targets: Vec<Target>,
+        reply: oneshot::Sender<Result<u64>>,
+    },
+    DropPartition {
+        /// The partition's table name.
+        table: String,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    Tokenize {
+        namespace: NameSpace,
+        /// Names a read found missing, each once, in the order first seen.
+        names: Vec<String>,
+        reply: oneshot::Sender<Result<Vec<u64>>>,
+    },
 }
 
 impl Job {
+    /// The job's weight against [`MAX_POINTS_PER_COMMIT`]: roughly, records it writes.
     fn points(&self) -> usize {
         match self {
             Job::Append { appends, .. } => appends.iter().map(|a| a.points.len()).sum(),
             Job::Register { keys, .. } => keys.len(),
+            Job::WriteBuckets { writes, .. } => writes.len(),
+            Job::Preallocate { targets, .. } => targets.len(),
+            Job::DropPartition { .. } => 1,
+            Job::Tokenize { names, .. } => names.len(),
         }
     }
 
@@ -48,6 +78,10 @@ impl Job {
         match self {
             Job::Append { reply, .. } => drop(reply.send(Err(error))),
             Job::Register { reply, .. } => drop(reply.send(Err(error))),
+            Job::WriteBuckets { reply, .. } => drop(reply.send(Err(error))),
+            Job::Preallocate { reply, .. } => drop(reply.send(Err(error))),
+            Job::DropPartition { reply, .. } => drop(reply.send(Err(error))),
+            Job::Tokenize { reply, .. } => drop(reply.send(Err(error))),
         }
     }
 }
@@ -71,16 +105,30 @@ pub struct Writer {
     poisoned: Option<String>,
 }
 
-/// What a job produced, held until the commit succeeds.
-enum Answer {
-    Append(
-        oneshot::Sender<Result<Vec<AppendOutcome>>>,
-        Result<Vec<AppendOutcome>>,
-    ),
-    Register(
-        oneshot::Sender<Result<Vec<SeriesId>>>,
-        Result<Vec<SeriesId>>,
-    ),
+/// What a job produced, held until the commit succeeds: a reply channel and its result,
+/// type-erased so that every kind of job waits in one list.
+struct Answer(Box<dyn FnOnce(Option<BackendError>) + Send>);
+
+impl Answer {
+    fn new<T: Send + 'static>(reply: oneshot::Sender<Result<T>>, result: Result<T>) -> Self {
+        Self(Box::new(move |failure| {
+            // A dropped receiver means the caller went away; nothing to tell.
+            drop(reply.send(match failure {
+                None => result,
+                Some(error) => Err(error),
+            }))
+        }))
+    }
+
+    /// Sends the job's own result (after a durable commit).
+    fn deliver(self) {
+        (self.0)(None)
+    }
+
+    /// Sends `error` instead of the result (the commit failed).
+    fn fail(self, error: BackendError) {
+        (self.0)(Some(error))
+    }
 }
 
 impl Writer {
@@ -127,10 +175,7 @@ impl Writer {
             Ok(answers) => {
                 self.catalog.insert_all(registered);
                 for answer in answers {
-                    match answer {
-                        Answer::Append(reply, result) => drop(reply.send(result)),
-                        Answer::Register(reply, result) => drop(reply.send(result)),
-                    }
+                    answer.deliver();
                 }
             }
             Err((error, answers)) => {
@@ -139,11 +184,7 @@ impl Writer {
                 self.active.clear();
                 self.dirty.clear();
                 for answer in answers {
-                    let err = BackendError::Storage(format!("write not stored: {error}"));
-                    match answer {
-                        Answer::Append(reply, _) => drop(reply.send(Err(err))),
-                        Answer::Register(reply, _) => drop(reply.send(Err(err))),
-                    }
+                    answer.fail(BackendError::Storage(format!("write not stored: {error}")));
                 }
             }
         }
@@ -170,22 +211,7 @@ impl Writer {
         };
         let mut failure = None;
         for job in group {
-            match job {
-                Job::Append { appends, reply } => {
-                    let result = self.append_all(&txn, &appends);
-                    if let Err(BackendError::Storage(msg)) = &result {
-                        failure.get_or_insert_with(|| BackendError::Storage(msg.clone()));
-                    }
-                    answers.push(Answer::Append(reply, result));
-                }
-                Job::Register { keys, reply } => {
-                    let result = self.register(&txn, &keys, registered);
-                    if let Err(BackendError::Storage(msg)) = &result {
-                        failure.get_or_insert_with(|| BackendError::Storage(msg.clone()));
-                    }
-                    answers.push(Answer::Register(reply, result));
-                }
-            }
+            answers.push(self.apply_job(&txn, job, registered, &mut failure));
         }
         if let Some(err) = failure {
             return Err((err, answers));
@@ -196,6 +222,45 @@ impl Writer {
         match txn.commit() {
             Ok(()) => Ok(answers),
             Err(e) => Err((storage(e), answers)),
+        }
+    }
+
+    /// Applies one job in `txn`; a storage error is also recorded in `failure`, which
+    /// fails the whole group (the transaction can no longer be trusted).
+    fn apply_job(
+        &mut self,
+        txn: &WriteTransaction,
+        job: Job,
+        registered: &mut Vec<(SeriesKey, SeriesId)>,
+        failure: &mut Option<BackendError>,
+    ) -> Answer {
+        fn noted<T>(failure: &mut Option<BackendError>, result: Result<T>) -> Result<T> {
+            if let Err(BackendError::Storage(msg)) = &result {
+                failure.get_or_insert_with(|| BackendError::Storage(msg.clone()));
+            }
+            result
+        }
+        match job {
+            Job::Append { appends, reply } => {
+                Answer::new(reply, noted(failure, self.append_all(txn, &appends)))
+            }
+            Job::Register { keys, reply } => {
+                Answer::new(reply, noted(failure, self.register(txn, &keys, registered)))
+            }
+            Job::WriteBuckets { writes, reply } => {
+                Answer::new(reply, noted(failure, buckets::apply_writes(txn, &writes)))
+            }
+            Job::Preallocate { targets, reply } => {
+                Answer::new(reply, noted(failure, buckets::preallocate(txn, &targets)))
+            }
+            Job::DropPartition { table, reply } => {
+                Answer::new(reply, noted(failure, buckets::drop_partition(txn, &table)))
+            }
+            Job::Tokenize {
+                namespace,
+                names,
+                reply,
+            } => Answer::new(reply, noted(failure, names::issue(txn, namespace, &names))),
         }
     }
 

@@ -5,11 +5,16 @@
 //! - [`read`]: selectors and ranges become segment reads, neighbours and aggregates.
 //! - [`series_cache`]: series ids by the raw text of a line, so the hot path of ingest
 //!   resolves a series with one hash lookup.
+//! - [`names`]: the name store's tokens, cached (seed 002).
+//! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 
+pub mod maintenance;
+pub mod names;
 pub mod read;
 pub mod series_cache;
 pub mod write;
 
+use names::NameCache;
 use series_cache::SeriesCache;
 use std::sync::Arc;
 use thiserror::Error;
@@ -17,8 +22,9 @@ use tickertape_backend::{Backend, BackendError};
 use tickertape_core::schema::Schema;
 use tickertape_core::time::{Clock, SystemClock};
 
-pub use read::{Query, SeriesPoints};
-pub use write::{LineError, WriteReport};
+pub use maintenance::{ExpiredPartition, RetentionReport};
+pub use read::{CounterDisplay, Query, SeriesPoints};
+pub use write::{LineError, WriteMode, WriteReport};
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -34,6 +40,7 @@ pub enum EngineError {
 pub struct Engine {
     backend: Arc<dyn Backend>,
     cache: Arc<SeriesCache>,
+    names: Arc<NameCache>,
     clock: Arc<dyn Clock>,
     schema: Arc<Schema>,
 }
@@ -47,6 +54,7 @@ impl Engine {
         Self {
             backend,
             cache: Arc::new(SeriesCache::default()),
+            names: Arc::new(NameCache::default()),
             clock,
             schema: Arc::new(Schema::default()),
         }

@@ -2,13 +2,17 @@
 
 use crate::{Engine, EngineError};
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tickertape_backend::{SeriesHead, SeriesInfo};
-use tickertape_core::query::{aggregate_all, select_range, Aggregate};
-use tickertape_core::rollup::{
-    aggregate_by_slots, choose_resolution, plan_max_points, Resolution, ResolutionOrRaw,
+use tickertape_backend::{
+    BackendError, BucketFamily, BucketRead, SeriesHead, SeriesInfo, SlotKind, SlotValue,
 };
+use tickertape_core::query::{aggregate_all, select_range, Aggregate, Summary};
+use tickertape_core::rollup::{
+    aggregate_by_slots, aggregate_from_rollup, aligned_span, choose_resolution, plan_max_points,
+    summarize_slots, BucketGeometry, Resolution, ResolutionOrRaw,
+};
+use tickertape_core::schema::{Kind, Layout, MeasurementSchema};
 use tickertape_core::segment::collect_points;
-use tickertape_core::time::format_duration;
+use tickertape_core::time::{format_duration, window_start, NANOS_PER_SECOND};
 use tickertape_core::{Point, SeriesKey, SeriesSelector};
 
 /// Series read at once by one query; enough to hide a backend's latency without letting
@@ -33,6 +37,26 @@ pub struct Query {
     /// Let the engine pick `step` (and the resolution) so that each series gets at most
     /// this many points; excludes `step`.
     pub max_points: Option<usize>,
+    /// How a counter's windows are shown (MMS's controls); implies `agg=sum`.
+    pub display: Option<CounterDisplay>,
+}
+
+/// `display=` for counters: the count per window, or the count per second of the window
+/// (the window's part inside the range, for the two windows the range cuts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterDisplay {
+    Total,
+    AvgPerSec,
+}
+
+impl CounterDisplay {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "total" => Some(Self::Total),
+            "avg_per_sec" => Some(Self::AvgPerSec),
+            _ => None,
+        }
+    }
 }
 
 impl Query {
@@ -47,6 +71,15 @@ impl Query {
             neighbors: false,
             resolution: None,
             max_points: None,
+            display: None,
+        }
+    }
+
+    /// The aggregate the windows use: `agg`, or `sum` under a counter `display`.
+    fn effective_agg(&self) -> Option<Aggregate> {
+        match self.display {
+            Some(_) => Some(Aggregate::Sum),
+            None => self.agg,
         }
     }
 }
@@ -75,12 +108,17 @@ impl Query {
                 self.start, self.end
             )));
         }
-        if self.step.is_some() && self.agg.is_none() {
+        if self.display.is_some() && self.agg.is_some_and(|a| a != Aggregate::Sum) {
+            return Err(EngineError::BadQuery(
+                "display shows a counter's sums: give display or agg, not both".into(),
+            ));
+        }
+        if self.step.is_some() && self.effective_agg().is_none() {
             return Err(EngineError::BadQuery(
                 "step needs agg (avg, min, max, sum, count, first or last)".into(),
             ));
         }
-        if self.neighbors && (self.agg.is_some() || self.max_points.is_some()) {
+        if self.neighbors && (self.effective_agg().is_some() || self.max_points.is_some()) {
             return Err(EngineError::BadQuery(
                 "neighbors applies to raw points, not to agg or max_points".into(),
             ));
@@ -116,7 +154,7 @@ impl Query {
         };
         Ok(Some(WindowPlan {
             step,
-            agg: self.agg.unwrap_or(Aggregate::Avg),
+            agg: self.effective_agg().unwrap_or(Aggregate::Avg),
             resolution,
         }))
     }
@@ -137,9 +175,10 @@ impl Engine {
     /// tags, field); series without a point to report are left out.
     pub async fn query(&self, query: &Query) -> Result<Vec<SeriesPoints>, EngineError> {
         query.validate()?;
+        self.check_against_schema(query)?;
         let mut series = self.backend.find_series(&query.selector).await?;
         series.sort_by(|a, b| a.key.cmp(&b.key));
-        let heads = if query.agg == Some(Aggregate::Last)
+        let heads = if query.effective_agg() == Some(Aggregate::Last)
             && query.step.is_none()
             && query.max_points.is_none()
         {
@@ -154,6 +193,23 @@ impl Engine {
             .try_collect()
             .await?;
         Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// Refuses what the queried measurement's schema cannot answer, before any read.
+    fn check_against_schema(&self, query: &Query) -> Result<(), EngineError> {
+        let measurement = &query.selector.measurement;
+        let schema = self.schema.for_measurement(measurement);
+        if query.neighbors && schema.layout != Layout::Segments {
+            return Err(EngineError::BadQuery(format!(
+                "neighbors needs value segments; measurement {measurement:?} is stored in buckets"
+            )));
+        }
+        if query.display.is_some() && schema.kind != Kind::Counter {
+            return Err(EngineError::BadQuery(format!(
+                "display applies to counters; measurement {measurement:?} is a gauge"
+            )));
+        }
+        Ok(())
     }
 
     async fn query_series(
@@ -174,31 +230,206 @@ impl Engine {
                 return Ok(None);
             }
         }
-        let segments = self
-            .backend
-            .read_segments(info.id, query.start, query.end)
-            .await?;
-        let all = collect_points(&segments).map_err(|e| {
-            tickertape_backend::BackendError::Corrupt(format!("series {}: {e}", info.key))
-        })?;
-        let rollups = &self.schema.for_measurement(&info.key.measurement).rollups;
-        let points = match (query.window_plan(rollups)?, query.agg) {
-            (Some(plan), _) => aggregate_by_slots(
-                &all,
-                query.start,
-                query.end,
-                plan.step,
-                plan.agg,
-                plan.resolution,
-            ),
-            (None, None) => select_range(&all, query.start, query.end, query.neighbors),
-            (None, Some(agg)) => aggregate_all(&all, query.start, query.end, agg)
-                .into_iter()
-                .collect(),
+        let schema = self.schema.for_measurement(&info.key.measurement);
+        let plan = query.window_plan(&schema.rollups)?;
+        let points = match (plan, query.effective_agg()) {
+            (Some(plan), _) => self.windows(query, &info, schema, plan).await?,
+            (None, None) => {
+                let all = self
+                    .raw_points(&info, schema, query.start, query.end)
+                    .await?;
+                select_range(&all, query.start, query.end, query.neighbors)
+            }
+            (None, Some(agg)) => {
+                let all = self
+                    .raw_points(&info, schema, query.start, query.end)
+                    .await?;
+                aggregate_all(&all, query.start, query.end, agg)
+                    .into_iter()
+                    .collect()
+            }
+        };
+        let points = match query.display {
+            Some(CounterDisplay::AvgPerSec) => per_second(points, query, plan.map(|p| p.step)),
+            _ => points,
         };
         Ok((!points.is_empty()).then_some(SeriesPoints {
             key: info.key,
             points,
         }))
     }
+
+    /// A windowed answer: from the plan's rollup when the measurement keeps it (whole
+    /// slots from the rollup, the ragged edges from raw points), else from raw points
+    /// summed in the same slot order — the two give the same bits (see `core::rollup`).
+    async fn windows(
+        &self,
+        query: &Query,
+        info: &SeriesInfo,
+        schema: &MeasurementSchema,
+        plan: WindowPlan,
+    ) -> Result<Vec<Point>, EngineError> {
+        let stored = plan
+            .resolution
+            .filter(|r| schema.rollups.contains(r))
+            .filter(|_| query.resolution != Some(ResolutionOrRaw::Raw));
+        let Some(r) = stored else {
+            let all = self
+                .raw_points(info, schema, query.start, query.end)
+                .await?;
+            return Ok(aggregate_by_slots(
+                &all,
+                query.start,
+                query.end,
+                plan.step,
+                plan.agg,
+                plan.resolution,
+            ));
+        };
+        let (inner_start, inner_end) = aligned_span(query.start, query.end, r);
+        let mut slots = self
+            .edge_slots(info, schema, query.start, inner_start, r)
+            .await?;
+        slots.extend(self.rollup_slots(info, r, inner_start, inner_end).await?);
+        slots.extend(
+            self.edge_slots(info, schema, inner_end, query.end, r)
+                .await?,
+        );
+        Ok(aggregate_from_rollup(
+            &slots,
+            query.start,
+            query.end,
+            plan.step,
+            plan.agg,
+        ))
+    }
+
+    /// The slot summaries of raw points in `[start, end)`, a ragged edge of a rollup read.
+    async fn edge_slots(
+        &self,
+        info: &SeriesInfo,
+        schema: &MeasurementSchema,
+        start: i64,
+        end: i64,
+        r: Resolution,
+    ) -> Result<Vec<(i64, Summary)>, EngineError> {
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let all = self.raw_points(info, schema, start, end).await?;
+        Ok(summarize_slots(&all, start, end, r))
+    }
+
+    /// The stored slots of rollup `r` in `[start, end)` (whole slots), by time.
+    async fn rollup_slots(
+        &self,
+        info: &SeriesInfo,
+        r: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, Summary)>, EngineError> {
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let family = BucketFamily {
+            measurement: self.measurement_token(&info.key.measurement).await?,
+            slots: SlotKind::Rollup(r),
+        };
+        let geometry = r.geometry();
+        let docs = self
+            .backend
+            .read_buckets(family, info.id, start, end, BucketRead::Full)
+            .await?;
+        let mut out = Vec::new();
+        for doc in docs {
+            for (slot, value) in doc.slots {
+                let SlotValue::Summary(summary) = value else {
+                    return Err(corrupt(info, "a rollup slot holds a raw value"));
+                };
+                let time = slot_time(geometry, doc.bucket_start, slot, info)?;
+                if time >= start && time < end {
+                    out.push((time, summary));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The raw points of a series covering `[start, end)`, in time order. For segments,
+    /// also the points of the segments around the range (callers select); for buckets,
+    /// the written slots in the range, each at its slot's start time.
+    async fn raw_points(
+        &self,
+        info: &SeriesInfo,
+        schema: &MeasurementSchema,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<Point>, EngineError> {
+        let Layout::Buckets { interval_ns } = schema.layout else {
+            let segments = self.backend.read_segments(info.id, start, end).await?;
+            return collect_points(&segments)
+                .map_err(|e| BackendError::Corrupt(format!("series {}: {e}", info.key)).into());
+        };
+        let geometry = BucketGeometry::for_slot(interval_ns)
+            .ok_or_else(|| corrupt(info, "the configured interval has no bucket geometry"))?;
+        let family = BucketFamily {
+            measurement: self.measurement_token(&info.key.measurement).await?,
+            slots: SlotKind::Raw { interval_ns },
+        };
+        let docs = self
+            .backend
+            .read_buckets(family, info.id, start, end, BucketRead::Full)
+            .await?;
+        let mut out = Vec::new();
+        for doc in docs {
+            for (slot, value) in doc.slots {
+                let SlotValue::Value(v) = value else {
+                    return Err(corrupt(info, "a raw bucket slot holds a summary"));
+                };
+                let time = slot_time(geometry, doc.bucket_start, slot, info)?;
+                if time >= start && time < end {
+                    out.push(Point::new(time, v));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn corrupt(info: &SeriesInfo, what: &str) -> EngineError {
+    BackendError::Corrupt(format!("series {}: {what}", info.key)).into()
+}
+
+/// The start time of a stored slot, refusing a slot index past the document's end.
+fn slot_time(
+    geometry: BucketGeometry,
+    bucket_start: i64,
+    slot: u32,
+    info: &SeriesInfo,
+) -> Result<i64, EngineError> {
+    if slot >= geometry.slots() {
+        return Err(corrupt(
+            info,
+            &format!("slot {slot} of a document of {} slots", geometry.slots()),
+        ));
+    }
+    Ok(geometry.slot_time(bucket_start, slot))
+}
+
+/// Divides each window's count by the seconds of the window inside the query range.
+fn per_second(points: Vec<Point>, query: &Query, step: Option<i64>) -> Vec<Point> {
+    points
+        .into_iter()
+        .map(|p| {
+            let (from, to) = match step {
+                Some(step) => {
+                    let w = window_start(p.time, step);
+                    (w.max(query.start), w.saturating_add(step).min(query.end))
+                }
+                None => (query.start, query.end),
+            };
+            let seconds = (to as f64 - from as f64) / NANOS_PER_SECOND as f64;
+            Point::new(p.time, p.value / seconds)
+        })
+        .collect()
 }

@@ -3,13 +3,26 @@
 
 use crate::{Engine, EngineError};
 use std::collections::{BTreeMap, HashMap};
-use tickertape_backend::SeriesAppend;
+use tickertape_backend::{
+    BucketFamily, BucketWrite, BucketWriteOutcome, NameSpace, SeriesAppend, SlotChange, SlotKind,
+};
 use tickertape_core::lineproto::{self, FieldValue, Line};
-use tickertape_core::time::Precision;
+use tickertape_core::rollup::{rollup_updates, BucketGeometry, MIN_BUCKET_TIME};
+use tickertape_core::schema::{Kind, Layout, MeasurementSchema, Schema};
+use tickertape_core::time::{format_rfc3339, Precision};
 use tickertape_core::{Point, SeriesId, SeriesKey};
 
 /// Integers beyond ±2^53 have no exact f64; storing them would silently change them.
 const MAX_EXACT_INTEGER: u64 = 1 << 53;
+
+/// How a body's values apply: `POST /write` sets points, `POST /write?mode=inc` adds each
+/// value to the slot of its time in a counter measurement (seed 003).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WriteMode {
+    #[default]
+    Set,
+    Increment,
+}
 
 /// One refused line: its 1-based number in the body and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,11 +58,20 @@ struct Pending<'l, 'a> {
 }
 
 /// The points of one series in this body, in line order.
-struct Group {
+struct Group<'s> {
     series: SeriesId,
+    measurement: &'s str,
+    schema: &'s MeasurementSchema,
     points: Vec<Point>,
     /// For each point, the index of the pending point it came from.
     origins: Vec<usize>,
+}
+
+/// The points of one group that were stored, as its rollups see them (bucket points at
+/// their slot's start time).
+struct Stored {
+    group: usize,
+    points: Vec<Point>,
 }
 
 type Errors = BTreeMap<usize, Vec<String>>;
@@ -62,6 +84,22 @@ impl Engine {
         &self,
         body: &str,
         precision: Precision,
+    ) -> Result<WriteReport, EngineError> {
+        self.write_lines_as(body, precision, WriteMode::Set).await
+    }
+
+    /// [`write_lines`](Self::write_lines) with a [`WriteMode`]. A line whose measurement
+    /// does not take the mode (an increment to a gauge, a plain write to a counter) is
+    /// refused with its line number; the other lines are stored.
+    ///
+    /// Order of work: raw points first (segments or bucket slots), then the rollups of
+    /// exactly the points stored, so a refused point is never rolled up. The answer waits
+    /// for both.
+    pub async fn write_lines_as(
+        &self,
+        body: &str,
+        precision: Precision,
+        mode: WriteMode,
     ) -> Result<WriteReport, EngineError> {
         let now = self.clock.now_nanos();
         let mut errors = Errors::new();
@@ -81,6 +119,13 @@ impl Engine {
         }
         let pending: Vec<Pending> = parsed
             .iter()
+            .filter(|p| match refuse_for_schema(&self.schema, &p.line, mode) {
+                Some(message) => {
+                    errors.entry(p.number).or_default().push(message);
+                    false
+                }
+                None => true,
+            })
             .flat_map(|p| {
                 p.line
                     .fields
@@ -94,22 +139,66 @@ impl Engine {
             })
             .collect();
         let ids = self.series_ids(&pending).await?;
-        let mut groups = group_by_series(&pending, &ids, &mut errors);
+        let mut groups = group_by_series(&self.schema, &pending, &ids, &mut errors);
         let unchanged = self.drop_unchanged(&mut groups, &pending).await?;
         groups.retain(|g| !g.points.is_empty());
-        let appends = groups
-            .iter_mut()
-            .map(|g| SeriesAppend {
-                series: g.series,
-                points: std::mem::take(&mut g.points),
+        let mut stored = self.store_segments(&groups, &pending, &mut errors).await?;
+        stored.extend(
+            self.store_buckets(&groups, &pending, mode, &mut errors)
+                .await?,
+        );
+        self.store_rollups(&groups, &stored).await?;
+        // Points skipped by the change-only filter count as stored: the series already
+        // holds their value (see `drop_unchanged`).
+        let points_written = unchanged + stored.iter().map(|s| s.points.len() as u64).sum::<u64>();
+        let rejected_parsed = parsed
+            .iter()
+            .filter(|p| errors.contains_key(&p.number))
+            .count();
+        let pending_total: usize = parsed
+            .iter()
+            .filter(|p| refuse_for_schema(&self.schema, &p.line, mode).is_none())
+            .map(|p| p.values.len())
+            .sum();
+        Ok(WriteReport {
+            accepted: parsed.len() - rejected_parsed,
+            rejected: errors.len(),
+            points_written,
+            points_rejected: (pending_total as u64).saturating_sub(points_written),
+            errors: errors
+                .into_iter()
+                .map(|(line, messages)| LineError {
+                    line,
+                    message: messages.join("; "),
+                })
+                .collect(),
+        })
+    }
+
+    /// Appends the groups of segment-layout measurements; refused points become errors.
+    async fn store_segments(
+        &self,
+        groups: &[Group<'_>],
+        pending: &[Pending<'_, '_>],
+        errors: &mut Errors,
+    ) -> Result<Vec<Stored>, EngineError> {
+        let chosen: Vec<usize> = (0..groups.len())
+            .filter(|&g| groups[g].schema.layout == Layout::Segments)
+            .collect();
+        if chosen.is_empty() {
+            return Ok(Vec::new());
+        }
+        let appends = chosen
+            .iter()
+            .map(|&g| SeriesAppend {
+                series: groups[g].series,
+                points: groups[g].points.clone(),
             })
             .collect();
         let outcomes = self.backend.append(appends).await?;
-        // Points skipped by the change-only filter count as stored: the series already
-        // holds their value (see `drop_unchanged`).
-        let mut points_written = unchanged;
-        for (group, outcome) in groups.iter().zip(&outcomes) {
-            points_written += (group.origins.len() - outcome.refused) as u64;
+        let mut stored = Vec::with_capacity(chosen.len());
+        for (&g, outcome) in chosen.iter().zip(&outcomes) {
+            let group = &groups[g];
             for &origin in group.origins.iter().take(outcome.refused) {
                 let last = outcome.last_time.map_or(String::new(), |t| format!(" {t}"));
                 let p = &pending[origin];
@@ -118,23 +207,135 @@ impl Engine {
                     p.field, p.point.time
                 ));
             }
+            stored.push(Stored {
+                group: g,
+                points: group.points[outcome.refused.min(group.points.len())..].to_vec(),
+            });
         }
-        let rejected_parsed = parsed
-            .iter()
-            .filter(|p| errors.contains_key(&p.number))
-            .count();
-        Ok(WriteReport {
-            accepted: parsed.len() - rejected_parsed,
-            rejected: errors.len(),
-            points_written,
-            points_rejected: pending.len() as u64 - points_written,
-            errors: errors
-                .into_iter()
-                .map(|(line, messages)| LineError {
-                    line,
-                    message: messages.join("; "),
-                })
-                .collect(),
+        Ok(stored)
+    }
+
+    /// Writes the groups of bucket-layout measurements into their raw slots: a gauge sets
+    /// a slot once (a second value for a taken slot is refused), a counter adds to it.
+    async fn store_buckets(
+        &self,
+        groups: &[Group<'_>],
+        pending: &[Pending<'_, '_>],
+        mode: WriteMode,
+        errors: &mut Errors,
+    ) -> Result<Vec<Stored>, EngineError> {
+        let mut writes = Vec::new();
+        // (group, point index, slot time) of each write, in order.
+        let mut sources: Vec<(usize, usize, i64)> = Vec::new();
+        for (g, group) in groups.iter().enumerate() {
+            let Layout::Buckets { interval_ns } = group.schema.layout else {
+                continue;
+            };
+            let Some(geometry) = BucketGeometry::for_slot(interval_ns) else {
+                continue;
+            };
+            let family = BucketFamily {
+                measurement: self.measurement_token(group.measurement).await?,
+                slots: SlotKind::Raw { interval_ns },
+            };
+            for (i, point) in group.points.iter().enumerate() {
+                // Times before MIN_BUCKET_TIME were refused by `refuse_for_schema`.
+                let Some((bucket_start, slot)) = geometry.slot_of(point.time) else {
+                    continue;
+                };
+                writes.push(BucketWrite {
+                    family,
+                    series: group.series,
+                    bucket_start,
+                    slot,
+                    change: match mode {
+                        WriteMode::Set => SlotChange::Set(point.value),
+                        WriteMode::Increment => SlotChange::Add(point.value),
+                    },
+                });
+                sources.push((g, i, geometry.slot_time(bucket_start, slot)));
+            }
+        }
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let outcomes = self.backend.write_buckets(writes).await?;
+        let mut stored: Vec<Stored> = Vec::new();
+        for (&(g, i, slot_time), outcome) in sources.iter().zip(outcomes) {
+            let group = &groups[g];
+            if outcome == BucketWriteOutcome::SlotTaken {
+                let p = &pending[group.origins[i]];
+                errors.entry(p.source.number).or_default().push(format!(
+                    "field {:?}: the slot of time {} ({}) already holds a value (a gauge bucket slot is written once)",
+                    p.field,
+                    p.point.time,
+                    format_rfc3339(slot_time)
+                ));
+                continue;
+            }
+            let point = Point::new(slot_time, group.points[i].value);
+            match stored.last_mut() {
+                Some(s) if s.group == g => s.points.push(point),
+                _ => stored.push(Stored {
+                    group: g,
+                    points: vec![point],
+                }),
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Adds the stored points of every group to its measurement's rollups.
+    async fn store_rollups(
+        &self,
+        groups: &[Group<'_>],
+        stored: &[Stored],
+    ) -> Result<(), EngineError> {
+        let mut writes = Vec::new();
+        for s in stored {
+            let group = &groups[s.group];
+            if s.points.is_empty() || group.schema.rollups.is_empty() {
+                continue;
+            }
+            let measurement = self.measurement_token(group.measurement).await?;
+            let mut points = s.points.clone();
+            // Bucket points may arrive in any order; rollup runs are per slot either way,
+            // and sorting keeps one update per slot.
+            points.sort_by_key(|p| p.time);
+            let updates = rollup_updates(&points, &group.schema.rollups)
+                .map_err(|e| EngineError::BadQuery(e.to_string()))?;
+            for u in updates {
+                writes.push(BucketWrite {
+                    family: BucketFamily {
+                        measurement,
+                        slots: SlotKind::Rollup(u.resolution),
+                    },
+                    series: group.series,
+                    bucket_start: u.bucket_start,
+                    slot: u.slot,
+                    change: SlotChange::Merge {
+                        summary: u.summary,
+                        values: points[u.points].iter().map(|p| p.value).collect(),
+                    },
+                });
+            }
+        }
+        if !writes.is_empty() {
+            self.backend.write_buckets(writes).await?;
+        }
+        Ok(())
+    }
+
+    /// The name-store token of a measurement (cached).
+    pub(crate) async fn measurement_token(&self, measurement: &str) -> Result<u64, EngineError> {
+        let tokens = self
+            .names
+            .tokenize(&*self.backend, NameSpace::Measurement, &[measurement])
+            .await?;
+        tokens.first().copied().ok_or_else(|| {
+            EngineError::Backend(tickertape_backend::BackendError::Storage(format!(
+                "the name store issued no token for measurement {measurement:?}"
+            )))
         })
     }
 
@@ -147,13 +348,12 @@ impl Engine {
     /// next stored point; `neighbors=true` returns the point that carries it into a range.
     async fn drop_unchanged(
         &self,
-        groups: &mut [Group],
-        pending: &[Pending<'_, '_>],
+        groups: &mut [Group<'_>],
+        _pending: &[Pending<'_, '_>],
     ) -> Result<u64, EngineError> {
         let filtered: Vec<usize> = (0..groups.len())
             .filter(|&g| {
-                let measurement = &pending[groups[g].origins[0]].source.line.measurement;
-                self.schema.for_measurement(measurement).change_only
+                groups[g].schema.change_only && groups[g].schema.layout == Layout::Segments
             })
             .collect();
         if filtered.is_empty() {
@@ -209,6 +409,7 @@ impl Engine {
             }
         }
         if !keys.is_empty() {
+            self.names.tokenize_keys(&*self.backend, &keys).await?;
             let resolved = self.backend.resolve_series(&keys).await?;
             for (id, users) in resolved.into_iter().zip(users) {
                 for i in users {
@@ -256,19 +457,51 @@ fn numeric_values(line: &Line<'_>) -> Result<Vec<f64>, String> {
         .collect()
 }
 
-/// Groups pending points by series in line order, refusing a point whose time does not
-/// follow the previous point of its series in this body.
-fn group_by_series(
-    pending: &[Pending<'_, '_>],
+/// Why a whole line cannot go to its measurement with `mode`, if it cannot.
+fn refuse_for_schema(schema: &Schema, line: &Line<'_>, mode: WriteMode) -> Option<String> {
+    let m = schema.for_measurement(&line.measurement);
+    match (mode, m.kind) {
+        (WriteMode::Increment, Kind::Gauge) => {
+            return Some(format!(
+                "measurement {:?} is a gauge: mode=inc adds to counters only (kind = \"counter\" in the config)",
+                line.measurement.as_ref()
+            ))
+        }
+        (WriteMode::Set, Kind::Counter) => {
+            return Some(format!(
+                "measurement {:?} is a counter: write it with mode=inc",
+                line.measurement.as_ref()
+            ))
+        }
+        _ => {}
+    }
+    let bucketed = matches!(m.layout, Layout::Buckets { .. }) || !m.rollups.is_empty();
+    (bucketed && line.timestamp < MIN_BUCKET_TIME).then(|| {
+        format!(
+            "time {} is before {MIN_BUCKET_TIME} (1737-07-09), the earliest time buckets and rollups can hold",
+            line.timestamp
+        )
+    })
+}
+
+/// Groups pending points by series in line order. For value segments, a point whose time
+/// does not follow the previous point of its series in this body is refused; bucket slots
+/// take points in any order.
+fn group_by_series<'s>(
+    schema: &'s Schema,
+    pending: &'s [Pending<'_, '_>],
     ids: &[SeriesId],
     errors: &mut Errors,
-) -> Vec<Group> {
+) -> Vec<Group<'s>> {
     let mut index: HashMap<SeriesId, usize> = HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for (i, (p, &series)) in pending.iter().zip(ids).enumerate() {
         let g = *index.entry(series).or_insert_with(|| {
+            let measurement: &str = p.source.line.measurement.as_ref();
             groups.push(Group {
                 series,
+                measurement,
+                schema: schema.for_measurement(measurement),
                 points: Vec::new(),
                 origins: Vec::new(),
             });
@@ -276,7 +509,7 @@ fn group_by_series(
         });
         let group = &mut groups[g];
         if let (Some(prev), Some(&prev_origin)) = (group.points.last(), group.origins.last()) {
-            if p.point.time <= prev.time {
+            if group.schema.layout == Layout::Segments && p.point.time <= prev.time {
                 errors.entry(p.source.number).or_default().push(format!(
                     "field {:?}: time {} is not after time {} of the same series on line {} (out-of-order points are refused)",
                     p.field, p.point.time, prev.time, pending[prev_origin].source.number

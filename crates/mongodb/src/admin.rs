@@ -7,6 +7,7 @@
 use mongodb::bson::{doc, Document};
 use tickertape_backend::{BackendError, Result};
 
+use crate::bucket_layout::collection_name;
 use crate::error::map_err;
 use crate::layout::SEGMENTS;
 use crate::MongoBackend;
@@ -78,9 +79,14 @@ fn check_mongos(hello: &Document, database: &str) -> Result<()> {
 }
 
 impl MongoBackend {
-    /// Enables sharding on the store's database and shards `segments` on
-    /// [`segments_shard_key`]; `series`, `meta` and `counters` stay on the primary shard
-    /// (see `docs/format/mongodb.md`, "Sharding").
+    /// Enables sharding on the store's database and shards `segments` and every bucket
+    /// partition collection that exists now on [`segments_shard_key`] (`{_id: 1}`, which for
+    /// buckets is `{series, start}`); `series`, `meta`, `counters` and `names` stay on the
+    /// primary shard (see `docs/format/mongodb.md`, "Sharding").
+    ///
+    /// Partitions created later (the next period's shells, a new measurement) start
+    /// unsharded on the primary shard: run this again — it is idempotent — after
+    /// pre-allocation has created them, e.g. once a day.
     ///
     /// On a server that is not a `mongos` it changes nothing and fails with
     /// [`BackendError::Invalid`] saying so. Running it again on a sharded store is harmless.
@@ -112,14 +118,42 @@ impl MongoBackend {
             "shardCollection {namespace} on {}: ok",
             segments_shard_key()
         ));
+        self.shard_bucket_partitions(&name, &mut actions).await?;
         actions.push(format!(
-            "{name}.series, .meta, .counters: left unsharded on the primary shard (one small \
+            "{name}.series, .meta, .counters, .names: left unsharded on the primary shard (one small \
              document per series; the unique {{ck: 1}} index must be prefixed by any shard key)"
         ));
         Ok(ShardReport {
             database: name,
             actions,
         })
+    }
+}
+
+impl MongoBackend {
+    /// `shardCollection` on `{_id: 1}` for every bucket partition collection.
+    async fn shard_bucket_partitions(&self, name: &str, actions: &mut Vec<String>) -> Result<()> {
+        let admin = self.client.database("admin");
+        let partitions = self.list_bucket_partitions().await?;
+        for p in &partitions {
+            let namespace = format!("{name}.{}", collection_name(p.family, p.start));
+            match admin
+                .run_command(doc! { "shardCollection": &namespace, "key": segments_shard_key() })
+                .await
+            {
+                Ok(_) => {}
+                // Versions before 5.0 refuse a collection that is sharded already.
+                Err(e) if command_code(&e) == Some(ALREADY_INITIALIZED) => {}
+                Err(e) => return Err(map_err("shardCollection bucket partition", e)),
+            }
+        }
+        actions.push(format!(
+            "shardCollection of {} bucket partition collection(s) on {}: ok (run again for \
+             partitions created later)",
+            partitions.len(),
+            segments_shard_key()
+        ));
+        Ok(())
     }
 }
 

@@ -59,7 +59,7 @@ pub(crate) async fn update(
     let failures = run(
         db,
         write_concern,
-        "update",
+        ("update", false),
         collection,
         "updates",
         statements,
@@ -88,7 +88,7 @@ pub(crate) async fn insert(
     let failures = run(
         db,
         write_concern,
-        "insert",
+        ("insert", false),
         collection,
         "documents",
         documents,
@@ -104,7 +104,8 @@ pub(crate) async fn insert(
         .collect()
 }
 
-fn statement_error(collection: &str, code: i32, message: String) -> BackendError {
+/// A failed statement's code and message as the error the caller reports.
+pub(crate) fn statement_error(collection: &str, code: i32, message: String) -> BackendError {
     let text = format!("mongodb: write to {collection} failed ({code}): {message}");
     if is_transient_code(code) {
         BackendError::Unavailable(text)
@@ -122,22 +123,57 @@ fn check_write_concern(reply: &Document, command: &str, collection: &str) -> Res
     }
 }
 
-/// Runs one write command per chunk; per item, `None` or its `(code, errmsg)`.
+/// The first statement of `updates` (full `{q, u, upsert, multi}` documents) that failed,
+/// as `(index, code, errmsg)`, after running them as one *ordered* `update` command:
+/// statements apply one after the other, and the server stops at the first failure, so
+/// every statement before it applied and none after it ran. `None`: all applied.
+///
+/// Ordered, because bucket writes to one document must apply in the caller's order (its
+/// `sum` adds values in write order); the caller resumes after a failure.
+pub(crate) async fn update_ordered(
+    db: &Database,
+    write_concern: &Document,
+    collection: &str,
+    updates: Vec<Document>,
+) -> Result<Option<(usize, i32, String)>> {
+    let statements = updates.into_iter().map(Bson::Document).collect();
+    let failures = run(
+        db,
+        write_concern,
+        ("update", true),
+        collection,
+        "updates",
+        statements,
+    )
+    .await?;
+    Ok(failures
+        .into_iter()
+        .enumerate()
+        .find_map(|(i, f)| f.map(|(code, message)| (i, code, message))))
+}
+
+/// Runs one write command per chunk; per item, `None` or its `(code, errmsg)`. Ordered
+/// (`(command, true)`): the chunks run in order and the first failure ends the run (the
+/// items after it report no failure but did not run; [`update_ordered`] reports only the
+/// first failure).
 async fn run(
     db: &Database,
     write_concern: &Document,
-    command: &str,
+    (command, ordered): (&str, bool),
     collection: &str,
     items_field: &str,
     items: Vec<Bson>,
 ) -> Result<Vec<Option<(i32, String)>>> {
     let mut out = vec![None; items.len()];
     for (chunk_no, chunk) in items.chunks(CHUNK).enumerate() {
+        if ordered && out.iter().any(Option::is_some) {
+            break;
+        }
         let offset = chunk_no * CHUNK;
         let cmd = doc! {
             command: collection,
             items_field: chunk.to_vec(),
-            "ordered": false,
+            "ordered": ordered,
             "writeConcern": write_concern.clone(),
         };
         let reply = db

@@ -21,6 +21,11 @@
 //! | | `r` | conditional: carry-over `{t, v}` of a closed segment, the start of the next one |
 //! | `counters` | `_id`, `n` | `"series"`: the last series id issued |
 //! | `meta` | `_id`, `v`, `p`, `cap` | `"layout"`: layout version, protocol, capacity |
+//! | `names` | `_id` | `{ns: namespace code, lv: least value}` |
+//! | | `ns`, `lv` | namespace code (`m`, `tk`, `tv`, `f`), least value: token of `l[0]` |
+//! | | `l` | the names, at most `NAMES_PER_DOCUMENT`; token = `lv` + index |
+//!
+//! The bucket partition collections (`bk.…`) have their table in `bucket_layout`.
 
 use mongodb::bson::spec::BinarySubtype;
 use mongodb::bson::{doc, Binary, Bson, Document};
@@ -34,6 +39,8 @@ pub(crate) const SERIES: &str = "series";
 pub(crate) const SEGMENTS: &str = "segments";
 pub(crate) const COUNTERS: &str = "counters";
 pub(crate) const META: &str = "meta";
+/// The name store (seed 002); see `names`.
+pub(crate) const NAMES: &str = "names";
 
 /// Version of the document shapes below, stored in `meta`.
 pub(crate) const LAYOUT_VERSION: i64 = 1;

@@ -14,13 +14,20 @@
 //! - `reserve`, `conditional`: the two append protocols.
 //! - `tidy`: sealing full segments and tightening `pe`/`ns`, shared by both protocols.
 //! - `read`: `read_segments`, `heads`, `stats`.
+//! - `bucket_layout`, `bucket_write`, `bucket_read`: time buckets in time-partitioned
+//!   collections (seeds 001, 003, 004): names, slot paths, shells, writes, reads.
+//! - `names`: the name store (seed 002).
 //! - `error`: driver errors mapped to [`BackendError`].
 
 mod admin;
+mod bucket_layout;
+mod bucket_read;
+mod bucket_write;
 mod bulk;
 mod conditional;
 mod error;
 pub mod layout;
+mod names;
 pub mod options;
 mod read;
 mod reserve;
@@ -38,8 +45,9 @@ use mongodb::options::{
 };
 use mongodb::{Client, Database, IndexModel};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, Result, SeriesAppend, SeriesHead, SeriesInfo,
-    StorageStats,
+    AppendOutcome, Backend, BackendError, BucketFamily, BucketRead, BucketWrite,
+    BucketWriteOutcome, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
+    StorageStats, StoredBucket,
 };
 use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -52,7 +60,7 @@ pub use options::{
 };
 
 use crate::error::map_err;
-use crate::layout::{COUNTERS, LAYOUT_VERSION, META, SEGMENTS, SERIES};
+use crate::layout::{COUNTERS, LAYOUT_VERSION, META, NAMES, SEGMENTS, SERIES};
 
 /// The database used when the URI names none.
 pub const DEFAULT_DATABASE: &str = "tickertape";
@@ -262,7 +270,15 @@ impl MongoBackend {
             ))
             .await
             .map_err(|e| map_err("create index segments", e))?;
-        // The counters collection is only ever read by `_id`.
+        // Name lookups by value; the newest document is found through `_id`. A multikey
+        // index, one key per name: lookups of many names at once stay index scans.
+        self.db
+            .collection::<Document>(NAMES)
+            .create_index(index(doc! { "ns": 1, "l": 1 }, "namespace_name", false))
+            .await
+            .map_err(|e| map_err("create index names", e))?;
+        // The counters collection is only ever read by `_id`; bucket partitions are read
+        // and written through `_id` ranges and equalities, which the built-in index serves.
         Ok(())
     }
 
@@ -402,6 +418,47 @@ impl Backend for MongoBackend {
 
     async fn stats(&self) -> Result<StorageStats> {
         self.read_stats().await
+    }
+
+    async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
+        self.write_bucket_batch(writes).await
+    }
+
+    async fn read_buckets(
+        &self,
+        family: BucketFamily,
+        series: SeriesId,
+        start: i64,
+        end: i64,
+        part: BucketRead,
+    ) -> Result<Vec<StoredBucket>> {
+        self.read_bucket_range(family, series, start, end, part)
+            .await
+    }
+
+    async fn preallocate(
+        &self,
+        family: BucketFamily,
+        series: &[SeriesId],
+        bucket_start: i64,
+    ) -> Result<u64> {
+        self.preallocate_shells(family, series, bucket_start).await
+    }
+
+    async fn list_partitions(&self) -> Result<Vec<Partition>> {
+        self.list_bucket_partitions().await
+    }
+
+    async fn drop_partition(&self, partition: Partition) -> Result<()> {
+        self.drop_bucket_partition(partition).await
+    }
+
+    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+        self.tokenize_names(namespace, names).await
+    }
+
+    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
+        self.names_of_tokens(namespace, tokens).await
     }
 }
 

@@ -11,7 +11,7 @@ use tickertape_core::query::merge_on_time_axis;
 use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::time::{parse_duration, parse_timestamp};
 use tickertape_core::{SeriesKey, SeriesSelector};
-use tickertape_engine::Query;
+use tickertape_engine::{CounterDisplay, Query};
 
 #[derive(Serialize)]
 pub struct SeriesBody {
@@ -121,6 +121,7 @@ const QUERY_PARAMS: &[&str] = &[
     "resolution",
     "max_points",
     "merge",
+    "display",
 ];
 
 /// Parses the parameters of `/api/v1/query`; `start`/`end` default to the whole series.
@@ -156,6 +157,13 @@ pub fn parse_query(raw: &str) -> Result<Query, ApiError> {
             .map(|v| {
                 v.parse::<usize>()
                     .map_err(|_| bad("max_points", &format!("{v:?} is not a positive integer")))
+            })
+            .transpose()?,
+        display: params
+            .one("display")
+            .map(|v| {
+                CounterDisplay::parse(v)
+                    .ok_or_else(|| bad("display", &format!("{v:?} is not avg_per_sec or total")))
             })
             .transpose()?,
     })
@@ -264,6 +272,7 @@ mod tests {
             ("measurement=cpu&neighbors=maybe", "neighbors"),
             ("measurement=cpu&max_points=lots", "max_points"),
             ("measurement=cpu&step=1m&agg=max&resolution=2", "resolution"),
+            ("measurement=cpu&display=rate", "display"),
         ] {
             let err = parse_query(raw)
                 .err()

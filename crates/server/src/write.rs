@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::io::Read;
 use std::sync::atomic::Ordering;
 use tickertape_core::time::Precision;
-use tickertape_engine::WriteReport;
+use tickertape_engine::{WriteMode, WriteReport};
 
 /// At most this many line errors are listed in a 400 body; the counts stay exact.
 const MAX_LISTED_ERRORS: usize = 1_000;
@@ -39,7 +39,7 @@ pub async fn write(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let precision = precision_param(query.as_deref())?;
+    let (precision, mode) = write_params(query.as_deref())?;
     let limit = state.config.max_body_bytes;
     if body.len() > limit {
         return Err(too_large(limit));
@@ -50,7 +50,7 @@ pub async fn write(
         body.to_vec()
     };
     let (text, mut utf8_errors) = decode_utf8_lines(raw);
-    let mut report = state.engine.write_lines(&text, precision).await?;
+    let mut report = state.engine.write_lines_as(&text, precision, mode).await?;
     if !utf8_errors.is_empty() {
         merge_utf8_errors(&mut report, &mut utf8_errors);
     }
@@ -85,15 +85,32 @@ pub async fn write(
     Ok((StatusCode::BAD_REQUEST, Json(body)).into_response())
 }
 
-fn precision_param(query: Option<&str>) -> Result<Precision, ApiError> {
+/// `precision=ns|us|ms|s` and `mode=set|inc` (`inc`: add to counters, seed 003). Other
+/// parameters (InfluxDB's `db`, `org`, `bucket` …) are ignored, so its clients work as is.
+fn write_params(query: Option<&str>) -> Result<(Precision, WriteMode), ApiError> {
     let mut precision = Precision::Nanoseconds;
+    let mut mode = WriteMode::Set;
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        if key == "precision" {
-            precision = Precision::parse(&value)
-                .map_err(|e| ApiError::BadRequest(format!("parameter precision: {e}")))?;
+        match key.as_ref() {
+            "precision" => {
+                precision = Precision::parse(&value)
+                    .map_err(|e| ApiError::BadRequest(format!("parameter precision: {e}")))?
+            }
+            "mode" => {
+                mode = match value.as_ref() {
+                    "set" => WriteMode::Set,
+                    "inc" => WriteMode::Increment,
+                    other => {
+                        return Err(ApiError::BadRequest(format!(
+                            "parameter mode: {other:?} is not set or inc"
+                        )))
+                    }
+                }
+            }
+            _ => {}
         }
     }
-    Ok(precision)
+    Ok((precision, mode))
 }
 
 fn is_gzip(headers: &HeaderMap) -> bool {

@@ -20,6 +20,12 @@ struct TestServer {
 
 impl TestServer {
     async fn start(dir: &Path, config: ServerConfig) -> Self {
+        Self::start_with_schema(dir, config, "").await
+    }
+
+    /// A server whose engine uses the TOML schema `schema` (as `--config` gives it).
+    async fn start_with_schema(dir: &Path, config: ServerConfig, schema: &str) -> Self {
+        let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let mut options = EmbeddedOptions::new(dir);
         options.segment_capacity = 4;
         let backend = Arc::new(EmbeddedBackend::open(options).expect("open store"));
@@ -30,7 +36,7 @@ impl TestServer {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(tickertape_server::serve(
             listener,
-            Engine::new(backend),
+            Engine::new(backend).with_schema(schema),
             config,
             async {
                 let _ = stopped.await;
@@ -291,5 +297,52 @@ async fn merge_puts_series_on_one_time_axis() {
         .get("/api/v1/query?measurement=t&merge=perhaps")
         .await;
     assert_eq!(status, 400);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn counters_increment_over_http_and_display_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema =
+        "[measurements.pageviews]\nlayout = \"buckets\"\ninterval = \"1s\"\nkind = \"counter\"\n";
+    let server = TestServer::start_with_schema(dir.path(), ServerConfig::default(), schema).await;
+    let (status, _) = server
+        .write(
+            "?mode=inc&precision=s",
+            "pageviews,page=home n=1 0\npageviews,page=home n=2 0\npageviews,page=home n=4 90",
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (status, body) = server
+        .write("?precision=s", "pageviews,page=home n=1 0\ncpu v=1 0")
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["accepted"], 1);
+    assert_eq!(body["errors"][0]["line"], 1);
+    let (status, body) = server.write("?mode=add", "cpu v=1 0").await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"].as_str().unwrap_or("").contains("mode"),
+        "{body}"
+    );
+
+    let (status, body) = server
+        .get("/api/v1/query?measurement=pageviews&start=0&end=120000000000&step=1m&display=total")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["series"][0]["points"],
+        serde_json::json!([[0, 3.0], [60_000_000_000i64, 4.0]])
+    );
+    let (status, body) = server
+        .get("/api/v1/query?measurement=pageviews&start=0&end=120000000000&display=avg_per_sec")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["series"][0]["points"],
+        serde_json::json!([[0, 7.0 / 120.0]])
+    );
+    let (_, body) = server.get("/api/v1/schema").await;
+    assert_eq!(body["measurements"]["pageviews"]["kind"], "counter");
     server.stop().await;
 }

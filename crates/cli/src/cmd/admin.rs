@@ -1,6 +1,7 @@
 //! `tickertape admin`: operations on a store's deployment rather than its data.
 
 use anyhow::{bail, Result};
+use tickertape_core::time::{format_duration, format_rfc3339};
 use tickertape_mongodb::MongoBackend;
 
 use crate::store::StoreArgs;
@@ -11,6 +12,19 @@ pub enum Command {
     /// collection on its `_id` {series, generation} (docs/format/mongodb.md, "Sharding").
     /// Must be run through a mongos; on any other server it says so and changes nothing.
     Shard(ShardArgs),
+    /// Drop now every time partition past its retention (`retention` in --config): whole
+    /// partitions whose newest possible point is older than the retention. `serve` does
+    /// the same on a schedule (--retention-every).
+    Retention(RetentionArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RetentionArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// List what would be dropped, drop nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -22,7 +36,34 @@ pub struct ShardArgs {
 pub async fn run(command: Command) -> Result<()> {
     match command {
         Command::Shard(args) => shard(args).await,
+        Command::Retention(args) => retention(args).await,
     }
+}
+
+async fn retention(args: RetentionArgs) -> Result<()> {
+    let engine = args.store.engine().await?;
+    let report = engine.apply_retention(args.dry_run).await?;
+    let verb = if args.dry_run {
+        "would drop"
+    } else {
+        "dropped"
+    };
+    for p in &report.dropped {
+        println!(
+            "{verb} {} {} partition {} .. {} (retention {})",
+            p.measurement,
+            p.resolution,
+            format_rfc3339(p.start),
+            format_rfc3339(p.end),
+            format_duration(p.retention)
+        );
+    }
+    println!(
+        "{} partitions {verb}, {} kept",
+        report.dropped.len(),
+        report.kept
+    );
+    Ok(())
 }
 
 async fn shard(args: ShardArgs) -> Result<()> {

@@ -2,6 +2,9 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
+use std::time::Duration;
+use tickertape_core::time::parse_duration;
+use tickertape_engine::Engine;
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(clap::Args, Debug)]
@@ -14,6 +17,26 @@ pub struct Args {
     /// Largest accepted request body, in bytes (also after gzip decoding); larger get 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// How often to drop the partitions past their retention (`retention` in --config);
+    /// `0s` turns the schedule off (`tickertape admin retention` still works).
+    #[arg(long, default_value = "1h", value_parser = duration)]
+    pub retention_every: Duration,
+    /// How often to pre-allocate the next period's bucket documents for the measurements
+    /// with `preallocate = true`; `0s` turns it off.
+    #[arg(long, default_value = "1m", value_parser = duration)]
+    pub preallocate_every: Duration,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    if text
+        .trim_start_matches('0')
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .is_empty()
+    {
+        return Ok(Duration::ZERO);
+    }
+    let ns = parse_duration(text).map_err(|e| e.to_string())?;
+    Ok(Duration::from_nanos(ns.unsigned_abs()))
 }
 
 pub async fn run(args: Args) -> Result<()> {
@@ -24,12 +47,68 @@ pub async fn run(args: Args) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
     tracing::info!(store = %args.store.store, backend = backend.kind(), "listening on http://{address}");
+    let retention = schedule(engine.clone(), args.retention_every, Task::Retention);
+    let preallocation = schedule(engine.clone(), args.preallocate_every, Task::Preallocation);
     let config = ServerConfig {
         max_body_bytes: args.max_body_bytes,
     };
-    tickertape_server::serve(listener, engine, config, shutdown_signal()).await?;
+    let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;
+    for task in [retention, preallocation].into_iter().flatten() {
+        task.abort();
+    }
+    served?;
     tracing::info!("stopped");
     Ok(())
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Task {
+    Retention,
+    Preallocation,
+}
+
+/// Runs `task` now and then every `every` until aborted; a failed run is logged and
+/// retried at the next tick, since a store that is down now may be back then.
+fn schedule(engine: Engine, every: Duration, task: Task) -> Option<tokio::task::JoinHandle<()>> {
+    if every.is_zero() {
+        return None;
+    }
+    let needed = match task {
+        Task::Retention => engine
+            .schema()
+            .measurements
+            .values()
+            .any(|m| !m.retention.is_empty()),
+        Task::Preallocation => engine.schema().measurements.values().any(|m| m.preallocate),
+    };
+    if !needed {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match task {
+                Task::Retention => match engine.apply_retention(false).await {
+                    Ok(report) if !report.dropped.is_empty() => tracing::info!(
+                        dropped = report.dropped.len(),
+                        kept = report.kept,
+                        "retention pass"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("retention pass failed: {e}"),
+                },
+                Task::Preallocation => match engine.preallocate_next_period().await {
+                    Ok(created) if created > 0 => {
+                        tracing::debug!(created, "pre-allocated bucket documents")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("pre-allocation failed: {e}"),
+                },
+            }
+        }
+    }))
 }
 
 /// Ctrl-C or SIGTERM: stop accepting, finish the requests in flight, then exit.

@@ -144,6 +144,26 @@ impl BucketGeometry {
             .unwrap_or(i64::MAX)
     }
 
+    /// How long one time partition of these documents covers, ns: a whole number of
+    /// documents (so no document straddles two partitions), about one step up the span
+    /// ladder — an hour of documents of a minute, a day of hourly documents, a week of
+    /// daily ones, 28 days of weekly ones, 364 days of 28-day ones; 364-day documents get a
+    /// partition each. Retention drops whole partitions, so this is also how finely it cuts.
+    pub fn partition_ns(self) -> i64 {
+        let next = SPANS
+            .into_iter()
+            .chain(SHORT_SPANS)
+            .filter(|&span| span > self.period_ns)
+            .min()
+            .unwrap_or(self.period_ns);
+        (next / self.period_ns).max(1) * self.period_ns
+    }
+
+    /// The start of the partition holding the document that starts at `bucket_start`.
+    pub fn partition_of(self, bucket_start: i64) -> i64 {
+        window_start(bucket_start, self.partition_ns())
+    }
+
     /// The starts of the documents overlapping `[start, end)` (ns), in order: the
     /// documents a read of that range fetches. Empty when `end <= start`; begins no
     /// earlier than the document of [`MIN_BUCKET_TIME`].

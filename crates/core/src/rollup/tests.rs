@@ -40,6 +40,24 @@ fn document_spans_for_the_standard_widths() {
 }
 
 #[test]
+fn partitions_hold_whole_documents() {
+    let partition = |slot: i64| BucketGeometry::for_slot(slot).unwrap().partition_ns();
+    assert_eq!(partition(S), D);
+    assert_eq!(partition(M), D);
+    assert_eq!(partition(5 * M), 7 * D);
+    assert_eq!(partition(H), 28 * D);
+    assert_eq!(partition(D), 364 * D);
+    assert_eq!(partition(100_000_000), H);
+    for slot in [S, 7 * S, M, 2 * M, 5 * M, H, 6 * H, D, 100_000_000, 364 * D] {
+        let g = BucketGeometry::for_slot(slot).unwrap();
+        assert_eq!(g.partition_ns() % g.period_ns(), 0, "slot {slot}");
+        let (bucket, _) = g.slot_of(-3 * D - 1).unwrap();
+        let p = g.partition_of(bucket);
+        assert!(p <= bucket && bucket + g.period_ns() <= p + g.partition_ns());
+    }
+}
+
+#[test]
 fn seconds_land_in_minute_and_second_of_the_hour() {
     let g = BucketGeometry::for_slot(S).unwrap();
     let hour = 1_451_606_400 * S; // 2016-01-01T00:00:00Z

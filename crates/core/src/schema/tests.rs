@@ -74,7 +74,7 @@ fn refusals_name_the_key() {
         (
             "[measurements.pageviews]\nintervl = \"1s\"",
             "measurements.pageviews.intervl: unknown key (expected one of layout, interval, \
-             kind, rollups, retention, change_only)",
+             kind, rollups, retention, change_only, preallocate)",
         ),
         (
             "[measurement.pageviews]\nlayout = \"buckets\"",
@@ -104,6 +104,21 @@ fn refusals_name_the_key() {
         (
             "[measurements.pageviews]\nlayout = \"buckets\"\ninterval = \"1m\"\nretention = { raw = \"30s\" }",
             "measurements.pageviews.retention.raw: 30s is shorter than the interval 1m",
+        ),
+        (
+            "[measurements.pageviews]\nkind = \"counter\"",
+            "measurements.pageviews.kind: a counter needs layout = \"buckets\" (increments add \
+             into the slot of their time)",
+        ),
+        (
+            "[measurements.pageviews]\npreallocate = true",
+            "measurements.pageviews.preallocate: only layout = \"buckets\" has documents to \
+             pre-allocate",
+        ),
+        (
+            "[measurements.pageviews]\nretention = { raw = \"7d\" }",
+            "measurements.pageviews.retention.raw: raw retention needs layout = \"buckets\": \
+             value segments are not time-partitioned, and retention drops whole partitions",
         ),
         (
             "[measurements.pageviews]\nretention = { daily = \"30d\" }",
@@ -190,6 +205,7 @@ fn serialises_with_the_config_keys_and_round_trips() {
         kind = "counter"
         rollups = ["1m", "1h"]
         retention = { raw = "7d", "1m" = "90d", "1h" = "2y" }
+        preallocate = true
 
         [measurements."odd name.$"]
         change_only = true
@@ -217,6 +233,7 @@ fn serialises_with_the_config_keys_and_round_trips() {
     assert_eq!(page["retention"]["1h"].as_str(), Some("2y"));
     assert_eq!(page["retention"]["raw"].as_str(), Some("7d"));
     assert_eq!(page["change_only"].as_bool(), Some(false));
+    assert_eq!(page["preallocate"].as_bool(), Some(true));
     let again = Schema::from_toml(&toml::to_string(&table).unwrap()).unwrap();
     assert_eq!(again, schema);
 }

@@ -1,0 +1,340 @@
+//! Time buckets (DESIGN §3, seeds 001, 003, 004) in the embedded store.
+//!
+//! Each partition of each family is one redb table, named after what it holds —
+//! `bk.<measurement token>.<raw|roll>.<slot ns>.<partition start ns>` — so that the table
+//! list is the partition list ([`list_partitions`]) and retention is one `delete_table`
+//! ([`drop_partition`]), the embedded form of dropping a time-partitioned collection.
+//! Keys are `(series, bucket start)`, values a [`Bucket`] (see [`codec`]).
+//!
+//! Arguments are checked before a job reaches the writer thread ([`validate_writes`],
+//! [`target`]): a bad write never costs the group commit anything, and the writer works
+//! only with [`Target`]s whose table, key and slot are known to be consistent.
+
+mod codec;
+mod read;
+mod write;
+
+pub use codec::{Bucket, Peek};
+pub use read::{list_partitions, read_buckets};
+pub use write::{apply_writes, drop_partition, preallocate};
+
+use redb::TableDefinition;
+use tickertape_backend::{
+    BackendError, BucketFamily, BucketWrite, Partition, Result, SlotChange, SlotKind,
+};
+use tickertape_core::rollup::{BucketGeometry, Resolution};
+use tickertape_core::SeriesId;
+
+/// First component of every bucket table's name; no other table starts with it.
+const PREFIX: &str = "bk";
+const RAW: &str = "raw";
+const ROLLUP: &str = "roll";
+
+/// The type of every bucket table: `(series id, bucket start ns)` → encoded [`Bucket`].
+pub type BucketTable<'n> = TableDefinition<'n, (u64, i64), &'static [u8]>;
+
+/// The table of a partition, by name.
+pub fn definition(name: &str) -> BucketTable<'_> {
+    TableDefinition::new(name)
+}
+
+/// The geometry of a family's documents. A raw interval outside what any geometry holds is
+/// refused here, before [`BucketFamily::geometry`] could panic on it.
+pub fn geometry(family: BucketFamily) -> Result<BucketGeometry> {
+    match family.slots {
+        SlotKind::Raw { interval_ns } => BucketGeometry::for_slot(interval_ns).ok_or_else(|| {
+            BackendError::Invalid(format!(
+                "family: raw interval {interval_ns} ns is not a valid bucket slot width"
+            ))
+        }),
+        SlotKind::Rollup(r) => Ok(r.geometry()),
+    }
+}
+
+/// The name of a partition's table (the inverse of [`parse_table_name`]).
+pub fn table_name(partition: Partition) -> String {
+    let (kind, slot_ns) = match partition.family.slots {
+        SlotKind::Raw { interval_ns } => (RAW, interval_ns),
+        SlotKind::Rollup(r) => (ROLLUP, r.nanos()),
+    };
+    format!(
+        "{PREFIX}.{}.{kind}.{slot_ns}.{}",
+        partition.family.measurement, partition.start
+    )
+}
+
+/// The partition a table holds: `None` for a table that is not a bucket table, an error
+/// for one that starts like a bucket table but names no partition this version writes.
+pub fn parse_table_name(name: &str) -> Option<Result<Partition>> {
+    let rest = name.strip_prefix(PREFIX)?.strip_prefix('.')?;
+    Some(parse_partition(rest).ok_or_else(|| {
+        BackendError::Corrupt(format!("table {name:?} is not a bucket partition's table"))
+    }))
+}
+
+fn parse_partition(rest: &str) -> Option<Partition> {
+    let mut parts = rest.split('.');
+    let measurement = parts.next()?.parse().ok()?;
+    let kind = parts.next()?;
+    let slot_ns: i64 = parts.next()?.parse().ok()?;
+    let start: i64 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    let slots = match kind {
+        RAW => SlotKind::Raw {
+            interval_ns: slot_ns,
+        },
+        ROLLUP => SlotKind::Rollup(Resolution::new(slot_ns)?),
+        _ => return None,
+    };
+    let family = BucketFamily { measurement, slots };
+    let g = geometry(family).ok()?;
+    let partition = Partition { family, start };
+    // Aligned, and spelled as this version spells it (no `+1`, no leading zeros), so that
+    // the partition maps back to exactly this table.
+    let canonical = start.rem_euclid(g.partition_ns()) == 0
+        && table_name(partition).get(PREFIX.len() + 1..) == Some(rest);
+    canonical.then_some(partition)
+}
+
+/// Where one document lives, checked against its family's geometry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// Name of the partition's table.
+    pub table: String,
+    /// `(series, bucket start)`.
+    pub key: (u64, i64),
+    /// Slots per document of the family.
+    pub slots: u32,
+    /// Whether the family holds rollup summaries (else raw values).
+    pub rollup: bool,
+}
+
+impl Target {
+    /// A document of this family that holds nothing yet (a shell).
+    pub fn empty(&self) -> Bucket {
+        if self.rollup {
+            Bucket::empty_rollup(self.slots)
+        } else {
+            Bucket::empty_raw(self.slots)
+        }
+    }
+
+    /// `Corrupt` unless `stored` is a document of this target's family.
+    pub fn check(&self, stored: &Peek) -> Result<()> {
+        if stored.rollup == self.rollup && stored.slots == self.slots {
+            return Ok(());
+        }
+        let kind = |rollup| if rollup { "rollup" } else { "raw" };
+        Err(BackendError::Corrupt(format!(
+            "bucket {:?} in table {}: a {} document of {} slots where its family has {} \
+             documents of {} slots",
+            self.key,
+            self.table,
+            kind(stored.rollup),
+            stored.slots,
+            kind(self.rollup),
+            self.slots
+        )))
+    }
+}
+
+/// The document of `series` starting at `bucket_start` in `family`.
+pub fn target(family: BucketFamily, series: SeriesId, bucket_start: i64) -> Result<Target> {
+    let g = geometry(family)?;
+    if bucket_start.rem_euclid(g.period_ns()) != 0 {
+        return Err(BackendError::Invalid(format!(
+            "bucket_start {bucket_start} is not a multiple of the family's period ({} ns)",
+            g.period_ns()
+        )));
+    }
+    // Not `partition_of`: its start saturates at i64::MIN, which would name a partition
+    // that does not hold the document.
+    let start = bucket_start
+        .checked_sub(bucket_start.rem_euclid(g.partition_ns()))
+        .ok_or_else(|| {
+            BackendError::Invalid(format!(
+                "bucket_start {bucket_start} is before the earliest partition"
+            ))
+        })?;
+    Ok(Target {
+        table: table_name(Partition { family, start }),
+        key: (series.0, bucket_start),
+        slots: g.slots(),
+        rollup: matches!(family.slots, SlotKind::Rollup(_)),
+    })
+}
+
+/// A [`BucketWrite`] whose slot, start and change fit its family.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidWrite {
+    pub target: Target,
+    pub slot: u32,
+    pub change: SlotChange,
+}
+
+/// Checks every write; the first bad one refuses the whole call, naming the argument.
+pub fn validate_writes(writes: Vec<BucketWrite>) -> Result<Vec<ValidWrite>> {
+    writes
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| validate_write(w).map_err(|e| in_write(i, e)))
+        .collect()
+}
+
+fn validate_write(w: BucketWrite) -> Result<ValidWrite> {
+    let target = target(w.family, w.series, w.bucket_start)?;
+    if w.slot >= target.slots {
+        return Err(BackendError::Invalid(format!(
+            "slot {} is out of range: documents of this family have {} slots",
+            w.slot, target.slots
+        )));
+    }
+    let fits = match w.change {
+        SlotChange::Set(_) | SlotChange::Add(_) => !target.rollup,
+        SlotChange::Merge { .. } => target.rollup,
+    };
+    if !fits {
+        let (change, family) = if target.rollup {
+            ("Set/Add", "a rollup")
+        } else {
+            ("Merge", "a raw")
+        };
+        return Err(BackendError::Invalid(format!(
+            "change: {change} does not apply to {family} family"
+        )));
+    }
+    Ok(ValidWrite {
+        target,
+        slot: w.slot,
+        change: w.change,
+    })
+}
+
+fn in_write(index: usize, e: BackendError) -> BackendError {
+    match e {
+        BackendError::Invalid(msg) => BackendError::Invalid(format!("write {index}: {msg}")),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(interval_ns: i64) -> BucketFamily {
+        BucketFamily {
+            measurement: 7,
+            slots: SlotKind::Raw { interval_ns },
+        }
+    }
+
+    #[test]
+    fn table_names_round_trip() {
+        for family in [
+            raw(1_000_000_000),
+            raw(7_000_000_000),
+            raw(1),
+            BucketFamily {
+                measurement: u64::MAX,
+                slots: SlotKind::Rollup(Resolution::DAY),
+            },
+        ] {
+            let g = geometry(family).unwrap();
+            for start in [0, g.partition_ns() * 3, -g.partition_ns() * 10] {
+                let p = Partition { family, start };
+                let name = table_name(p);
+                assert_eq!(parse_table_name(&name).unwrap().unwrap(), p, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn other_tables_are_not_partitions() {
+        for name in ["segments", "meta", "bkx", "bk"] {
+            assert!(parse_table_name(name).is_none(), "{name}");
+        }
+        for name in [
+            "bk.1.raw.1000000000",
+            "bk.1.raw.1000000000.1.2",
+            "bk.1.cooked.1000000000.0",
+            "bk.1.raw.0.0",
+            "bk.1.raw.1000000000.+0",
+            "bk.1.raw.1000000000.00",
+            "bk.1.raw.1000000000.5",
+            "bk.-1.raw.1000000000.0",
+        ] {
+            assert!(
+                matches!(parse_table_name(name), Some(Err(BackendError::Corrupt(_)))),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let ok = BucketWrite {
+            family: raw(1_000_000_000),
+            series: SeriesId(1),
+            bucket_start: 3_600_000_000_000,
+            slot: 3599,
+            change: SlotChange::Set(1.0),
+        };
+        assert!(validate_writes(vec![ok.clone()]).is_ok());
+        let cases = [
+            (
+                BucketWrite {
+                    slot: 3600,
+                    ..ok.clone()
+                },
+                "slot",
+            ),
+            (
+                BucketWrite {
+                    bucket_start: 1,
+                    ..ok.clone()
+                },
+                "bucket_start",
+            ),
+            (
+                BucketWrite {
+                    family: raw(0),
+                    ..ok.clone()
+                },
+                "family",
+            ),
+            (
+                BucketWrite {
+                    change: SlotChange::Merge {
+                        summary: tickertape_core::query::Summary::of(tickertape_core::Point::new(
+                            0, 1.0,
+                        )),
+                        values: vec![1.0],
+                    },
+                    ..ok.clone()
+                },
+                "change",
+            ),
+        ];
+        for (w, word) in cases {
+            match validate_writes(vec![ok.clone(), w]) {
+                Err(BackendError::Invalid(msg)) => {
+                    assert!(msg.starts_with("write 1: "), "{msg}");
+                    assert!(msg.contains(word), "{msg} should name {word}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn earliest_documents_have_a_partition() {
+        let family = raw(1_000_000_000);
+        let g = geometry(family).unwrap();
+        let (start, _) = g.slot_of(tickertape_core::rollup::MIN_BUCKET_TIME).unwrap();
+        let t = target(family, SeriesId(1), start).unwrap();
+        let p = parse_table_name(&t.table).unwrap().unwrap();
+        assert!(p.start <= start && start < p.end());
+    }
+}
