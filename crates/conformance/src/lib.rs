@@ -270,6 +270,11 @@ pub async fn series_registry(f: &dyn StoreFactory) {
             vec![("host".into(), "a".into()), ("dc".into(), "x y$.z".into())],
             "free",
         ),
+        SeriesKey::new(
+            "ünï $.m",
+            vec![("$set.k e".into(), "v".repeat(1024))],
+            "f.$x",
+        ),
     ];
     let ids = {
         let b = store.open().await;
@@ -314,6 +319,19 @@ pub async fn series_registry(f: &dyn StoreFactory) {
         .expect("find");
     assert_eq!(mem.len(), 1);
     assert_eq!(mem[0].key, keys[3], "names with $, . and spaces survive");
+    let odd = b
+        .find_series(&SeriesSelector {
+            measurement: "ünï $.m".into(),
+            field: None,
+            tags: vec![("$set.k e".into(), "v".repeat(1024))],
+        })
+        .await
+        .expect("find");
+    assert_eq!(odd.len(), 1);
+    assert_eq!(
+        odd[0].key, keys[4],
+        "unicode, `$`, `.` and 1 KB names survive"
+    );
 }
 
 /// Everything acknowledged survives a reopen, and writing continues where it stopped.

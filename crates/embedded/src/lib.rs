@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use tables::{HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
+use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
     AppendOutcome, Backend, BackendError, BucketFamily, BucketRead, BucketWrite,
     BucketWriteOutcome, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
@@ -354,15 +354,41 @@ fn read_segments(db: &Database, series: SeriesId, start: i64, end: i64) -> Resul
     Ok(out)
 }
 
+/// Creates the fixed tables and records the format version in a new store; refuses a
+/// store written in another layout rather than misread it.
 fn create_tables(db: &Database) -> Result<()> {
     let txn = db.begin_write().map_err(storage)?;
+    // Any table at all means the file was written before: by this layout only if it says so.
+    let used = txn.list_tables().map_err(storage)?.next().is_some();
     txn.open_table(SERIES_KEYS).map_err(storage)?;
     txn.open_table(SERIES_IDS).map_err(storage)?;
     txn.open_table(HEADS).map_err(storage)?;
     txn.open_table(SEGMENTS).map_err(storage)?;
-    txn.open_table(META).map_err(storage)?;
     txn.open_table(names::NAME_TOKENS).map_err(storage)?;
     txn.open_table(names::TOKEN_NAMES).map_err(storage)?;
+    {
+        let mut meta = txn.open_table(META).map_err(storage)?;
+        let version = meta
+            .get(FORMAT_VERSION_KEY)
+            .map_err(storage)?
+            .map(|v| v.value());
+        match version {
+            Some(FORMAT_VERSION) => {}
+            None if !used => {
+                meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+                    .map_err(storage)?;
+            }
+            found => {
+                // Dropping `txn` without a commit leaves the file as it was.
+                return Err(BackendError::Corrupt(format!(
+                    "the store was written in format {} and this version reads format \
+                     {FORMAT_VERSION} only (rollup slots moved from documents to rows); \
+                     re-import its data into a new store",
+                    found.unwrap_or(1)
+                )));
+            }
+        }
+    }
     txn.commit().map_err(storage)
 }
 

@@ -15,10 +15,15 @@ pub const HEADS: TableDefinition<u64, &[u8]> = TableDefinition::new("heads");
 /// (series id, prev_end) → segment ([`encode_segment`]). `prev_end` is unique within a
 /// series and increases along its chain, so a key range scan walks segments in time order.
 pub const SEGMENTS: TableDefinition<(u64, i64), &[u8]> = TableDefinition::new("segments");
-/// Counters: `next_series_id`.
+/// Counters: `next_series_id`, `format_version`, the name store's `next_token.<ns>`.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 pub const NEXT_SERIES_ID: &str = "next_series_id";
+/// `meta` key of the file's format version ([`FORMAT_VERSION`]).
+pub const FORMAT_VERSION_KEY: &str = "format_version";
+/// The layout this version writes and reads. 1 (never recorded: a file without the key)
+/// kept rollup slots in bucket documents; 2 keeps them in rows of 32 slots.
+pub const FORMAT_VERSION: u64 = 2;
 
 /// The series head: where the active segment starts and the last point written.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -307,6 +307,138 @@ async fn undecodable_bytes_are_corrupt_not_a_panic() {
         .unwrap();
 }
 
+/// Rollup partitions hold rows of slots, `(series, bucket start, row index)`; a bad row is
+/// corrupt data, reported for that series only.
+#[tokio::test]
+async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let minute = rollup(Resolution::MINUTE);
+    let merge = |series, slot| BucketWrite {
+        family: minute,
+        series: SeriesId(series),
+        bucket_start: 0,
+        slot,
+        change: SlotChange::Merge {
+            summary: Summary::of(Point::new(i64::from(slot) * 60 * S, 1.0)),
+            values: vec![1.0],
+        },
+    };
+    let b = open(&dir);
+    b.write_buckets(vec![merge(1, 0), merge(4, 0)])
+        .await
+        .unwrap();
+    drop(b);
+    {
+        let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<(u64, i64, u32), &[u8]> =
+                redb::TableDefinition::new("bk.3.roll.60000000000.0");
+            let mut table = txn.open_table(def).unwrap();
+            // Too short; a row past the document's 60 slots; a shell row with a value.
+            table.insert((1, 0, 0), [6u8, 0].as_slice()).unwrap();
+            table.insert((2, 0, 60), [0u8; 43].as_slice()).unwrap();
+            table.insert((3, 0, u32::MAX), [0u8].as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let b = open(&dir);
+    for series in [1, 2, 3] {
+        let got = b
+            .read_buckets(minute, SeriesId(series), 0, H, BucketRead::Full)
+            .await;
+        assert!(matches!(got, Err(BackendError::Corrupt(_))), "{got:?}");
+    }
+    let written = b.write_buckets(vec![merge(4, 1), merge(1, 0)]).await;
+    assert!(
+        matches!(written, Err(BackendError::Corrupt(_))),
+        "{written:?}"
+    );
+    // Nothing of the refused call was stored; the store still works for everything else.
+    assert_eq!(read(&b, minute, 4, 0, H).await[0].slots.len(), 1);
+    b.write_buckets(vec![merge(4, 1)]).await.unwrap();
+    assert_eq!(read(&b, minute, 4, 0, H).await[0].slots.len(), 2);
+}
+
+/// A rollup shell is a document with no slots until one is merged into it; pre-allocating
+/// over a document that has slots changes nothing.
+#[tokio::test]
+async fn rollup_shells_take_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(&dir);
+    let minute = rollup(Resolution::MINUTE);
+    let summary = Summary::of(Point::new(H + 5 * S, -0.0));
+    let merge = |series, slot| BucketWrite {
+        family: minute,
+        series: SeriesId(series),
+        bucket_start: H,
+        slot,
+        change: SlotChange::Merge {
+            summary,
+            values: vec![-0.0],
+        },
+    };
+    b.write_buckets(vec![merge(2, 0)]).await.unwrap();
+    assert_eq!(
+        b.preallocate(minute, &[SeriesId(1), SeriesId(2), SeriesId(1)], H)
+            .await
+            .unwrap(),
+        1
+    );
+    let shell = read(&b, minute, 1, H, 2 * H).await;
+    assert_eq!(shell.len(), 1);
+    assert!(shell[0].slots.is_empty() && shell[0].totals.is_none());
+    b.write_buckets(vec![merge(1, 0)]).await.unwrap();
+    for series in [1, 2] {
+        let got = read(&b, minute, series, 0, 3 * H).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].bucket_start, H);
+        assert_eq!(got[0].slots.len(), 1);
+        let SlotValue::Summary(s) = got[0].slots[0].1 else {
+            panic!("value in a rollup")
+        };
+        assert_eq!(summary_bits(&s), summary_bits(&summary));
+    }
+    assert_eq!(b.preallocate(minute, &[SeriesId(1)], H).await.unwrap(), 0);
+    let totals_only = b
+        .read_buckets(minute, SeriesId(1), H, 2 * H, BucketRead::TotalsOnly)
+        .await
+        .unwrap();
+    assert_eq!(totals_only.len(), 1);
+    assert!(totals_only[0].slots.is_empty());
+}
+
+/// A file written by the format 1 layout (no `format_version`) or by an unknown format is
+/// refused with a message that says so, and left as it was.
+#[test]
+fn other_formats_are_refused() {
+    for version in [None, Some(1u64), Some(3)] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+                let mut meta = txn.open_table(meta).unwrap();
+                meta.insert("next_series_id", 2).unwrap();
+                if let Some(v) = version {
+                    meta.insert("format_version", v).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        }
+        match EmbeddedBackend::open(EmbeddedOptions::new(dir.path())) {
+            Err(BackendError::Corrupt(msg)) => assert!(msg.contains("format"), "{msg}"),
+            Err(e) => panic!("{version:?}: {e}"),
+            Ok(_) => panic!("{version:?}: opened"),
+        }
+    }
+    // A new store records its format and opens again.
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(&dir));
+    drop(open(&dir));
+}
+
 #[tokio::test]
 async fn tokens_count_from_zero_per_namespace_and_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{
     BackendError, BucketFamily, BucketRead, SeriesHead, SeriesInfo, SlotKind, SlotValue,
 };
-use tickertape_core::query::{aggregate_all, select_range, Aggregate, Summary};
+use tickertape_core::query::{aggregate_all, aggregate_windows, select_range, Aggregate, Summary};
 use tickertape_core::rollup::{
     aggregate_by_slots, aggregate_from_rollup, aligned_span, choose_resolution, plan_max_points,
     summarize_slots, BucketGeometry, Resolution, ResolutionOrRaw,
@@ -274,6 +274,9 @@ impl Engine {
             .filter(|r| schema.rollups.contains(r))
             .filter(|_| query.resolution != Some(ResolutionOrRaw::Raw));
         let Some(r) = stored else {
+            if let Some(points) = self.windows_from_totals(query, info, schema, plan).await? {
+                return Ok(points);
+            }
             let all = self
                 .raw_points(info, schema, query.start, query.end)
                 .await?;
@@ -302,6 +305,87 @@ impl Engine {
             plan.step,
             plan.agg,
         ))
+    }
+
+    /// Windows of exactly one raw bucket document each (`step` = the document's period, no
+    /// rollup in play) for `avg`, `sum`, `count`, `min` and `max`: whole documents are
+    /// answered from their `n`/`sum`/`min`/`max` without shipping their slots (seed 001);
+    /// the documents the range cuts are read as raw points. Equal to the raw answer when
+    /// the slots were written in time order (a document's `sum` adds values in write
+    /// order). `None` when the query is not of that shape, or `resolution=raw` forces raw.
+    async fn windows_from_totals(
+        &self,
+        query: &Query,
+        info: &SeriesInfo,
+        schema: &MeasurementSchema,
+        plan: WindowPlan,
+    ) -> Result<Option<Vec<Point>>, EngineError> {
+        let Layout::Buckets { interval_ns } = schema.layout else {
+            return Ok(None);
+        };
+        let Some(geometry) = BucketGeometry::for_slot(interval_ns) else {
+            return Ok(None);
+        };
+        let period = geometry.period_ns();
+        let totals_answer = matches!(
+            plan.agg,
+            Aggregate::Avg | Aggregate::Sum | Aggregate::Count | Aggregate::Min | Aggregate::Max
+        );
+        if plan.resolution.is_some()
+            || plan.step != period
+            || !totals_answer
+            || query.resolution == Some(ResolutionOrRaw::Raw)
+        {
+            return Ok(None);
+        }
+        let first_whole = match window_start(query.start, period) {
+            s if s == query.start => s,
+            s => s.saturating_add(period),
+        };
+        let end_whole = window_start(query.end, period).max(first_whole);
+        let family = BucketFamily {
+            measurement: self.measurement_token(&info.key.measurement).await?,
+            slots: SlotKind::Raw { interval_ns },
+        };
+        let mut out = Vec::new();
+        let edge =
+            |all: &[Point], from: i64, to: i64| aggregate_windows(all, from, to, period, plan.agg);
+        if query.start < first_whole {
+            let to = first_whole.min(query.end);
+            let all = self.raw_points(info, schema, query.start, to).await?;
+            out.extend(edge(&all, query.start, to));
+        }
+        if first_whole < end_whole {
+            let docs = self
+                .backend
+                .read_buckets(
+                    family,
+                    info.id,
+                    first_whole,
+                    end_whole,
+                    BucketRead::TotalsOnly,
+                )
+                .await?;
+            for doc in docs {
+                let Some(t) = doc.totals.filter(|t| t.count > 0) else {
+                    continue;
+                };
+                let value = match plan.agg {
+                    Aggregate::Avg => t.sum / t.count as f64,
+                    Aggregate::Sum => t.sum,
+                    Aggregate::Count => t.count as f64,
+                    Aggregate::Min => t.min,
+                    _ => t.max,
+                };
+                out.push(Point::new(doc.bucket_start, value));
+            }
+        }
+        // end_whole >= first_whole >= start, so the tail never overlaps the head.
+        if end_whole < query.end {
+            let all = self.raw_points(info, schema, end_whole, query.end).await?;
+            out.extend(edge(&all, end_whole, query.end));
+        }
+        Ok(Some(out))
     }
 
     /// The slot summaries of raw points in `[start, end)`, a ragged edge of a rollup read.

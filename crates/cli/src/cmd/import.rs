@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use tickertape_core::time::Precision;
-use tickertape_engine::{Engine, LineError};
+use tickertape_engine::{Engine, LineError, WriteMode};
 
 /// Refused lines printed in full; the rest are only counted.
 const MAX_PRINTED_ERRORS: usize = 20;
@@ -28,10 +28,36 @@ pub struct Args {
     /// Lines per batch (one write per batch).
     #[arg(long, default_value_t = 5_000)]
     pub batch_lines: usize,
+    /// `set` stores the values; `inc` adds each to the slot of its time in a counter
+    /// measurement (as `POST /write?mode=inc`).
+    #[arg(long, value_enum, default_value_t = Mode::Set)]
+    pub mode: Mode,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Set,
+    Inc,
+}
+
+impl Mode {
+    fn write_mode(self) -> WriteMode {
+        match self {
+            Mode::Set => WriteMode::Set,
+            Mode::Inc => WriteMode::Increment,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Set => "set",
+            Mode::Inc => "inc",
+        }
+    }
 }
 
 enum Sink {
-    Store(Engine),
+    Store(Engine, WriteMode),
     Server {
         client: reqwest::Client,
         url: String,
@@ -54,12 +80,13 @@ pub async fn run(args: Args) -> Result<()> {
         Some(url) => Sink::Server {
             client: reqwest::Client::new(),
             url: format!(
-                "{}/write?precision={}",
+                "{}/write?precision={}&mode={}",
                 url.trim_end_matches('/'),
-                args.precision
+                args.precision,
+                args.mode.name()
             ),
         },
-        None => Sink::Store(args.store.engine().await?),
+        None => Sink::Store(args.store.engine().await?, args.mode.write_mode()),
     };
     let mut totals = Totals::default();
     for file in &args.files {
@@ -144,8 +171,8 @@ async fn send(
     bar: &ProgressBar,
 ) -> Result<()> {
     let (accepted, rejected, errors) = match sink {
-        Sink::Store(engine) => {
-            let report = engine.write_lines(batch, precision).await?;
+        Sink::Store(engine, mode) => {
+            let report = engine.write_lines_as(batch, precision, *mode).await?;
             (report.accepted, report.rejected, report.errors)
         }
         Sink::Server { client, url } => post(client, url, batch).await?,

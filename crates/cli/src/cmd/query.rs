@@ -45,6 +45,15 @@ pub struct Args {
     /// Also return the last point before start and the first at or after end.
     #[arg(long)]
     pub neighbors: bool,
+    /// Read windows from this resolution: raw, or a rollup that divides the step (1m …).
+    #[arg(long)]
+    pub resolution: Option<String>,
+    /// Let the engine pick the step so each series gets at most this many points.
+    #[arg(long)]
+    pub max_points: Option<String>,
+    /// Counters: total or avg_per_sec per window (implies sums).
+    #[arg(long)]
+    pub display: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -79,6 +88,9 @@ impl Args {
             ("end", &self.end),
             ("step", &self.step),
             ("agg", &self.agg),
+            ("resolution", &self.resolution),
+            ("max_points", &self.max_points),
+            ("display", &self.display),
         ] {
             if let Some(v) = value {
                 s.append_pair(name, v);

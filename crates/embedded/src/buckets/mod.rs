@@ -4,7 +4,9 @@
 //! `bk.<measurement token>.<raw|roll>.<slot ns>.<partition start ns>` — so that the table
 //! list is the partition list ([`list_partitions`]) and retention is one `delete_table`
 //! ([`drop_partition`]), the embedded form of dropping a time-partitioned collection.
-//! Keys are `(series, bucket start)`, values a [`Bucket`] (see [`codec`]).
+//! A raw partition's keys are `(series, bucket start)` and its values a [`Bucket`] document
+//! (see [`codec`]); a rollup partition holds rows of 32 slots, `(series, bucket start,
+//! row)` → the row's summaries (see [`rows`]).
 //!
 //! Arguments are checked before a job reaches the writer thread ([`validate_writes`],
 //! [`target`]): a bad write never costs the group commit anything, and the writer works
@@ -12,6 +14,7 @@
 
 mod codec;
 mod read;
+mod rows;
 mod write;
 
 pub use codec::{Bucket, Peek};
@@ -30,10 +33,11 @@ const PREFIX: &str = "bk";
 const RAW: &str = "raw";
 const ROLLUP: &str = "roll";
 
-/// The type of every bucket table: `(series id, bucket start ns)` → encoded [`Bucket`].
+/// The type of every raw bucket table: `(series id, bucket start ns)` → encoded [`Bucket`].
+/// Rollup partitions are [`rows::RowTable`]s.
 pub type BucketTable<'n> = TableDefinition<'n, (u64, i64), &'static [u8]>;
 
-/// The table of a partition, by name.
+/// The table of a raw partition, by name.
 pub fn definition(name: &str) -> BucketTable<'_> {
     TableDefinition::new(name)
 }
@@ -107,36 +111,40 @@ pub struct Target {
     pub key: (u64, i64),
     /// Slots per document of the family.
     pub slots: u32,
-    /// Whether the family holds rollup summaries (else raw values).
+    /// Width of a slot in ns.
+    pub slot_ns: i64,
+    /// Whether the family holds rollup summaries, in rows of slots (else raw documents).
     pub rollup: bool,
 }
 
 impl Target {
-    /// A document of this family that holds nothing yet (a shell).
-    pub fn empty(&self) -> Bucket {
-        if self.rollup {
-            Bucket::empty_rollup(self.slots)
-        } else {
-            Bucket::empty_raw(self.slots)
-        }
-    }
-
-    /// `Corrupt` unless `stored` is a document of this target's family.
+    /// `Corrupt` unless `stored` is a raw document of this target's family.
     pub fn check(&self, stored: &Peek) -> Result<()> {
-        if stored.rollup == self.rollup && stored.slots == self.slots {
+        if !self.rollup && stored.slots == self.slots {
             return Ok(());
         }
-        let kind = |rollup| if rollup { "rollup" } else { "raw" };
         Err(BackendError::Corrupt(format!(
-            "bucket {:?} in table {}: a {} document of {} slots where its family has {} \
+            "bucket {:?} in table {}: a raw document of {} slots where its family has {} \
              documents of {} slots",
             self.key,
             self.table,
-            kind(stored.rollup),
             stored.slots,
-            kind(self.rollup),
+            if self.rollup { "rollup" } else { "raw" },
             self.slots
         )))
+    }
+
+    /// The key of the row holding `slot` of a rollup document.
+    pub fn row_key(&self, slot: u32) -> (u64, i64, u32) {
+        (self.key.0, self.key.1, slot / rows::CHUNK_SLOTS)
+    }
+
+    /// The time `slot` starts at; wraps rather than overflows, since it is only the base
+    /// that [`rows`] offsets times from.
+    pub fn slot_start(&self, slot: u32) -> i64 {
+        self.key
+            .1
+            .wrapping_add(i64::from(slot).wrapping_mul(self.slot_ns))
     }
 }
 
@@ -162,6 +170,7 @@ pub fn target(family: BucketFamily, series: SeriesId, bucket_start: i64) -> Resu
         table: table_name(Partition { family, start }),
         key: (series.0, bucket_start),
         slots: g.slots(),
+        slot_ns: g.slot_ns(),
         rollup: matches!(family.slots, SlotKind::Rollup(_)),
     })
 }

@@ -1,10 +1,11 @@
 //! Bucket reads and the partition list, in read transactions (no writer involved).
 
+use super::rows::{self, row_definition, SHELL_SLOT};
 use super::{definition, geometry, parse_table_name, table_name, target, Bucket, Target};
 use crate::writer::storage;
 use redb::{Database, ReadTransaction, ReadableTableMetadata, TableError};
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketRead, Partition, Result, SlotValue, StoredBucket,
+    BackendError, BucketFamily, BucketRead, Partition, Result, SlotKind, SlotValue, StoredBucket,
 };
 use tickertape_core::rollup::{BucketGeometry, MIN_BUCKET_TIME};
 use tickertape_core::time::window_start;
@@ -31,8 +32,13 @@ pub fn read_buckets(
     let first = window_start(start.max(MIN_BUCKET_TIME), g.period_ns());
     let txn = db.begin_read().map_err(storage)?;
     let mut out = Vec::new();
+    let rollup = matches!(family.slots, SlotKind::Rollup(_));
     for partition in partitions_between(&txn, family, g, first, end)? {
         let name = table_name(partition);
+        if rollup {
+            read_rows(&txn, &name, family, series, (first, end), part, &mut out)?;
+            continue;
+        }
         let table = match txn.open_table(definition(&name)) {
             Ok(table) => table,
             Err(TableError::TableDoesNotExist(_)) => continue,
@@ -55,6 +61,69 @@ pub fn read_buckets(
     Ok(out)
 }
 
+/// The rollup documents of `series` starting in `[first, end)` in the partition table
+/// `name`, regrouped from their slot rows and appended to `out`.
+fn read_rows(
+    txn: &ReadTransaction,
+    name: &str,
+    family: BucketFamily,
+    series: SeriesId,
+    (first, end): (i64, i64),
+    part: BucketRead,
+    out: &mut Vec<StoredBucket>,
+) -> Result<()> {
+    let table = match txn.open_table(row_definition(name)) {
+        Ok(table) => table,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(storage(e)),
+    };
+    let mut current: Option<Target> = None;
+    for entry in table
+        .range((series.0, first, 0)..(series.0, end, 0))
+        .map_err(storage)?
+    {
+        let (key, value) = entry.map_err(storage)?;
+        let (_, bucket_start, slot) = key.value();
+        if current.as_ref().is_none_or(|t| t.key.1 != bucket_start) {
+            // Cannot fail for a stored key of a well-formed table name; reports corruption
+            // if it does.
+            let t = target(family, series, bucket_start).map_err(|e| {
+                BackendError::Corrupt(format!("key {bucket_start} in table {name}: {e}"))
+            })?;
+            out.push(StoredBucket {
+                series,
+                bucket_start,
+                totals: None,
+                slots: Vec::new(),
+            });
+            current = Some(t);
+        }
+        let (Some(t), Some(doc)) = (&current, out.last_mut()) else {
+            continue;
+        };
+        let value = value.value();
+        let corrupt = |what: String| {
+            BackendError::Corrupt(format!(
+                "rollup row {:?} in table {name}: {what}",
+                (series.0, bucket_start, slot)
+            ))
+        };
+        if slot == SHELL_SLOT {
+            if !value.is_empty() {
+                return Err(corrupt(format!("a shell row of {} bytes", value.len())));
+            }
+            continue;
+        }
+        let chunk = rows::decode_chunk(value, slot, t.slots, |s| t.slot_start(s))
+            .map_err(|e| corrupt(e.to_string()))?;
+        if part == BucketRead::Full {
+            doc.slots
+                .extend(chunk.into_iter().map(|(i, s)| (i, SlotValue::Summary(s))));
+        }
+    }
+    Ok(())
+}
+
 /// One stored document as the trait returns it.
 fn stored(target: &Target, bytes: &[u8], part: BucketRead) -> Result<StoredBucket> {
     let corrupt = |e| {
@@ -67,16 +136,12 @@ fn stored(target: &Target, bytes: &[u8], part: BucketRead) -> Result<StoredBucke
     target.check(&peek)?;
     let slots = match part {
         BucketRead::TotalsOnly => Vec::new(),
-        BucketRead::Full => match Bucket::decode(bytes).map_err(corrupt)? {
-            Bucket::Raw { values, .. } => values
-                .into_iter()
-                .map(|(i, v)| (i, SlotValue::Value(v)))
-                .collect(),
-            Bucket::Rollup { summaries, .. } => summaries
-                .into_iter()
-                .map(|(i, s)| (i, SlotValue::Summary(s)))
-                .collect(),
-        },
+        BucketRead::Full => Bucket::decode(bytes)
+            .map_err(corrupt)?
+            .values
+            .into_iter()
+            .map(|(i, v)| (i, SlotValue::Value(v)))
+            .collect(),
     };
     Ok(StoredBucket {
         series: SeriesId(target.key.0),
@@ -134,10 +199,18 @@ pub fn list_partitions(db: &Database) -> Result<Vec<Partition>> {
         // A table can exist empty: the writer opens (and so creates) a partition's table
         // before it knows whether a write will land there.
         let name = table_name(partition);
-        let table = txn
-            .open_table(definition(&name))
-            .map_err(|e| BackendError::Corrupt(format!("table {name}: {e}")))?;
-        if !table.is_empty().map_err(storage)? {
+        let opened = |e| BackendError::Corrupt(format!("table {name}: {e}"));
+        let empty = match partition.family.slots {
+            SlotKind::Raw { .. } => txn
+                .open_table(definition(&name))
+                .map_err(opened)?
+                .is_empty(),
+            SlotKind::Rollup(_) => txn
+                .open_table(row_definition(&name))
+                .map_err(opened)?
+                .is_empty(),
+        };
+        if !empty.map_err(storage)? {
             out.push(partition);
         }
     }

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tickertape_core::segment::DEFAULT_SEGMENT_CAPACITY;
 use tickertape_core::time::format_rfc3339;
-use tickertape_engine::Engine;
 use tickertape_server::ServerConfig;
 
 /// Refused bodies whose answer is printed in full; the rest are only counted.
@@ -62,6 +61,10 @@ pub struct Args {
     /// Points per value segment of the store.
     #[arg(long, default_value_t = DEFAULT_SEGMENT_CAPACITY)]
     pub segment_capacity: usize,
+    /// Per-measurement schema of the in-process store (TOML, as `serve --config`); the
+    /// default keeps the 1m, 5m, 1h and 1d rollups of every measurement at write time.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Keep the temporary store (its path is printed).
     #[arg(long)]
     pub keep: bool,
@@ -295,9 +298,9 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
             (temp.path().to_path_buf(), Some(temp))
         }
     };
-    let store = StoreArgs::embedded(dir.display().to_string(), args.segment_capacity);
-    let backend = store.open().await?;
-    let engine = Engine::new(backend);
+    let mut store = StoreArgs::embedded(dir.display().to_string(), args.segment_capacity);
+    store.config = args.config.clone();
+    let engine = store.engine().await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -6,6 +6,8 @@
 //! - `dataset.rs`: the devops cpu dataset of `shared/bench/` (generated, or a gen.py file).
 //! - `queries.rs`: the four reference queries and the bit-for-bit read-back.
 //! - `disk.rs`: allocated bytes of a directory.
+//! - `layouts/`: seed 003's schema simulator (`bench layouts`), one file per family of
+//!   layouts.
 
 mod dataset;
 mod disk;
@@ -30,10 +32,18 @@ pub enum Command {
     /// Every body must be answered 204; anything else fails the run.
     #[command(verbatim_doc_comment)]
     Ingest(ingest::Args),
-    /// Seed 003's schema simulator on a MongoDB server: the same small dataset written as
-    /// one document per point, value segments (both protocols), a native time-series
-    /// collection and one point per request; per layout points/s, request latencies,
-    /// documents, index entries, bytes, round trips and the four reference queries.
+    /// Seed 003's schema simulator: the same small dataset written in several layouts,
+    /// each into a fresh store, with points/s, request latencies, what the store takes,
+    /// round trips and the four reference queries per layout.
+    ///
+    /// On a MongoDB server (--store mongodb://HOST:PORT/): one document per point (a),
+    /// value segments with both protocols (b, c), a native time-series collection (d), one
+    /// point per request (e), per-minute buckets v.S written with the driver without and
+    /// with pre-allocated shells (f, g), and the product's per-hour buckets v.M.S without
+    /// and with Backend::preallocate (h, i). With an embedded store directory
+    /// (--store PATH): value segments (s) and per-hour buckets without and with
+    /// pre-allocation (h, i). Pre-allocation is timed apart from the writes.
+    #[command(verbatim_doc_comment)]
     Layouts(layouts::Args),
 }
 

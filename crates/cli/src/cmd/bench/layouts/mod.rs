@@ -1,0 +1,395 @@
+//! `tickertape bench layouts`: seed 003's schema simulator. The same small devops-like
+//! dataset is written in several layouts, each into its own fresh store (a MongoDB
+//! database, or an embedded store directory, removed afterwards), and each is measured the
+//! same way: write throughput and per-request latency, what it takes on the server or on
+//! disk, round trips (MongoDB), and the four reference queries of `shared/bench/README.md`
+//! scaled to the data.
+//!
+//! # Layout
+//! - `mongo.rs` / `embedded.rs`: the rows each backend runs, a fresh store per row, and
+//!   what the store takes afterwards (`collStats`; the redb file).
+//! - `docs.rs`: one document per point (rows a, d, e), written with the driver.
+//! - `segments.rs`: value segments through `Backend::append` (rows b, c; embedded s).
+//! - `minute.rs`: per-minute buckets `v.S` written with the driver (rows f, g).
+//! - `hour.rs`: per-hour buckets `v.M.S` through `Backend::write_buckets` (rows h, i).
+//! - `queries.rs`: the reference queries through the engine, and the median of runs.
+//! - `report.rs`: latency statistics and the table.
+//! - `relay.rs`: the TCP relay that counts round trips to MongoDB.
+//!
+//! Pre-allocated rows (g, i) create every shell document the writes will touch before the
+//! clock of the writes starts; the pre-allocation is timed on its own and its round trips
+//! are not counted with the writes', so the rows answer one question: with the documents
+//! already there, are the writes themselves faster?
+
+mod docs;
+mod embedded;
+mod hour;
+mod minute;
+mod mongo;
+mod queries;
+mod relay;
+mod report;
+mod segments;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tickertape_core::SeriesKey;
+
+use super::dataset::FIELDS;
+
+/// 2016-01-01T00:00:00Z, the start of `shared/bench/gen.py`'s data, in nanoseconds.
+/// A whole hour (and minute), so the data starts at a bucket boundary.
+const START_NS: i64 = 1_451_606_400_000_000_000;
+/// One row every 10 s, as gen.py writes them.
+const INTERVAL_NS: i64 = 10_000_000_000;
+const MINUTE_NS: i64 = 60_000_000_000;
+/// The measurement every series belongs to.
+const MEASUREMENT: &str = "cpu";
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Where to write: a MongoDB server (mongodb://HOST:PORT/; its database name is
+    /// ignored: every layout gets a fresh database, dropped at the end) or a directory for
+    /// the embedded store (created if missing; every layout gets a fresh subdirectory in
+    /// it, removed at the end). MongoDB runs rows a–i, the embedded store s, h and i.
+    #[arg(long)]
+    pub store: String,
+    /// Series (host × field, ten fields per host).
+    #[arg(long, default_value_t = 20)]
+    pub series: usize,
+    /// Points per series, one every 10 s from 2016-01-01.
+    #[arg(long, default_value_t = 400)]
+    pub points_per_series: usize,
+    /// Points per write request, cut from the time-major stream (all series' points of
+    /// one timestamp, then the next), as a line-protocol body would carry them.
+    #[arg(long, default_value_t = 50)]
+    pub batch: usize,
+    /// Points written one request each in the one-point-per-request layout (seed 000's
+    /// comparison): the first ones of the stream.
+    #[arg(long, default_value_t = 300)]
+    pub single_points: usize,
+    /// Points per value segment.
+    #[arg(long, default_value_t = 160)]
+    pub segment_capacity: usize,
+    /// Runs of each reference query; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub query_runs: usize,
+    /// Seconds a layout's writes may take before they are cut short (the row then
+    /// reports what was written, with a note); pre-allocation gets the same limit.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Only these rows, by letter (comma-separated, e.g. `--only a,f,g,h,i`). MongoDB:
+    /// a b c d e f g h i; embedded: s h i. Default: every row of the backend.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+}
+
+/// One point of the dataset.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    series: usize,
+    time: i64,
+    value: f64,
+}
+
+struct Data {
+    rows: Vec<Row>,
+    keys: Vec<SeriesKey>,
+    /// The first time after the data (exclusive end of every query range).
+    end: i64,
+}
+
+impl Data {
+    fn host(&self, series: usize) -> String {
+        format!("host_{}", series / FIELDS.len())
+    }
+    fn field(series: usize) -> &'static str {
+        FIELDS[series % FIELDS.len()]
+    }
+    /// The series of host_0 (its fields), the subject of Q1 and Q4.
+    fn host0_series(&self) -> std::ops::Range<usize> {
+        0..FIELDS.len().min(self.keys.len())
+    }
+}
+
+fn generate(args: &Args) -> Data {
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let mut current: Vec<f64> = (0..args.series)
+        .map(|_| rng.gen_range(0.0..100.0))
+        .collect();
+    let mut rows = Vec::with_capacity(args.series * args.points_per_series);
+    for i in 0..args.points_per_series {
+        let time = START_NS + i as i64 * INTERVAL_NS;
+        for (series, v) in current.iter_mut().enumerate() {
+            *v = (*v + rng.gen_range(-1.0..1.0)).clamp(0.0, 100.0);
+            rows.push(Row {
+                series,
+                time,
+                value: *v,
+            });
+        }
+    }
+    let keys = (0..args.series)
+        .map(|s| {
+            SeriesKey::new(
+                MEASUREMENT,
+                vec![("hostname".into(), format!("host_{}", s / FIELDS.len()))],
+                Data::field(s),
+            )
+        })
+        .collect();
+    Data {
+        rows,
+        keys,
+        end: START_NS + args.points_per_series as i64 * INTERVAL_NS,
+    }
+}
+
+/// A row of the table. Letters a–e are the first version's rows and keep their meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    PointDocs,
+    SegmentsReserve,
+    SegmentsConditional,
+    Native,
+    SinglePoints,
+    /// Per-minute documents `v.S` (seed 003), written with the driver.
+    MinuteBuckets {
+        preallocated: bool,
+    },
+    /// Per-hour documents `v.M.S` (seeds 001, 004) through `Backend::write_buckets`.
+    HourBuckets {
+        preallocated: bool,
+    },
+    /// Value segments on the embedded store (one protocol: a transaction per batch).
+    EmbeddedSegments,
+}
+
+impl Layout {
+    fn name(self) -> &'static str {
+        match self {
+            Layout::PointDocs => "(a) doc per point, insert_many",
+            Layout::SegmentsReserve => "(b) segments, reserve",
+            Layout::SegmentsConditional => "(c) segments, conditional",
+            Layout::Native => "(d) native time series",
+            Layout::SinglePoints => "(e) doc per point, 1 per request",
+            Layout::MinuteBuckets {
+                preallocated: false,
+            } => "(f) minute buckets v.S, upsert",
+            Layout::MinuteBuckets { preallocated: true } => "(g) minute buckets v.S, pre-allocated",
+            Layout::HourBuckets {
+                preallocated: false,
+            } => "(h) hour buckets v.M.S, upsert",
+            Layout::HourBuckets { preallocated: true } => "(i) hour buckets v.M.S, pre-allocated",
+            Layout::EmbeddedSegments => "(s) segments, append",
+        }
+    }
+    fn tag(self) -> &'static str {
+        match self {
+            Layout::PointDocs => "a",
+            Layout::SegmentsReserve => "b",
+            Layout::SegmentsConditional => "c",
+            Layout::Native => "d",
+            Layout::SinglePoints => "e",
+            Layout::MinuteBuckets {
+                preallocated: false,
+            } => "f",
+            Layout::MinuteBuckets { preallocated: true } => "g",
+            Layout::HourBuckets {
+                preallocated: false,
+            } => "h",
+            Layout::HourBuckets { preallocated: true } => "i",
+            Layout::EmbeddedSegments => "s",
+        }
+    }
+}
+
+/// The rows of `all` that `--only` asks for (all of them without `--only`); refuses a
+/// letter that is not a row of this backend.
+fn selected(all: &[Layout], only: &[String]) -> Result<Vec<Layout>> {
+    if only.is_empty() {
+        return Ok(all.to_vec());
+    }
+    let tags: Vec<&str> = all.iter().map(|l| l.tag()).collect();
+    if let Some(unknown) = only.iter().find(|o| !tags.contains(&o.trim())) {
+        bail!(
+            "--only: no row {unknown:?} on this backend (rows: {})",
+            tags.join(" ")
+        );
+    }
+    Ok(all
+        .iter()
+        .copied()
+        .filter(|l| only.iter().any(|o| o.trim() == l.tag()))
+        .collect())
+}
+
+/// Pre-allocation before a row's writes: how long it took and how many shells it made.
+#[derive(Clone, Copy, Debug, Default)]
+struct Prealloc {
+    ms: f64,
+    documents: u64,
+}
+
+/// What a MongoDB database holds after a row's writes (`collStats`, summed).
+#[derive(Clone, Copy, Debug, Default)]
+struct MongoStorage {
+    documents: u64,
+    index_entries: u64,
+    data_bytes: u64,
+    index_bytes: u64,
+}
+
+/// One row's measurements; a `None` is a figure this row or backend does not have.
+#[derive(Default)]
+struct Outcome {
+    /// Points acknowledged by the timed writes.
+    points: usize,
+    seconds: f64,
+    latencies_ms: Vec<f64>,
+    prealloc: Option<Prealloc>,
+    storage: Option<MongoStorage>,
+    /// Embedded: the length of the redb file after the store was closed.
+    file_bytes: Option<u64>,
+    /// Round trips of the timed writes (MongoDB).
+    round_trips: Option<u64>,
+    queries_ms: [Option<f64>; 4],
+    note: Option<String>,
+}
+
+impl Outcome {
+    fn failed(note: String) -> Self {
+        Self {
+            note: Some(note),
+            ..Self::default()
+        }
+    }
+
+    /// Sends `requests` (each with the number of points it carries) in order, timing
+    /// each, until every one is acknowledged or `limit` passes; then the row notes that
+    /// it was cut short and reports the points acknowledged so far. A failed request
+    /// fails the row.
+    async fn send_all<T, F, Fut>(
+        &mut self,
+        requests: Vec<(usize, T)>,
+        limit: Duration,
+        mut send: F,
+    ) -> Result<()>
+    where
+        F: FnMut(T) -> Fut,
+        Fut: Future<Output = Result<()>>,
+    {
+        let latencies = &mut self.latencies_ms;
+        let points = &mut self.points;
+        let started = Instant::now();
+        let all = tokio::time::timeout(limit, async {
+            for (n, body) in requests {
+                let t = Instant::now();
+                send(body).await?;
+                latencies.push(ms(t.elapsed()));
+                *points += n;
+            }
+            anyhow::Ok(())
+        })
+        .await;
+        self.seconds = started.elapsed().as_secs_f64();
+        match all {
+            Err(_) => self.note = Some(cut_short(limit)),
+            Ok(r) => r?,
+        }
+        Ok(())
+    }
+
+    /// Runs a pre-allocation (which returns the shells it created) under `limit`, timed.
+    async fn preallocate<Fut>(&mut self, limit: Duration, work: Fut) -> Result<()>
+    where
+        Fut: Future<Output = Result<u64>>,
+    {
+        let started = Instant::now();
+        let documents = match tokio::time::timeout(limit, work).await {
+            Err(_) => bail!("pre-allocation did not finish within {} s", limit.as_secs()),
+            Ok(r) => r?,
+        };
+        self.prealloc = Some(Prealloc {
+            ms: ms(started.elapsed()),
+            documents,
+        });
+        Ok(())
+    }
+}
+
+fn cut_short(limit: Duration) -> String {
+    format!("writes cut short after {} s (--timeout)", limit.as_secs())
+}
+
+/// What every row shares: the dataset, the options and the round-trip counter.
+struct Ctx<'a> {
+    args: &'a Args,
+    data: &'a Data,
+    /// Client → server messages so far (MongoDB, through the relay).
+    round_trips: Option<&'a AtomicU64>,
+}
+
+impl Ctx<'_> {
+    fn limit(&self) -> Duration {
+        Duration::from_secs(self.args.timeout)
+    }
+    fn round_trips_now(&self) -> u64 {
+        self.round_trips.map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// The dataset cut into write requests of `--batch` points, time-major.
+    fn chunks(&self) -> std::slice::Chunks<'_, Row> {
+        self.data.rows.chunks(self.args.batch)
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn is_mongodb(store: &str) -> bool {
+    store.starts_with("mongodb://") || store.starts_with("mongodb+srv://")
+}
+
+pub async fn run(args: Args) -> Result<()> {
+    if args.series == 0 || args.points_per_series == 0 || args.batch == 0 {
+        bail!("--series, --points-per-series and --batch must be at least 1");
+    }
+    let data = generate(&args);
+    let results = if is_mongodb(&args.store) {
+        mongo::run(&args, &data).await?
+    } else {
+        embedded::run(&args, &data).await?
+    };
+    println!(
+        "{} series × {} points, {} points per request (time-major), segment capacity {}; \
+         latency = one write request; prealloc = shells created before the timed writes; \
+         Q = median of {} runs",
+        args.series, args.points_per_series, args.batch, args.segment_capacity, args.query_runs
+    );
+    print!("{}", report::table(&results));
+    Ok(())
+}
+
+/// Registers the dataset's series (not timed): their ids, by series index.
+async fn resolve(
+    backend: &dyn tickertape_backend::Backend,
+    data: &Data,
+) -> Result<Vec<tickertape_core::SeriesId>> {
+    let ids = backend.resolve_series(&data.keys).await?;
+    if ids.len() != data.keys.len() {
+        bail!(
+            "the store returned {} series ids for {} keys",
+            ids.len(),
+            data.keys.len()
+        );
+    }
+    Ok(ids)
+}
