@@ -187,12 +187,63 @@ impl Engine {
         } else {
             vec![None; series.len()]
         };
+        let latest = self.latest_partitions(query).await?;
         let answers: Vec<Option<SeriesPoints>> = stream::iter(series.into_iter().zip(heads))
-            .map(|(info, head)| self.query_series(query, info, head))
+            .map(|(info, head)| self.query_series(query, info, head, latest.as_deref()))
             .buffered(CONCURRENT_SERIES_READS)
             .try_collect()
             .await?;
         Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// For `agg=last` (no step) on a bucket measurement, which has no series head: the
+    /// spans of its raw partitions that overlap the range, latest first, so that each
+    /// series reads back from the end one partition at a time instead of the whole range.
+    async fn latest_partitions(
+        &self,
+        query: &Query,
+    ) -> Result<Option<Vec<(i64, i64)>>, EngineError> {
+        let schema = self.schema.for_measurement(&query.selector.measurement);
+        let Layout::Buckets { interval_ns } = schema.layout else {
+            return Ok(None);
+        };
+        if query.effective_agg() != Some(Aggregate::Last)
+            || query.step.is_some()
+            || query.max_points.is_some()
+        {
+            return Ok(None);
+        }
+        let family = BucketFamily {
+            measurement: self.measurement_token(&query.selector.measurement).await?,
+            slots: SlotKind::Raw { interval_ns },
+        };
+        let mut spans: Vec<(i64, i64)> = self
+            .backend
+            .list_partitions()
+            .await?
+            .into_iter()
+            .filter(|p| p.family == family && p.start < query.end && p.end() > query.start)
+            .map(|p| (p.start.max(query.start), p.end().min(query.end)))
+            .collect();
+        spans.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(Some(spans))
+    }
+
+    /// The latest point of a bucket series in the spans (latest first), reading one
+    /// partition's span at a time.
+    async fn last_in_spans(
+        &self,
+        info: &SeriesInfo,
+        schema: &MeasurementSchema,
+        spans: &[(i64, i64)],
+    ) -> Result<Vec<Point>, EngineError> {
+        for &(from, to) in spans {
+            let all = self.raw_points(info, schema, from, to).await?;
+            if let Some(last) = all.last() {
+                return Ok(vec![*last]);
+            }
+        }
+        Ok(Vec::new())
     }
 
     /// Refuses what the queried measurement's schema cannot answer, before any read.
@@ -217,6 +268,7 @@ impl Engine {
         query: &Query,
         info: SeriesInfo,
         head: Option<SeriesHead>,
+        latest: Option<&[(i64, i64)]>,
     ) -> Result<Option<SeriesPoints>, EngineError> {
         if let Some(head) = head {
             // "Latest value" over a range that holds the series' last point: the head has it.
@@ -232,15 +284,18 @@ impl Engine {
         }
         let schema = self.schema.for_measurement(&info.key.measurement);
         let plan = query.window_plan(&schema.rollups)?;
-        let points = match (plan, query.effective_agg()) {
-            (Some(plan), _) => self.windows(query, &info, schema, plan).await?,
-            (None, None) => {
+        let points = match (plan, query.effective_agg(), latest) {
+            (Some(plan), _, _) => self.windows(query, &info, schema, plan).await?,
+            (None, Some(Aggregate::Last), Some(spans)) => {
+                self.last_in_spans(&info, schema, spans).await?
+            }
+            (None, None, _) => {
                 let all = self
                     .raw_points(&info, schema, query.start, query.end)
                     .await?;
                 select_range(&all, query.start, query.end, query.neighbors)
             }
-            (None, Some(agg)) => {
+            (None, Some(agg), _) => {
                 let all = self
                     .raw_points(&info, schema, query.start, query.end)
                     .await?;

@@ -384,3 +384,32 @@ async fn whole_documents_answer_from_their_totals() {
         }
     }
 }
+
+/// `agg=last` without a step on buckets (no series head): the latest point of each
+/// series, found partition by partition from the end of the range.
+#[tokio::test]
+async fn last_point_of_bucket_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine_on(open(dir.path()), CONFIG, Arc::new(ManualClock::new(0)));
+    let body = format!(
+        "bkt,h=a v=1 {}\nbkt,h=a v=2 {}\nbkt,h=b v=3 {}\nbkt,h=a v=4 {}\n",
+        -3 * D,
+        10 * S,
+        2 * D,
+        5 * D + 20 * S
+    );
+    e.write_lines(&body, Precision::Nanoseconds).await.unwrap();
+    let mut q = query("bkt", i64::MIN, i64::MAX);
+    q.agg = Some(Aggregate::Last);
+    let answer = e.query(&q).await.unwrap();
+    let lasts: Vec<Point> = answer.iter().map(|s| s.points[0]).collect();
+    assert_eq!(
+        lasts,
+        vec![Point::new(5 * D + 20 * S, 4.0), Point::new(2 * D, 3.0)]
+    );
+    let mut q = query("bkt", -4 * D, D);
+    q.agg = Some(Aggregate::Last);
+    let answer = e.query(&q).await.unwrap();
+    assert_eq!(answer.len(), 1, "b has no point before 1d");
+    assert_eq!(answer[0].points, vec![Point::new(10 * S, 2.0)]);
+}
