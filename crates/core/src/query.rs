@@ -107,6 +107,22 @@ impl Summary {
         }
     }
 
+    /// Every field as bits (times as their two's-complement bits): two summaries are the
+    /// same, bit for bit, when these are equal — what the rollup guarantee compares, with
+    /// `-0.0` and `0.0` told apart.
+    pub fn to_bits(&self) -> [u64; 8] {
+        [
+            self.count,
+            self.sum.to_bits(),
+            self.min.to_bits(),
+            self.max.to_bits(),
+            self.first.time as u64,
+            self.first.value.to_bits(),
+            self.last.time as u64,
+            self.last.value.to_bits(),
+        ]
+    }
+
     /// Adds a point later than every point already summarised.
     pub fn push(&mut self, point: Point) {
         self.count += 1;

@@ -4,6 +4,7 @@ use crate::{Engine, EngineError};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{
     BackendError, BucketFamily, BucketRead, SeriesHead, SeriesInfo, SlotKind, SlotValue,
+    StoredBucket,
 };
 use tickertape_core::query::{aggregate_all, aggregate_windows, select_range, Aggregate, Summary};
 use tickertape_core::rollup::{
@@ -474,24 +475,17 @@ impl Engine {
             measurement: self.measurement_token(&info.key.measurement).await?,
             slots: SlotKind::Rollup(r),
         };
-        let geometry = r.geometry();
         let docs = self
             .backend
             .read_buckets(family, info.id, start, end, BucketRead::Full)
             .await?;
-        let mut out = Vec::new();
-        for doc in docs {
-            for (slot, value) in doc.slots {
-                let SlotValue::Summary(summary) = value else {
-                    return Err(corrupt(info, "a rollup slot holds a raw value"));
-                };
-                let time = slot_time(geometry, doc.bucket_start, slot, info)?;
-                if time >= start && time < end {
-                    out.push((time, summary));
-                }
-            }
-        }
-        Ok(out)
+        slots_in_range(docs, r.geometry(), start, end, info)?
+            .into_iter()
+            .map(|(time, value)| match value {
+                SlotValue::Summary(summary) => Ok((time, summary)),
+                SlotValue::Value(_) => Err(corrupt(info, "a rollup slot holds a raw value")),
+            })
+            .collect()
     }
 
     /// The raw points of a series covering `[start, end)`, in time order. For segments,
@@ -519,24 +513,39 @@ impl Engine {
             .backend
             .read_buckets(family, info.id, start, end, BucketRead::Full)
             .await?;
-        let mut out = Vec::new();
-        for doc in docs {
-            for (slot, value) in doc.slots {
-                let SlotValue::Value(v) = value else {
-                    return Err(corrupt(info, "a raw bucket slot holds a summary"));
-                };
-                let time = slot_time(geometry, doc.bucket_start, slot, info)?;
-                if time >= start && time < end {
-                    out.push(Point::new(time, v));
-                }
-            }
-        }
-        Ok(out)
+        slots_in_range(docs, geometry, start, end, info)?
+            .into_iter()
+            .map(|(time, value)| match value {
+                SlotValue::Value(v) => Ok(Point::new(time, v)),
+                SlotValue::Summary(_) => Err(corrupt(info, "a raw bucket slot holds a summary")),
+            })
+            .collect()
     }
 }
 
 fn corrupt(info: &SeriesInfo, what: &str) -> EngineError {
     BackendError::Corrupt(format!("series {}: {what}", info.key)).into()
+}
+
+/// The written slots of `docs` whose start time is in `[start, end)`, in time order, each
+/// at its start time.
+fn slots_in_range(
+    docs: Vec<StoredBucket>,
+    geometry: BucketGeometry,
+    start: i64,
+    end: i64,
+    info: &SeriesInfo,
+) -> Result<Vec<(i64, SlotValue)>, EngineError> {
+    let mut out = Vec::new();
+    for doc in docs {
+        for (slot, value) in doc.slots {
+            let time = slot_time(geometry, doc.bucket_start, slot, info)?;
+            if time >= start && time < end {
+                out.push((time, value));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The start time of a stored slot, refusing a slot index past the document's end.
