@@ -22,7 +22,7 @@ use tickertape_backend::{Backend, BackendError};
 use tickertape_core::schema::Schema;
 use tickertape_core::time::{Clock, SystemClock};
 
-pub use maintenance::{ExpiredPartition, RetentionReport};
+pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use read::{CounterDisplay, Query, SeriesPoints};
 pub use write::{LineError, WriteMode, WriteReport};
 

@@ -5,9 +5,13 @@
 
 use crate::{Engine, EngineError};
 use std::collections::HashMap;
-use tickertape_backend::{BucketFamily, NameSpace, Partition, SlotKind};
-use tickertape_core::rollup::{BucketGeometry, ResolutionOrRaw};
+use tickertape_backend::{
+    BackendError, BucketFamily, BucketWrite, NameSpace, Partition, SeriesInfo, SlotChange, SlotKind,
+};
+use tickertape_core::query::select_range;
+use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, ResolutionOrRaw};
 use tickertape_core::schema::Layout;
+use tickertape_core::time::window_start;
 use tickertape_core::SeriesSelector;
 
 /// A partition retention dropped (or would drop, in a dry run).
@@ -21,6 +25,22 @@ pub struct ExpiredPartition {
     /// The retention it exceeded, ns.
     pub retention: i64,
 }
+
+/// What a rollup rebuild did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RebuildReport {
+    /// Rollup partitions dropped and computed again from raw points.
+    pub rebuilt: usize,
+    /// Partitions left alone because their raw points are past the raw retention.
+    pub skipped: usize,
+    pub series: usize,
+    /// Raw points read (once per resolution).
+    pub points: u64,
+}
+
+/// Most partitions one rebuild may cover, so that a range like "everything" is refused
+/// rather than walked partition by partition for centuries.
+const MAX_REBUILD_PARTITIONS: i64 = 10_000;
 
 /// What one retention pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -133,4 +153,114 @@ impl Engine {
         }
         Ok(created)
     }
+}
+
+impl Engine {
+    /// Computes a measurement's rollups in `[start, end)` again from its raw points: every
+    /// rollup partition overlapping the range is dropped and refilled, for every series.
+    ///
+    /// The repair for rollups that missed points: the engine updates rollups after the
+    /// raw write, so a process that dies between the two leaves those points out of the
+    /// rollups (and a retried body is refused as already stored). Run it while nothing
+    /// writes to the measurement: a write landing between the drop and the refill of a
+    /// partition is rolled up twice or not at all. A partition whose raw points may be
+    /// past the raw retention is skipped, never emptied.
+    pub async fn rebuild_rollups(
+        &self,
+        measurement: &str,
+        start: i64,
+        end: i64,
+    ) -> Result<RebuildReport, EngineError> {
+        let schema = self.schema.for_measurement(measurement);
+        let series = self
+            .backend
+            .find_series(&SeriesSelector {
+                measurement: measurement.to_string(),
+                ..SeriesSelector::default()
+            })
+            .await?;
+        let token = self.measurement_token(measurement).await?;
+        let raw_horizon = schema
+            .retention_ns(ResolutionOrRaw::Raw)
+            .map(|keep| self.clock.now_nanos().saturating_sub(keep));
+        let mut report = RebuildReport {
+            series: series.len(),
+            ..RebuildReport::default()
+        };
+        for &resolution in &schema.rollups {
+            let family = BucketFamily {
+                measurement: token,
+                slots: SlotKind::Rollup(resolution),
+            };
+            for partition_start in partition_starts(resolution.geometry(), start, end)? {
+                let partition = Partition {
+                    family,
+                    start: partition_start,
+                };
+                if raw_horizon.is_some_and(|h| partition.start < h) {
+                    report.skipped += 1;
+                    continue;
+                }
+                self.backend.drop_partition(partition).await?;
+                for info in &series {
+                    report.points += self.refill(info, resolution, partition).await?;
+                }
+                report.rebuilt += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Rolls up one series' raw points of one partition's span into `resolution`.
+    async fn refill(
+        &self,
+        info: &SeriesInfo,
+        resolution: Resolution,
+        partition: Partition,
+    ) -> Result<u64, EngineError> {
+        let schema = self.schema.for_measurement(&info.key.measurement);
+        let (from, to) = (partition.start, partition.end());
+        let all = self.raw_points(info, schema, from, to).await?;
+        let points = select_range(&all, from, to, false);
+        if points.is_empty() {
+            return Ok(0);
+        }
+        let updates = rollup_updates(&points, &[resolution])
+            .map_err(|e| BackendError::Invalid(e.to_string()))?;
+        let writes = updates
+            .into_iter()
+            .map(|u| BucketWrite {
+                family: partition.family,
+                series: info.id,
+                bucket_start: u.bucket_start,
+                slot: u.slot,
+                change: SlotChange::Merge {
+                    summary: u.summary,
+                    values: points[u.points].iter().map(|p| p.value).collect(),
+                },
+            })
+            .collect();
+        self.backend.write_buckets(writes).await?;
+        Ok(points.len() as u64)
+    }
+}
+
+/// The starts of the partitions of `geometry` overlapping `[start, end)`.
+fn partition_starts(
+    geometry: BucketGeometry,
+    start: i64,
+    end: i64,
+) -> Result<Vec<i64>, EngineError> {
+    let width = geometry.partition_ns();
+    if end <= start {
+        return Ok(Vec::new());
+    }
+    let first = window_start(start, width);
+    let count = (end as i128 - first as i128 + width as i128 - 1) / width as i128;
+    if count > MAX_REBUILD_PARTITIONS as i128 {
+        return Err(EngineError::BadQuery(format!(
+            "the range covers {count} partitions; rebuild at most {MAX_REBUILD_PARTITIONS} at a time (narrow --start/--end)"
+        )));
+    }
+    Ok((0..count as i64).map(|i| first + i * width).collect())
 }

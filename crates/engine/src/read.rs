@@ -491,7 +491,7 @@ impl Engine {
     /// The raw points of a series covering `[start, end)`, in time order. For segments,
     /// also the points of the segments around the range (callers select); for buckets,
     /// the written slots in the range, each at its slot's start time.
-    async fn raw_points(
+    pub(crate) async fn raw_points(
         &self,
         info: &SeriesInfo,
         schema: &MeasurementSchema,

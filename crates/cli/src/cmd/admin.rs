@@ -1,7 +1,7 @@
 //! `tickertape admin`: operations on a store's deployment rather than its data.
 
-use anyhow::{bail, Result};
-use tickertape_core::time::{format_duration, format_rfc3339};
+use anyhow::{bail, Context, Result};
+use tickertape_core::time::{format_duration, format_rfc3339, parse_timestamp};
 use tickertape_mongodb::MongoBackend;
 
 use crate::store::StoreArgs;
@@ -16,6 +16,26 @@ pub enum Command {
     /// partitions whose newest possible point is older than the retention. `serve` does
     /// the same on a schedule (--retention-every).
     Retention(RetentionArgs),
+    /// Compute a measurement's rollups in a range again from its raw points (drops and
+    /// refills the rollup partitions it overlaps). The repair for rollups that missed
+    /// points when a writer died between its raw and its rollup write. Run it while
+    /// nothing writes to the measurement.
+    RebuildRollups(RebuildArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RebuildArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The measurement whose rollups to rebuild.
+    #[arg(long, short)]
+    pub measurement: String,
+    /// Range start, inclusive: RFC 3339 or integer nanoseconds.
+    #[arg(long)]
+    pub start: String,
+    /// Range end, exclusive: RFC 3339 or integer nanoseconds.
+    #[arg(long)]
+    pub end: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -37,7 +57,27 @@ pub async fn run(command: Command) -> Result<()> {
     match command {
         Command::Shard(args) => shard(args).await,
         Command::Retention(args) => retention(args).await,
+        Command::RebuildRollups(args) => rebuild_rollups(args).await,
     }
+}
+
+async fn rebuild_rollups(args: RebuildArgs) -> Result<()> {
+    let time = |name: &str, text: &str| {
+        parse_timestamp(text).with_context(|| format!("--{name} {text:?}"))
+    };
+    let (start, end) = (time("start", &args.start)?, time("end", &args.end)?);
+    if start >= end {
+        bail!("--start must be before --end");
+    }
+    let engine = args.store.engine().await?;
+    let report = engine
+        .rebuild_rollups(&args.measurement, start, end)
+        .await?;
+    println!(
+        "rebuilt {} rollup partitions of {} from {} raw points of {} series; {} skipped (raw points past retention)",
+        report.rebuilt, args.measurement, report.points, report.series, report.skipped
+    );
+    Ok(())
 }
 
 async fn retention(args: RetentionArgs) -> Result<()> {
