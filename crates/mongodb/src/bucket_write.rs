@@ -1,5 +1,5 @@
-//! Bucket writes (`write_buckets`): one upsert per slot change, sent as one ordered
-//! `update` command per partition collection (`docs/format/mongodb.md`, "Time buckets").
+//! Bucket writes (`write_buckets`): upserts sent as one ordered `update` command per
+//! partition collection (`docs/format/mongodb.md`, "Time buckets").
 //!
 //! - `Set` is seed 001's update — `$set` of the slot, `$inc` of `n` and `sum`, `$min`/`$max`
 //!   — with the filter `{_id, "v.M.S": null}`, which matches a document whose slot is
@@ -9,6 +9,12 @@
 //! - `Add` and `Merge` are pipeline updates (MongoDB 4.2): `$inc` cannot add to the
 //!   `null` of a pre-allocated slot, and a rollup merge needs "take the summary as it is
 //!   if the slot is unwritten, else merge", which only `$cond` can say in one update.
+//!
+//! - A run of consecutive `Add`s or `Merge`s to one document is one statement: their
+//!   pipelines one after the other ([`multi_slot_update`]). A pipeline stage sees what
+//!   the stages before it wrote, so the slots change exactly as with one statement each,
+//!   at the cost of one statement instead of one per slot (a body of 50 points per series
+//!   makes about 13 rollup merges per series, in 4 documents).
 //!
 //! Writes of one call apply in the caller's order per collection (an ordered command):
 //! a document's `sum` is its values added in write order, and two changes of one slot
@@ -45,13 +51,40 @@ const WAS_WRITTEN: &str = "_w";
 /// missing and our insert, which cannot repeat once the document exists.
 const MAX_ATTEMPTS: u32 = 5;
 
-/// One bucket write as a statement of an `update` command.
+/// Pipeline stages per grouped statement. A statement that would grow past it starts a
+/// new one (one merge of many values can still exceed it on its own, as before grouping).
+/// 100 stays far below the server's pipeline length limit (1000 stages since 5.0), and
+/// keeps a statement about as large as one long merge: 100 stages of at most 32 values.
+const MAX_STAGES_PER_STATEMENT: usize = 100;
+
+/// One bucket write, planned: its document and what it does there.
+struct Planned {
+    id: Document,
+    change: PlannedChange,
+}
+
+enum PlannedChange {
+    /// A conditional update of one slot (`Set`): always a statement of its own.
+    Set {
+        /// The slot's path (`v.M.S`) that must be unwritten.
+        path: String,
+        q: Document,
+        u: Bson,
+    },
+    /// The stages of a pipeline update (`Add`, `Merge`): joins the pipelines of the
+    /// writes before and after it to the same document.
+    Pipeline(Vec<Bson>),
+}
+
+/// One statement of an `update` command, carrying one or more writes of the call.
 struct Statement {
     /// `{q, u, upsert: true, multi: false}`.
     update: Document,
     id: Document,
     /// `Set` only: the slot's path (`v.M.S`) that must be unwritten.
     set_path: Option<String>,
+    /// The indices (in the call) of the writes it carries, in order; one for a `Set`.
+    writes: Vec<usize>,
 }
 
 impl MongoBackend {
@@ -59,15 +92,19 @@ impl MongoBackend {
         &self,
         writes: Vec<BucketWrite>,
     ) -> Result<Vec<BucketWriteOutcome>> {
-        let mut by_collection: BTreeMap<String, Vec<(usize, Statement)>> = BTreeMap::new();
+        let mut by_collection: BTreeMap<String, Vec<(usize, Planned)>> = BTreeMap::new();
         for (i, write) in writes.iter().enumerate() {
-            let (collection, statement) =
+            let (collection, planned) =
                 plan(write).map_err(|e| prefix_invalid(e, &format!("bucket write {i}")))?;
             by_collection
                 .entry(collection)
                 .or_default()
-                .push((i, statement));
+                .push((i, planned));
         }
+        let by_collection: Vec<(String, Vec<Statement>)> = by_collection
+            .into_iter()
+            .map(|(collection, planned)| (collection, group_by_document(planned)))
+            .collect();
         let mut outcomes = vec![BucketWriteOutcome::Applied; writes.len()];
         let done = try_join_all(
             by_collection
@@ -75,9 +112,11 @@ impl MongoBackend {
                 .map(|(collection, statements)| self.apply_in_order(collection, statements)),
         )
         .await?;
-        for (statements, results) in by_collection.values().zip(done) {
-            for ((i, _), outcome) in statements.iter().zip(results) {
-                outcomes[*i] = outcome;
+        for ((_, statements), results) in by_collection.iter().zip(done) {
+            for (statement, outcome) in statements.iter().zip(results) {
+                for &i in &statement.writes {
+                    outcomes[i] = outcome;
+                }
             }
         }
         Ok(outcomes)
@@ -93,7 +132,7 @@ impl MongoBackend {
     async fn apply_in_order(
         &self,
         collection: &str,
-        statements: &[(usize, Statement)],
+        statements: &[Statement],
     ) -> Result<Vec<BucketWriteOutcome>> {
         let mut outcomes = vec![BucketWriteOutcome::Applied; statements.len()];
         let mut skip = vec![false; statements.len()];
@@ -106,7 +145,7 @@ impl MongoBackend {
             };
             let updates = pending
                 .iter()
-                .map(|&j| statements[j].1.update.clone())
+                .map(|&j| statements[j].update.clone())
                 .collect();
             let failure =
                 bulk::update_ordered(&self.db, &self.write_concern, collection, updates).await?;
@@ -124,7 +163,7 @@ impl MongoBackend {
                      {message}"
                 )));
             }
-            if statements[failed].1.set_path.is_some() {
+            if statements[failed].set_path.is_some() {
                 let later: Vec<usize> = pending.iter().copied().filter(|&j| j >= failed).collect();
                 for j in self.taken_slots(collection, statements, &later).await? {
                     skip[j] = true;
@@ -140,13 +179,13 @@ impl MongoBackend {
     async fn taken_slots(
         &self,
         collection: &str,
-        statements: &[(usize, Statement)],
+        statements: &[Statement],
         candidates: &[usize],
     ) -> Result<Vec<usize>> {
         let sets: Vec<(usize, &Document, &str)> = candidates
             .iter()
             .filter_map(|&j| {
-                let s = &statements[j].1;
+                let s = &statements[j];
                 s.set_path.as_deref().map(|p| (j, &s.id, p))
             })
             .collect();
@@ -193,8 +232,9 @@ fn lookup<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
     Some(value)
 }
 
-/// The collection and the statement of one write, after checking it against its family.
-fn plan(write: &BucketWrite) -> Result<(String, Statement)> {
+/// The collection and the planned change of one write, after checking it against its
+/// family.
+fn plan(write: &BucketWrite) -> Result<(String, Planned)> {
     let geometry = bucket_layout::geometry(write.family)?;
     let period = geometry.period_ns();
     if write.bucket_start.rem_euclid(period) != 0 {
@@ -213,33 +253,88 @@ fn plan(write: &BucketWrite) -> Result<(String, Statement)> {
     let collection = collection_name(write.family, geometry.partition_of(write.bucket_start));
     let id = bucket_id(sid(write.series)?, write.bucket_start);
     let slot = slot_path(write.slot);
-    let (q, u, set_path) = match (&write.change, write.family.slots) {
+    let change = match (&write.change, write.family.slots) {
         (SlotChange::Set(v), SlotKind::Raw { .. }) => {
             let path = format!("v.{slot}");
             let (q, u) = set_update(&id, &path, *v);
-            (q, u, Some(path))
+            PlannedChange::Set { path, q, u }
         }
-        (SlotChange::Add(v), SlotKind::Raw { .. }) => (
-            doc! { "_id": id.clone() },
-            add_update(&format!("v.{slot}"), *v),
-            None,
-        ),
-        (SlotChange::Merge { summary, values }, SlotKind::Rollup(_)) => (
-            doc! { "_id": id.clone() },
-            merge_update(&format!("r.{slot}"), summary, values)?,
-            None,
-        ),
+        (SlotChange::Add(v), SlotKind::Raw { .. }) => {
+            PlannedChange::Pipeline(add_update(&format!("v.{slot}"), *v))
+        }
+        (SlotChange::Merge { summary, values }, SlotKind::Rollup(_)) => {
+            PlannedChange::Pipeline(merge_update(&format!("r.{slot}"), summary, values)?)
+        }
         (change, _) => return Err(mismatch(change, write.family)),
     };
-    let update = doc! { "q": q, "u": u, "upsert": true, "multi": false };
-    Ok((
-        collection,
-        Statement {
-            update,
-            id,
-            set_path,
+    Ok((collection, Planned { id, change }))
+}
+
+/// The statements of one collection's writes, in the call's order: a `Set` alone, and
+/// each run of consecutive pipeline writes to one document as one statement (up to
+/// [`MAX_STAGES_PER_STATEMENT`] stages), so their slots change in the call's order.
+/// Only consecutive writes join: a `Set` or another document in between ends a run,
+/// which keeps the order of the statements the order of the call.
+fn group_by_document(planned: Vec<(usize, Planned)>) -> Vec<Statement> {
+    let mut statements = Vec::new();
+    // The run being built: its document, the writes' indices, and their pipelines.
+    let mut run: Option<(Document, Vec<usize>, Vec<Vec<Bson>>)> = None;
+    let mut stages_in_run = 0;
+    for (i, Planned { id, change }) in planned {
+        match change {
+            PlannedChange::Set { path, q, u } => {
+                statements.extend(run.take().map(pipeline_statement));
+                statements.push(Statement {
+                    update: doc! { "q": q, "u": u, "upsert": true, "multi": false },
+                    id,
+                    set_path: Some(path),
+                    writes: vec![i],
+                });
+            }
+            PlannedChange::Pipeline(stages) => {
+                let joins = run.as_ref().is_some_and(|(run_id, _, _)| *run_id == id)
+                    && stages_in_run + stages.len() <= MAX_STAGES_PER_STATEMENT;
+                if !joins {
+                    statements.extend(run.take().map(pipeline_statement));
+                    stages_in_run = 0;
+                }
+                stages_in_run += stages.len();
+                let (_, writes, pipelines) =
+                    run.get_or_insert_with(|| (id, Vec::new(), Vec::new()));
+                writes.push(i);
+                pipelines.push(stages);
+            }
+        }
+    }
+    statements.extend(run.map(pipeline_statement));
+    statements
+}
+
+/// The statement of a run of pipeline writes to the document `id`.
+fn pipeline_statement(
+    (id, writes, pipelines): (Document, Vec<usize>, Vec<Vec<Bson>>),
+) -> Statement {
+    Statement {
+        update: doc! {
+            "q": { "_id": id.clone() },
+            "u": multi_slot_update(pipelines),
+            "upsert": true,
+            "multi": false,
         },
-    ))
+        id,
+        set_path: None,
+        writes,
+    }
+}
+
+/// One pipeline update doing the pipelines of several writes to one document, in order:
+/// their stages one after the other. Each stage reads the document as the stages before
+/// it left it, so every write sees what the writes before it did, as it would as its own
+/// statement — bit for bit, since every stage is the one its write would send alone. A
+/// long merge's temporary field is set by its own first stage and removed by its own last,
+/// so it never leaks into another write's stages.
+fn multi_slot_update(pipelines: Vec<Vec<Bson>>) -> Bson {
+    Bson::Array(pipelines.into_iter().flatten().collect())
 }
 
 fn mismatch(change: &SlotChange, family: BucketFamily) -> BackendError {
@@ -275,7 +370,8 @@ fn set_update(id: &Document, path: &str, v: f64) -> (Document, Bson) {
 }
 
 /// `Add`: the slot (absent or `null` counting as 0) and `sum` grow by `v`, `n` by one.
-fn add_update(path: &str, v: f64) -> Bson {
+/// The stages of a pipeline update.
+fn add_update(path: &str, v: f64) -> Vec<Bson> {
     let field = format!("${path}");
     let stage = doc! { "$set": {
         path: { "$add": [{ "$ifNull": [field, 0.0_f64] }, v] },
@@ -286,7 +382,7 @@ fn add_update(path: &str, v: f64) -> Bson {
         "mn": keep_unless(v, "$lt", "$mn"),
         "mx": keep_unless(v, "$gt", "$mx"),
     }};
-    Bson::Array(vec![Bson::Document(stage)])
+    vec![Bson::Document(stage)]
 }
 
 /// `new` if `new <op> stored` (or nothing is stored), else the stored value: the tie keeps
@@ -301,7 +397,8 @@ fn keep_unless(new: impl Into<Bson>, op: &str, stored: &str) -> Document {
 /// pipeline. An unwritten slot (missing or `null`) takes `summary` as it is (`$literal`,
 /// so a first value of -0.0 stays -0.0); a written one merges count, min, max, first and
 /// last as `Summary::merge` and continues its sum with `values`, one `$add` at a time.
-fn merge_update(path: &str, summary: &Summary, values: &[f64]) -> Result<Bson> {
+/// The stages of a pipeline update.
+fn merge_update(path: &str, summary: &Summary, values: &[f64]) -> Result<Vec<Bson>> {
     let slot = format!("${path}");
     let fresh = summary_doc(summary)?;
     let count = fresh.get("c").cloned().unwrap_or(Bson::Int64(0));
@@ -326,9 +423,7 @@ fn merge_update(path: &str, summary: &Summary, values: &[f64]) -> Result<Bson> {
     };
     let rest: Vec<&[f64]> = chunks.collect();
     if rest.is_empty() {
-        return Ok(Bson::Array(vec![Bson::Document(
-            doc! { "$set": first_stage },
-        )]));
+        return Ok(vec![Bson::Document(doc! { "$set": first_stage })]);
     }
     // More values than one stage nests: the next stages continue the sum, but only when
     // the slot was written before this update (the first stage already wrote it).
@@ -342,7 +437,7 @@ fn merge_update(path: &str, summary: &Summary, values: &[f64]) -> Result<Bson> {
         }}));
     }
     stages.push(Bson::Document(doc! { "$unset": WAS_WRITTEN }));
-    Ok(Bson::Array(stages))
+    Ok(stages)
 }
 
 /// `((start + v₁) + v₂) …` as nested two-operand `$add`s.
@@ -369,15 +464,121 @@ mod tests {
     fn long_merges_split_into_stages() {
         let summary = Summary::of(tickertape_core::Point::new(0, 1.0));
         let values = vec![1.0; VALUES_PER_STAGE * 2 + 1];
-        let Bson::Array(stages) = merge_update("r.0.0", &summary, &values).unwrap() else {
-            panic!("a pipeline");
-        };
+        let stages = merge_update("r.0.0", &summary, &values).unwrap();
         // The first stage, two more for the sum, and the `$unset`.
         assert_eq!(stages.len(), 4);
-        let Bson::Array(one) = merge_update("r.0.0", &summary, &[1.0]).unwrap() else {
+        assert_eq!(merge_update("r.0.0", &summary, &[1.0]).unwrap().len(), 1);
+    }
+
+    fn write(series: u64, family: BucketFamily, start: i64, slot: u32) -> BucketWrite {
+        let change = match family.slots {
+            SlotKind::Raw { .. } => SlotChange::Add(f64::from(slot)),
+            SlotKind::Rollup(_) => SlotChange::Merge {
+                summary: Summary::of(tickertape_core::Point::new(start, 1.0)),
+                values: vec![1.0],
+            },
+        };
+        BucketWrite {
+            family,
+            series: tickertape_core::SeriesId(series),
+            bucket_start: start,
+            slot,
+            change,
+        }
+    }
+
+    /// The writes each statement carries, for writes all in one collection.
+    fn grouped(writes: &[BucketWrite]) -> Vec<Vec<usize>> {
+        let planned = writes
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (i, plan(w).unwrap().1))
+            .collect();
+        group_by_document(planned)
+            .into_iter()
+            .map(|s| s.writes)
+            .collect()
+    }
+
+    #[test]
+    fn consecutive_pipeline_writes_to_one_document_share_a_statement() {
+        let minute = BucketFamily {
+            measurement: 1,
+            slots: SlotKind::Rollup(tickertape_core::rollup::Resolution::MINUTE),
+        };
+        let period = minute.geometry().period_ns();
+        // A body's merges as the engine orders them: nine slots of one document, then
+        // two of the next document of the same series, then another series.
+        let mut writes: Vec<BucketWrite> = (51..60).map(|s| write(1, minute, 0, s)).collect();
+        writes.extend((0..2).map(|s| write(1, minute, period, s)));
+        writes.push(write(2, minute, 0, 51));
+        assert_eq!(
+            grouped(&writes),
+            vec![(0..9).collect(), vec![9, 10], vec![11]]
+        );
+        // Interleaved documents join only where they are consecutive.
+        let interleaved = [
+            write(1, minute, 0, 0),
+            write(1, minute, 0, 1),
+            write(2, minute, 0, 0),
+            write(1, minute, 0, 2),
+        ];
+        assert_eq!(grouped(&interleaved), vec![vec![0, 1], vec![2], vec![3]]);
+        // The pipeline is the writes' stages in order.
+        let planned = interleaved[..2]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (i, plan(w).unwrap().1))
+            .collect();
+        let statement = group_by_document(planned).remove(0);
+        let Ok(Bson::Array(stages)) = statement.update.get("u").cloned().ok_or(()) else {
             panic!("a pipeline");
         };
-        assert_eq!(one.len(), 1);
+        let one = |w: &BucketWrite| match plan(w).unwrap().1.change {
+            PlannedChange::Pipeline(stages) => stages,
+            PlannedChange::Set { .. } => panic!("a pipeline write"),
+        };
+        let mut want = one(&interleaved[0]);
+        want.extend(one(&interleaved[1]));
+        assert_eq!(stages, want);
+    }
+
+    #[test]
+    fn sets_stand_alone_and_split_runs() {
+        let raw = BucketFamily {
+            measurement: 1,
+            slots: SlotKind::Raw {
+                interval_ns: 1_000_000_000,
+            },
+        };
+        let set = |slot: u32| BucketWrite {
+            change: SlotChange::Set(1.0),
+            ..write(1, raw, 0, slot)
+        };
+        let writes = [
+            write(1, raw, 0, 0),
+            write(1, raw, 0, 0),
+            set(1),
+            set(2),
+            write(1, raw, 0, 0),
+        ];
+        assert_eq!(
+            grouped(&writes),
+            vec![vec![0, 1], vec![2], vec![3], vec![4]]
+        );
+    }
+
+    #[test]
+    fn long_runs_split_at_the_stage_limit() {
+        let minute = BucketFamily {
+            measurement: 1,
+            slots: SlotKind::Rollup(tickertape_core::rollup::Resolution::MINUTE),
+        };
+        let writes: Vec<BucketWrite> = (0..(MAX_STAGES_PER_STATEMENT + 1) as u32)
+            .map(|slot| write(1, minute, 0, slot % 60))
+            .collect();
+        let sizes: Vec<usize> = grouped(&writes).iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![MAX_STAGES_PER_STATEMENT, 1]);
     }
 
     #[test]

@@ -397,6 +397,83 @@ async fn merge_matches_apply_to_bit_for_bit() {
     b.drop_database().await.expect("drop");
 }
 
+/// One call carries runs of merges to one document — the same slot several times in a
+/// run, runs of two documents interleaved, merges longer than one pipeline stage, a
+/// shell — and every slot ends bit for bit as `RollupUpdate::apply_to` in the call's order.
+#[tokio::test]
+async fn merges_to_one_document_in_one_call_match_apply_to() {
+    let b = open_db("bk_multi").await;
+    let minute = [Resolution::MINUTE];
+    b.preallocate(rollup(Resolution::MINUTE), &[SeriesId(9)], 0)
+        .await
+        .expect("shell");
+    let mut rng = Rng(7);
+    let mut model: BTreeMap<(u64, i64, u32), Summary> = BTreeMap::new();
+    let mut long_merges = 0;
+    let mut repeated_in_a_run = 0;
+    for call in 0..8 {
+        // A batch: points from a minute of hour 0 on (spilling into hour 1 now and then),
+        // 1-3 s apart, so that batches of one call share slots and times.
+        let batch = |rng: &mut Rng| -> Vec<Point> {
+            let mut t = [0, 1, 2, 58][rng.below(4) as usize] * 60 * S;
+            let step = (1 + rng.below(3) as i64) * S;
+            (0..1 + rng.below(if call % 3 == 0 { 90 } else { 20 }))
+                .map(|_| {
+                    t += step;
+                    Point::new(t, rng.value())
+                })
+                .collect()
+        };
+        // Two batches of series 8 back to back (one run per document, the same slots
+        // merged twice in it), then series 9, 8, 9: the documents interleave.
+        let order = [8, 8, 9, 8, 9];
+        let mut writes = Vec::new();
+        let mut run_slots: Vec<(u64, i64, u32)> = Vec::new();
+        for (k, series) in order.into_iter().enumerate() {
+            let points = batch(&mut rng);
+            let updates = rollup_updates(&points, &minute).expect("updates");
+            for u in &updates {
+                long_merges += usize::from(u.points.len() > 32);
+                let key = (series, u.bucket_start, u.slot);
+                if k == 1 && run_slots.contains(&key) {
+                    repeated_in_a_run += 1;
+                }
+                if k == 0 {
+                    run_slots.push(key);
+                }
+                model.insert(key, u.apply_to(model.get(&key), &points));
+                writes.push(merge(series, u, &points));
+            }
+        }
+        let out = b.write_buckets(writes).await.expect("merge");
+        assert!(out.iter().all(|o| *o == Applied), "call {call}: {out:?}");
+    }
+    assert!(long_merges > 0, "no merge spanned several pipeline stages");
+    assert!(repeated_in_a_run > 0, "no slot was merged twice in one run");
+    for series in [8, 9] {
+        let mut got = BTreeMap::new();
+        for d in read(&b, rollup(Resolution::MINUTE), series, 0, 2 * H).await {
+            for (slot, v) in &d.slots {
+                let SlotValue::Summary(s) = v else {
+                    panic!("rollup slot {slot} holds a value")
+                };
+                got.insert((series, d.bucket_start, *slot), *s);
+            }
+        }
+        let want: BTreeMap<_, _> = model.iter().filter(|(k, _)| k.0 == series).collect();
+        assert_eq!(got.len(), want.len(), "series {series}: slots");
+        for (k, w) in want {
+            assert_eq!(bits(&got[k]), bits(w), "slot {k:?}: {:?} vs {w:?}", got[k]);
+        }
+        let collection = format!("bk.3.roll.{}.0", Resolution::MINUTE.nanos());
+        let d = stored(&b, &collection, series as i64, 0)
+            .await
+            .expect("written");
+        assert!(!d.contains_key("_w"), "{d}");
+    }
+    b.drop_database().await.expect("drop");
+}
+
 #[tokio::test]
 async fn a_fresh_slot_keeps_a_negative_zero() {
     let b = open_db("bk_negzero").await;
