@@ -8,6 +8,7 @@
 //! partitions ([`BucketGeometry::partition_ns`]) per measurement, and retention drops
 //! whole partitions.
 
+use crate::BackendError;
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{BucketGeometry, Resolution, ResolutionOrRaw};
 use tickertape_core::SeriesId;
@@ -42,6 +43,25 @@ impl BucketFamily {
         }
     }
 
+    /// [`try_geometry`](Self::try_geometry), or `Invalid` naming the interval: what a
+    /// backend calls on a family it was handed.
+    pub fn checked_geometry(self) -> Result<BucketGeometry, BackendError> {
+        self.try_geometry().ok_or_else(|| {
+            BackendError::Invalid(format!(
+                "family: raw bucket interval {} ns is not a valid slot width (0 < interval <= 364d)",
+                self.slot_ns()
+            ))
+        })
+    }
+
+    /// The width of one slot, ns (the raw interval or the rollup resolution).
+    pub fn slot_ns(self) -> i64 {
+        match self.slots {
+            SlotKind::Raw { interval_ns } => interval_ns,
+            SlotKind::Rollup(r) => r.nanos(),
+        }
+    }
+
     /// [`try_geometry`](Self::try_geometry) for a family known to be valid (one built from
     /// a validated schema, or checked by the backend). An invalid raw interval gets the
     /// geometry of the 1m rollup rather than a panic.
@@ -68,6 +88,54 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// What every partition's name starts with.
+    pub const NAME_PREFIX: &'static str = "bk.";
+
+    /// The name of the partition's table (embedded) or collection (MongoDB):
+    /// `bk.<measurement token>.<raw|roll>.<slot ns>.<start ns>`. Integers and fixed words
+    /// only, so it is a valid name whatever the user's names are, and one family's
+    /// partitions list together.
+    pub fn name(self) -> String {
+        let kind = match self.family.slots {
+            SlotKind::Raw { .. } => "raw",
+            SlotKind::Rollup(_) => "roll",
+        };
+        format!(
+            "{}{}.{kind}.{}.{}",
+            Self::NAME_PREFIX,
+            self.family.measurement,
+            self.family.slot_ns(),
+            self.start
+        )
+    }
+
+    /// The partition a name stands for: `None` unless the name is exactly what
+    /// [`name`](Self::name) writes for a valid family and a start on a partition boundary
+    /// (no `+1`, no leading zeros), so that a partition maps back to one name only.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let rest = name.strip_prefix(Self::NAME_PREFIX)?;
+        let mut parts = rest.split('.');
+        let measurement = parts.next()?.parse().ok()?;
+        let kind = parts.next()?;
+        let slot_ns: i64 = parts.next()?.parse().ok()?;
+        let start: i64 = parts.next()?.parse().ok()?;
+        if parts.next().is_some() {
+            return None;
+        }
+        let slots = match kind {
+            "raw" => SlotKind::Raw {
+                interval_ns: slot_ns,
+            },
+            "roll" => SlotKind::Rollup(Resolution::new(slot_ns)?),
+            _ => return None,
+        };
+        let family = BucketFamily { measurement, slots };
+        let geometry = family.try_geometry()?;
+        let partition = Partition { family, start };
+        let canonical = geometry.partition_of(start) == start && partition.name() == name;
+        canonical.then_some(partition)
+    }
+
     /// The first time after this partition (saturating at `i64::MAX`).
     pub fn end(self) -> i64 {
         self.start
@@ -157,4 +225,43 @@ pub enum BucketRead {
     Full,
     /// Only [`StoredBucket::totals`] (a projection: slots are not shipped).
     TotalsOnly,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_names_round_trip_and_refuse_near_misses() {
+        let day = 86_400_000_000_000;
+        for family in [
+            BucketFamily {
+                measurement: 7,
+                slots: SlotKind::Raw {
+                    interval_ns: 1_000_000_000,
+                },
+            },
+            BucketFamily {
+                measurement: 0,
+                slots: SlotKind::Rollup(Resolution::MINUTE),
+            },
+        ] {
+            for start in [-3 * day, 0, 5 * day] {
+                let p = Partition { family, start };
+                assert_eq!(Partition::from_name(&p.name()), Some(p), "{}", p.name());
+            }
+        }
+        for name in [
+            "bk.7.raw.1000000000.86400000000001",
+            "bk.7.raw.1000000000.+0",
+            "bk.07.raw.1000000000.0",
+            "bk.7.raw.0.0",
+            "bk.7.roll.-5.0",
+            "bk.7.rows.1000000000.0",
+            "bk.7.raw.1000000000.0.x",
+            "segments",
+        ] {
+            assert_eq!(Partition::from_name(name), None, "{name}");
+        }
+    }
 }

@@ -19,14 +19,14 @@ use tickertape_backend::{
     BackendError, BucketFamily, BucketTotals, Partition, Result, SlotKind, SlotValue, StoredBucket,
 };
 use tickertape_core::query::Summary;
-use tickertape_core::rollup::{BucketGeometry, Resolution};
+use tickertape_core::rollup::BucketGeometry;
 use tickertape_core::{Point, SeriesId};
 
 use crate::error::corrupt;
 use crate::layout::{get_f64, get_i64, need_i64};
 
 /// Prefix of every bucket partition collection; nothing else starts with it.
-pub(crate) const BUCKET_PREFIX: &str = "bk.";
+pub(crate) const BUCKET_PREFIX: &str = Partition::NAME_PREFIX;
 
 /// Slots per "minute" level of the slot path: slot `i` is `<i / 60>.<i % 60>`, seed 001's
 /// `values.M.S`. Two levels keep every sub-document at 60 fields or fewer, so an update
@@ -34,54 +34,20 @@ pub(crate) const BUCKET_PREFIX: &str = "bk.";
 const SLOTS_PER_MINUTE: u32 = 60;
 
 /// The geometry of a family, or `Invalid` for a raw interval no geometry holds.
-/// ([`BucketFamily::geometry`] panics on one; a family can come from a request.)
 pub(crate) fn geometry(family: BucketFamily) -> Result<BucketGeometry> {
-    match family.slots {
-        SlotKind::Raw { interval_ns } => BucketGeometry::for_slot(interval_ns).ok_or_else(|| {
-            BackendError::Invalid(format!(
-                "raw bucket interval {interval_ns} ns is out of range"
-            ))
-        }),
-        SlotKind::Rollup(r) => Ok(r.geometry()),
-    }
+    family.checked_geometry()
 }
 
-/// The name of the collection holding the partition starting at `start`:
-/// `bk.<measurement token>.<raw|roll>.<slot ns>.<start ns>`. Only integers and fixed words,
-/// so it is a valid collection name whatever the user's names are.
+/// The name of the collection holding the partition starting at `start`
+/// ([`Partition::name`]): only integers and fixed words, a valid collection name whatever
+/// the user's names are.
 pub(crate) fn collection_name(family: BucketFamily, start: i64) -> String {
-    let (kind, slot_ns) = match family.slots {
-        SlotKind::Raw { interval_ns } => ("raw", interval_ns),
-        SlotKind::Rollup(r) => ("roll", r.nanos()),
-    };
-    format!(
-        "{BUCKET_PREFIX}{}.{kind}.{slot_ns}.{start}",
-        family.measurement
-    )
+    Partition { family, start }.name()
 }
 
-/// The partition a collection name stands for; `None` for any other name (including a
-/// start that is not a partition boundary of its family).
+/// The partition a collection name stands for; `None` for any other name.
 pub(crate) fn parse_collection_name(name: &str) -> Option<Partition> {
-    let rest = name.strip_prefix(BUCKET_PREFIX)?;
-    let mut parts = rest.split('.');
-    let measurement: u64 = parts.next()?.parse().ok()?;
-    let kind = parts.next()?;
-    let slot_ns: i64 = parts.next()?.parse().ok()?;
-    let start: i64 = parts.next()?.parse().ok()?;
-    if parts.next().is_some() {
-        return None;
-    }
-    let slots = match kind {
-        "raw" => SlotKind::Raw {
-            interval_ns: slot_ns,
-        },
-        "roll" => SlotKind::Rollup(Resolution::new(slot_ns)?),
-        _ => return None,
-    };
-    let family = BucketFamily { measurement, slots };
-    let geometry = geometry(family).ok()?;
-    (geometry.partition_of(start) == start).then_some(Partition { family, start })
+    Partition::from_name(name)
 }
 
 /// The `_id` of a bucket document.
@@ -275,6 +241,7 @@ pub(crate) fn summary_doc(s: &Summary) -> Result<Document> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tickertape_core::rollup::Resolution;
 
     #[test]
     fn collection_names_round_trip_and_reject_others() {

@@ -25,13 +25,8 @@ use redb::TableDefinition;
 use tickertape_backend::{
     BackendError, BucketFamily, BucketWrite, Partition, Result, SlotChange, SlotKind,
 };
-use tickertape_core::rollup::{BucketGeometry, Resolution};
+use tickertape_core::rollup::BucketGeometry;
 use tickertape_core::SeriesId;
-
-/// First component of every bucket table's name; no other table starts with it.
-const PREFIX: &str = "bk";
-const RAW: &str = "raw";
-const ROLLUP: &str = "roll";
 
 /// The type of every raw bucket table: `(series id, bucket start ns)` → encoded [`Bucket`].
 /// Rollup partitions are [`rows::RowTable`]s.
@@ -42,64 +37,24 @@ pub fn definition(name: &str) -> BucketTable<'_> {
     TableDefinition::new(name)
 }
 
-/// The geometry of a family's documents. A raw interval outside what any geometry holds is
-/// refused here, before [`BucketFamily::geometry`] could panic on it.
+/// The geometry of a family's documents; `Invalid` for a raw interval no geometry holds.
 pub fn geometry(family: BucketFamily) -> Result<BucketGeometry> {
-    match family.slots {
-        SlotKind::Raw { interval_ns } => BucketGeometry::for_slot(interval_ns).ok_or_else(|| {
-            BackendError::Invalid(format!(
-                "family: raw interval {interval_ns} ns is not a valid bucket slot width"
-            ))
-        }),
-        SlotKind::Rollup(r) => Ok(r.geometry()),
-    }
+    family.checked_geometry()
 }
 
-/// The name of a partition's table (the inverse of [`parse_table_name`]).
+/// The name of a partition's table ([`Partition::name`]).
 pub fn table_name(partition: Partition) -> String {
-    let (kind, slot_ns) = match partition.family.slots {
-        SlotKind::Raw { interval_ns } => (RAW, interval_ns),
-        SlotKind::Rollup(r) => (ROLLUP, r.nanos()),
-    };
-    format!(
-        "{PREFIX}.{}.{kind}.{slot_ns}.{}",
-        partition.family.measurement, partition.start
-    )
+    partition.name()
 }
 
 /// The partition a table holds: `None` for a table that is not a bucket table, an error
 /// for one that starts like a bucket table but names no partition this version writes.
 pub fn parse_table_name(name: &str) -> Option<Result<Partition>> {
-    let rest = name.strip_prefix(PREFIX)?.strip_prefix('.')?;
-    Some(parse_partition(rest).ok_or_else(|| {
-        BackendError::Corrupt(format!("table {name:?} is not a bucket partition's table"))
-    }))
-}
-
-fn parse_partition(rest: &str) -> Option<Partition> {
-    let mut parts = rest.split('.');
-    let measurement = parts.next()?.parse().ok()?;
-    let kind = parts.next()?;
-    let slot_ns: i64 = parts.next()?.parse().ok()?;
-    let start: i64 = parts.next()?.parse().ok()?;
-    if parts.next().is_some() {
-        return None;
-    }
-    let slots = match kind {
-        RAW => SlotKind::Raw {
-            interval_ns: slot_ns,
-        },
-        ROLLUP => SlotKind::Rollup(Resolution::new(slot_ns)?),
-        _ => return None,
-    };
-    let family = BucketFamily { measurement, slots };
-    let g = geometry(family).ok()?;
-    let partition = Partition { family, start };
-    // Aligned, and spelled as this version spells it (no `+1`, no leading zeros), so that
-    // the partition maps back to exactly this table.
-    let canonical = start.rem_euclid(g.partition_ns()) == 0
-        && table_name(partition).get(PREFIX.len() + 1..) == Some(rest);
-    canonical.then_some(partition)
+    name.starts_with(Partition::NAME_PREFIX).then(|| {
+        Partition::from_name(name).ok_or_else(|| {
+            BackendError::Corrupt(format!("table {name:?} is not a bucket partition's table"))
+        })
+    })
 }
 
 /// Where one document lives, checked against its family's geometry.
@@ -231,6 +186,7 @@ fn in_write(index: usize, e: BackendError) -> BackendError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tickertape_core::rollup::Resolution;
 
     fn raw(interval_ns: i64) -> BucketFamily {
         BucketFamily {
