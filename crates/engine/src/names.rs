@@ -7,10 +7,14 @@ use tickertape_backend::{Backend, NameSpace, Result};
 use tickertape_core::SeriesKey;
 
 /// Name → token, per namespace, for every name this engine has tokenized or looked up.
+/// Keyed by namespace first so that a lookup by `&str` allocates nothing (the hot path:
+/// once per series group of every body).
 #[derive(Default)]
 pub struct NameCache {
-    tokens: RwLock<HashMap<(NameSpace, String), u64>>,
+    tokens: RwLock<Tokens>,
 }
+
+type Tokens = HashMap<NameSpace, HashMap<String, u64>>;
 
 impl NameCache {
     /// The token of each name, asking `backend` only for the names not cached.
@@ -22,9 +26,10 @@ impl NameCache {
     ) -> Result<Vec<u64>> {
         let mut out: Vec<Option<u64>> = {
             let tokens = self.read();
+            let known = tokens.get(&namespace);
             names
                 .iter()
-                .map(|n| tokens.get(&(namespace, (*n).to_owned())).copied())
+                .map(|n| known.and_then(|k| k.get(*n)).copied())
                 .collect()
         };
         let mut missing: Vec<String> = Vec::new();
@@ -36,12 +41,13 @@ impl NameCache {
         if !missing.is_empty() {
             let issued = backend.tokenize(namespace, &missing).await?;
             let mut tokens = self.write();
+            let known = tokens.entry(namespace).or_default();
             for (name, token) in missing.into_iter().zip(issued) {
-                tokens.insert((namespace, name), token);
+                known.insert(name, token);
             }
             for (name, slot) in names.iter().zip(&mut out) {
                 if slot.is_none() {
-                    *slot = tokens.get(&(namespace, (*name).to_owned())).copied();
+                    *slot = known.get(*name).copied();
                 }
             }
         }
@@ -74,12 +80,12 @@ impl NameCache {
         Ok(())
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<(NameSpace, String), u64>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Tokens> {
         // A panic while holding the lock cannot leave the map half-updated (inserts only).
         self.tokens.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<(NameSpace, String), u64>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Tokens> {
         self.tokens.write().unwrap_or_else(|e| e.into_inner())
     }
 }

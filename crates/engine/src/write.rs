@@ -117,6 +117,8 @@ impl Engine {
                 Err(message) => errors.entry(number).or_default().push(message),
             }
         }
+        // Every point of every parsed line: those of lines refused below count as rejected.
+        let parsed_points: usize = parsed.iter().map(|p| p.values.len()).sum();
         let pending: Vec<Pending> = parsed
             .iter()
             .filter(|p| match refuse_for_schema(&self.schema, &p.line, mode) {
@@ -155,16 +157,11 @@ impl Engine {
             .iter()
             .filter(|p| errors.contains_key(&p.number))
             .count();
-        let pending_total: usize = parsed
-            .iter()
-            .filter(|p| refuse_for_schema(&self.schema, &p.line, mode).is_none())
-            .map(|p| p.values.len())
-            .sum();
         Ok(WriteReport {
             accepted: parsed.len() - rejected_parsed,
             rejected: errors.len(),
             points_written,
-            points_rejected: (pending_total as u64).saturating_sub(points_written),
+            points_rejected: (parsed_points as u64).saturating_sub(points_written),
             errors: errors
                 .into_iter()
                 .map(|(line, messages)| LineError {
