@@ -314,7 +314,13 @@ impl RawMeasurement {
         }
 
         let rollups = match self.rollups {
-            None => defaults.rollups,
+            // The standard rollups a bucket interval can feed: a rollup slot must hold
+            // whole raw slots (a weekly interval gets none).
+            None => defaults
+                .rollups
+                .into_iter()
+                .filter(|r| interval.is_none_or(|i| r.nanos() % i == 0))
+                .collect(),
             Some(texts) => {
                 let mut rollups: Vec<Resolution> = Vec::with_capacity(texts.len());
                 for (i, text) in texts.iter().enumerate() {

@@ -237,3 +237,26 @@ fn serialises_with_the_config_keys_and_round_trips() {
     let again = Schema::from_toml(&toml::to_string(&table).unwrap()).unwrap();
     assert_eq!(again, schema);
 }
+
+/// Found by the `schema_config` fuzz target: without `rollups`, a bucket measurement gets
+/// the standard rollups its interval divides, so the schema it reports is one it accepts.
+#[test]
+fn default_rollups_fit_the_interval() {
+    let text = "[measurements.w]\nlayout = \"buckets\"\ninterval = \"1w\"\n\
+                [measurements.s]\nlayout = \"buckets\"\ninterval = \"2m\"\n";
+    let schema = Schema::from_toml(text).unwrap();
+    assert!(schema.for_measurement("w").rollups.is_empty());
+    let names: Vec<String> = schema
+        .for_measurement("s")
+        .rollups
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(names, vec!["1h", "1d"]);
+    let mut table: toml::Table = toml::from_str(&toml::to_string(&schema).unwrap()).unwrap();
+    table.remove("default");
+    assert_eq!(
+        Schema::from_toml(&toml::to_string(&table).unwrap()).unwrap(),
+        schema
+    );
+}
