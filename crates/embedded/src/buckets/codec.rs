@@ -238,16 +238,7 @@ mod tests {
     use proptest::collection::btree_map;
     use proptest::prelude::*;
 
-    fn any_f64() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            any::<u64>().prop_map(f64::from_bits),
-            Just(f64::NAN),
-            Just(-0.0),
-            Just(0.0),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-        ]
-    }
+    use crate::buckets::strategies::any_f64;
 
     fn any_totals() -> impl Strategy<Value = Option<BucketTotals>> {
         proptest::option::of((any::<u64>(), any_f64(), any_f64(), any_f64()).prop_map(

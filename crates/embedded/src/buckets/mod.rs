@@ -184,6 +184,26 @@ fn in_write(index: usize, e: BackendError) -> BackendError {
 }
 
 #[cfg(test)]
+/// Proptest strategies shared by the encodings' tests.
+#[cfg(test)]
+pub(crate) mod strategies {
+    use proptest::prelude::*;
+
+    /// Any f64 bit pattern, with the values that encodings get wrong most often (NaN
+    /// payloads, both zeros, both infinities) drawn often.
+    pub fn any_f64() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<u64>().prop_map(f64::from_bits),
+            Just(f64::NAN),
+            Just(-0.0),
+            Just(0.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+        ]
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use tickertape_core::rollup::Resolution;

@@ -242,14 +242,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn any_f64() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            any::<u64>().prop_map(f64::from_bits),
-            Just(f64::NAN),
-            Just(-0.0),
-            Just(f64::INFINITY),
-        ]
-    }
+    use crate::buckets::strategies::any_f64;
 
     fn bits(s: &Summary) -> [u64; 8] {
         s.to_bits()
