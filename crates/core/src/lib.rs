@@ -7,11 +7,14 @@
 //! - [`codec`]: the compressed block a full value segment is sealed into.
 //! - [`segment`]: value segments (seed 000) and the pure rules for appending to them.
 //! - [`query`]: neighbor selection and windowed aggregation over sorted points.
+//! - [`hold`]: how a change-only series answers (the value holds until the next change).
+//! - [`rollup`], [`schema`]: rollup arithmetic; the per-measurement config.
 //!
 //! Every function here is deterministic and free of I/O, so it is tested by itself,
 //! including property tests.
 
 pub mod codec;
+pub mod hold;
 pub mod lineproto;
 pub mod model;
 pub mod query;

@@ -191,47 +191,58 @@ pub fn aggregate_windows(
     step: i64,
     agg: Aggregate,
 ) -> Vec<Point> {
+    answer_windows(&point_window_summaries(sorted, start, end, step), agg)
+}
+
+/// The window summaries [`aggregate_windows`] answers from.
+pub fn point_window_summaries(
+    sorted: &[Point],
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Vec<(i64, Summary)> {
     let points = in_range(sorted, start, end).iter();
-    merge_into_windows(points.map(|&p| (p.time, Summary::of(p))), step, agg)
+    window_summaries(points.map(|&p| (p.time, Summary::of(p))), step)
 }
 
 /// Merges time-ordered `(time, summary)` items into windows of `step` ns aligned to the
-/// epoch, left to right, and answers `agg` for each non-empty window. Raw points (one
-/// summary each) and rollup slots go through this same fold, so both sum in one order.
-pub(crate) fn merge_into_windows(
+/// epoch, left to right: one `(window start, summary)` per non-empty window, in time
+/// order. Raw points (one summary each) and rollup slots go through this same fold, so
+/// both sum in one order.
+pub fn window_summaries(
     items: impl Iterator<Item = (i64, Summary)>,
     step: i64,
-    agg: Aggregate,
-) -> Vec<Point> {
-    let mut out = Vec::new();
-    let mut current: Option<(i64, Summary)> = None;
+) -> Vec<(i64, Summary)> {
+    let mut out: Vec<(i64, Summary)> = Vec::new();
     for (time, summary) in items {
         let w = window_start(time, step);
-        match &mut current {
+        match out.last_mut() {
             Some((cw, s)) if *cw == w => s.merge(&summary),
-            _ => {
-                if let Some((cw, s)) = current.take() {
-                    out.push(s.answer(agg, cw));
-                }
-                current = Some((w, summary));
-            }
+            _ => out.push((w, summary)),
         }
-    }
-    if let Some((cw, s)) = current {
-        out.push(s.answer(agg, cw));
     }
     out
 }
 
-/// Reduces the points of `sorted` in `[start, end)` to one, reported at `start`
-/// (`first`/`last`: at the point's own time). `None` when the range is empty.
-pub fn aggregate_all(sorted: &[Point], start: i64, end: i64, agg: Aggregate) -> Option<Point> {
+/// `agg` of each window of [`window_summaries`].
+pub fn answer_windows(windows: &[(i64, Summary)], agg: Aggregate) -> Vec<Point> {
+    windows.iter().map(|(w, s)| s.answer(agg, *w)).collect()
+}
+
+/// The summary of the points of `sorted` in `[start, end)`; `None` when there are none.
+pub fn summarize_range(sorted: &[Point], start: i64, end: i64) -> Option<Summary> {
     let mut points = in_range(sorted, start, end).iter();
     let mut summary = Summary::of(*points.next()?);
     for &p in points {
         summary.push(p);
     }
-    Some(summary.answer(agg, start))
+    Some(summary)
+}
+
+/// Reduces the points of `sorted` in `[start, end)` to one, reported at `start`
+/// (`first`/`last`: at the point's own time). `None` when the range is empty.
+pub fn aggregate_all(sorted: &[Point], start: i64, end: i64, agg: Aggregate) -> Option<Point> {
+    summarize_range(sorted, start, end).map(|s| s.answer(agg, start))
 }
 
 fn in_range(sorted: &[Point], start: i64, end: i64) -> &[Point] {

@@ -306,6 +306,13 @@ impl RawMeasurement {
                 "a counter needs layout = \"buckets\" (increments add into the slot of their time)",
             ));
         }
+        if self.change_only == Some(true) && layout != Layout::Segments {
+            return Err(invalid(
+                &at("change_only"),
+                "only layout = \"segments\" can skip unchanged values (a bucket slot that \
+                 was never written reads as absent, not as the value before it)",
+            ));
+        }
         if self.preallocate == Some(true) && layout == Layout::Segments {
             return Err(invalid(
                 &at("preallocate"),

@@ -6,10 +6,13 @@ use tickertape_backend::{
     BackendError, BucketFamily, BucketRead, SeriesHead, SeriesInfo, SlotKind, SlotValue,
     StoredBucket,
 };
-use tickertape_core::query::{aggregate_all, aggregate_windows, select_range, Aggregate, Summary};
+use tickertape_core::hold::{hold_range, hold_windows, holds};
+use tickertape_core::query::{
+    aggregate_windows, answer_windows, select_range, summarize_range, Aggregate, Summary,
+};
 use tickertape_core::rollup::{
-    aggregate_by_slots, aggregate_from_rollup, aligned_span, choose_resolution, plan_max_points,
-    summarize_slots, BucketGeometry, Resolution, ResolutionOrRaw,
+    aligned_span, choose_resolution, plan_max_points, raw_window_summaries,
+    rollup_window_summaries, summarize_slots, BucketGeometry, Resolution, ResolutionOrRaw,
 };
 use tickertape_core::schema::{Kind, Layout, MeasurementSchema};
 use tickertape_core::segment::collect_points;
@@ -271,6 +274,7 @@ impl Engine {
         head: Option<SeriesHead>,
         latest: Option<&[(i64, i64)]>,
     ) -> Result<Option<SeriesPoints>, EngineError> {
+        let schema = self.schema.for_measurement(&info.key.measurement);
         if let Some(head) = head {
             // "Latest value" over a range that holds the series' last point: the head has it.
             if head.last.time >= query.start && head.last.time < query.end {
@@ -280,10 +284,15 @@ impl Engine {
                 }));
             }
             if head.last.time < query.start {
-                return Ok(None);
+                // A change-only series' last change still holds (core::hold).
+                let held = (schema.change_only && query.start < self.hold_until(query))
+                    .then(|| Point::new(query.start, head.last.value));
+                return Ok(held.map(|point| SeriesPoints {
+                    key: info.key,
+                    points: vec![point],
+                }));
             }
         }
-        let schema = self.schema.for_measurement(&info.key.measurement);
         let plan = query.window_plan(&schema.rollups)?;
         let points = match (plan, query.effective_agg(), latest) {
             (Some(plan), _, _) => self.windows(query, &info, schema, plan).await?,
@@ -300,7 +309,13 @@ impl Engine {
                 let all = self
                     .raw_points(&info, schema, query.start, query.end)
                     .await?;
-                aggregate_all(&all, query.start, query.end, agg)
+                let mut summary = summarize_range(&all, query.start, query.end);
+                if schema.change_only && holds(agg) {
+                    let held = value_before(&all, query.start);
+                    summary = hold_range(summary, held, query.start, self.hold_until(query));
+                }
+                summary
+                    .map(|s| s.answer(agg, query.start))
                     .into_iter()
                     .collect()
             }
@@ -318,6 +333,7 @@ impl Engine {
     /// A windowed answer: from the plan's rollup when the measurement keeps it (whole
     /// slots from the rollup, the ragged edges from raw points), else from raw points
     /// summed in the same slot order — the two give the same bits (see `core::rollup`).
+    /// A change-only measurement's windows then hold its value (`core::hold`).
     async fn windows(
         &self,
         query: &Query,
@@ -325,23 +341,54 @@ impl Engine {
         schema: &MeasurementSchema,
         plan: WindowPlan,
     ) -> Result<Vec<Point>, EngineError> {
+        if let Some(points) = self.windows_from_totals(query, info, schema, plan).await? {
+            return Ok(points);
+        }
+        let mut windows = self.window_summaries(query, info, schema, plan).await?;
+        if schema.change_only && holds(plan.agg) {
+            let before = self
+                .raw_points(info, schema, query.start, query.start)
+                .await?;
+            windows = hold_windows(
+                windows,
+                value_before(&before, query.start),
+                query.start,
+                self.hold_until(query),
+                plan.step,
+            )
+            .map_err(|e| EngineError::BadQuery(e.to_string()))?;
+        }
+        Ok(answer_windows(&windows, plan.agg))
+    }
+
+    /// The end of what a change-only series' value may be held to: the query's end, or
+    /// just after the engine clock's "now" when that is earlier.
+    fn hold_until(&self, query: &Query) -> i64 {
+        query.end.min(self.clock.now_nanos().saturating_add(1))
+    }
+
+    /// The summaries of the non-empty windows of a windowed query, by the rules of
+    /// [`Engine::windows`].
+    async fn window_summaries(
+        &self,
+        query: &Query,
+        info: &SeriesInfo,
+        schema: &MeasurementSchema,
+        plan: WindowPlan,
+    ) -> Result<Vec<(i64, Summary)>, EngineError> {
         let stored = plan
             .resolution
             .filter(|r| schema.rollups.contains(r))
             .filter(|_| query.resolution != Some(ResolutionOrRaw::Raw));
         let Some(r) = stored else {
-            if let Some(points) = self.windows_from_totals(query, info, schema, plan).await? {
-                return Ok(points);
-            }
             let all = self
                 .raw_points(info, schema, query.start, query.end)
                 .await?;
-            return Ok(aggregate_by_slots(
+            return Ok(raw_window_summaries(
                 &all,
                 query.start,
                 query.end,
                 plan.step,
-                plan.agg,
                 plan.resolution,
             ));
         };
@@ -354,12 +401,11 @@ impl Engine {
             self.edge_slots(info, schema, inner_end, query.end, r)
                 .await?,
         );
-        Ok(aggregate_from_rollup(
+        Ok(rollup_window_summaries(
             &slots,
             query.start,
             query.end,
             plan.step,
-            plan.agg,
         ))
     }
 
@@ -521,6 +567,14 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// The value of the last of `sorted` before `start`: what a change-only series holds at
+/// `start`. `sorted` must reach back that far (segment reads do: they include the
+/// segment before the range).
+fn value_before(sorted: &[Point], start: i64) -> Option<f64> {
+    let before = sorted.partition_point(|p| p.time < start);
+    before.checked_sub(1).map(|i| sorted[i].value)
 }
 
 fn corrupt(info: &SeriesInfo, what: &str) -> EngineError {

@@ -142,7 +142,7 @@ impl Engine {
             .collect();
         let ids = self.series_ids(&pending).await?;
         let mut groups = group_by_series(&self.schema, &pending, &ids, &mut errors);
-        let unchanged = self.drop_unchanged(&mut groups, &pending).await?;
+        let unchanged = self.drop_unchanged(&mut groups).await?;
         groups.retain(|g| !g.points.is_empty());
         let mut stored = self.store_segments(&groups, &pending, &mut errors).await?;
         stored.extend(
@@ -343,11 +343,7 @@ impl Engine {
     /// A point that is not after the stored last time is kept, so the backend refuses it
     /// as out of order exactly as without the filter. Readers see the value hold until the
     /// next stored point; `neighbors=true` returns the point that carries it into a range.
-    async fn drop_unchanged(
-        &self,
-        groups: &mut [Group<'_>],
-        _pending: &[Pending<'_, '_>],
-    ) -> Result<u64, EngineError> {
+    async fn drop_unchanged(&self, groups: &mut [Group<'_>]) -> Result<u64, EngineError> {
         let filtered: Vec<usize> = (0..groups.len())
             .filter(|&g| {
                 groups[g].schema.change_only && groups[g].schema.layout == Layout::Segments

@@ -94,3 +94,89 @@ async fn max_points_bounds_the_answer_and_resolution_is_checked() {
     q.resolution = Some(ResolutionOrRaw::Raw);
     assert_eq!(e.query(&q).await.unwrap()[0].points.len(), 50);
 }
+
+/// A change-only series answers windows as if every value had been stored (core::hold):
+/// a window without a change has the value that holds, up to the clock's "now"; the
+/// rollup path and the raw path agree; `count` counts the stored changes only.
+#[tokio::test]
+async fn change_only_windows_hold_the_value_until_now() {
+    const MIN: i64 = 60 * NANOS_PER_SECOND;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open");
+    let clock = Arc::new(tickertape_core::time::ManualClock::new(0));
+    let e = Engine::with_clock(Arc::new(backend), clock.clone())
+        .with_schema(Schema::from_toml("[measurements.followers]\nchange_only = true\n").unwrap());
+    // Reported every minute: 10 for minutes 0–4, 20 for 5–6, then 10 again from 7 on.
+    let body: String = [10, 10, 10, 10, 10, 20, 20, 10, 10, 10]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("followers v={v} {}\n", i as i64 * MIN))
+        .collect();
+    let r = e.write_lines(&body, Precision::Nanoseconds).await.unwrap();
+    assert_eq!((r.accepted, r.rejected), (10, 0));
+    assert_eq!(raw(&e, "followers").await.len(), 3, "three changes stored");
+    clock.set(12 * MIN);
+
+    let windows = |agg: Aggregate, resolution: Option<&str>, start: i64| {
+        let mut q = Query::raw(selector("followers"), start, 20 * MIN);
+        q.step = Some(MIN);
+        q.agg = Some(agg);
+        q.resolution = resolution.map(|r| ResolutionOrRaw::parse(r).unwrap());
+        let e = e.clone();
+        async move { e.query(&q).await.unwrap()[0].points.clone() }
+    };
+    let expected: Vec<Point> = [10.0, 10.0, 10.0, 10.0, 10.0, 20.0, 20.0, 10.0, 10.0, 10.0]
+        .iter()
+        .chain([10.0, 10.0, 10.0].iter()) // minutes 10–12 hold; 13+ are after "now"
+        .enumerate()
+        .map(|(i, &v)| Point::new(i as i64 * MIN, v))
+        .collect();
+    for agg in [Aggregate::Max, Aggregate::Min] {
+        assert_eq!(
+            windows(agg, None, 0).await,
+            expected,
+            "{agg:?} from the 1m rollup"
+        );
+        assert_eq!(
+            windows(agg, Some("raw"), 0).await,
+            expected,
+            "{agg:?} from raw"
+        );
+    }
+    // A range starting after the last change still sees the value that holds.
+    let late = windows(Aggregate::Avg, None, 8 * MIN + 30 * NANOS_PER_SECOND).await;
+    assert_eq!(late, expected[8..].to_vec());
+    // count: changes per window, not held.
+    let counts = windows(Aggregate::Count, None, 0).await;
+    assert_eq!(counts.iter().map(|p| p.value).sum::<f64>(), 3.0);
+
+    // Without step: the value holding over a range with no change in it.
+    let mut q = Query::raw(selector("followers"), 9 * MIN, 11 * MIN);
+    q.agg = Some(Aggregate::Last);
+    let last = e.query(&q).await.unwrap();
+    assert_eq!(last[0].points, vec![Point::new(9 * MIN, 10.0)]);
+    q.agg = Some(Aggregate::Max);
+    q.start = 4 * MIN;
+    assert_eq!(e.query(&q).await.unwrap()[0].points[0].value, 20.0);
+    // After "now" nothing holds yet.
+    let mut q = Query::raw(selector("followers"), 13 * MIN, 20 * MIN);
+    q.agg = Some(Aggregate::Last);
+    assert!(e.query(&q).await.unwrap().is_empty());
+    // A change after a window's start: the window also had the value before it.
+    let mut q = Query::raw(selector("followers"), 0, 20 * MIN);
+    q.step = Some(2 * MIN);
+    q.agg = Some(Aggregate::Min);
+    e.write_lines(
+        &format!("followers v=5 {}\n", 12 * MIN + 1),
+        Precision::Nanoseconds,
+    )
+    .await
+    .unwrap();
+    let two_minutes = e.query(&q).await.unwrap()[0].points.clone();
+    assert_eq!(two_minutes[6], Point::new(12 * MIN, 5.0));
+    q.agg = Some(Aggregate::Max);
+    assert_eq!(
+        e.query(&q).await.unwrap()[0].points[6],
+        Point::new(12 * MIN, 10.0)
+    );
+}

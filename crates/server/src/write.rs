@@ -65,11 +65,14 @@ pub async fn write(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let body = PartialWriteBody {
-        error: format!(
-            "{} of {} lines rejected; the other lines were stored",
-            report.rejected,
-            report.rejected + report.accepted
-        ),
+        error: match report.accepted {
+            0 => format!("all {} lines rejected; nothing was stored", report.rejected),
+            _ => format!(
+                "{} of {} lines rejected; the other lines were stored",
+                report.rejected,
+                report.rejected + report.accepted
+            ),
+        },
         accepted: report.accepted,
         rejected: report.rejected,
         errors: report

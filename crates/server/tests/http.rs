@@ -319,6 +319,19 @@ async fn counters_increment_over_http_and_display_totals() {
     assert_eq!(status, 400);
     assert_eq!(body["accepted"], 1);
     assert_eq!(body["errors"][0]["line"], 1);
+    assert!(body["error"]
+        .as_str()
+        .unwrap_or("")
+        .contains("1 of 2 lines rejected"));
+    let (status, body) = server
+        .write(
+            "?mode=inc&precision=s",
+            "cpu v=1 0
+cpu v=2 1",
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"], "all 2 lines rejected; nothing was stored");
     let (status, body) = server.write("?mode=add", "cpu v=1 0").await;
     assert_eq!(status, 400);
     assert!(

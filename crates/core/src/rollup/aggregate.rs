@@ -3,7 +3,7 @@
 
 use super::resolution::Resolution;
 use crate::model::Point;
-use crate::query::{aggregate_windows, merge_into_windows, Aggregate, Summary};
+use crate::query::{answer_windows, point_window_summaries, window_summaries, Aggregate, Summary};
 use crate::time::window_start;
 
 /// Splits the query range `[start, end)` (ns) at the slot boundaries of `resolution`:
@@ -59,7 +59,7 @@ pub fn summarize_slots(
 }
 
 /// Aggregates slot summaries over windows of `step` ns aligned to multiples of `step` since
-/// the epoch, with the conventions of [`aggregate_windows`]: each window reported at its
+/// the epoch, with the conventions of [`aggregate_windows`](crate::query::aggregate_windows): each window reported at its
 /// start (`first`/`last`: at the chosen point's time), empty windows left out.
 ///
 /// `slots` are `(slot start, summary)` in time order, from the rollup of a resolution that
@@ -78,6 +78,17 @@ pub fn aggregate_from_rollup(
     step: i64,
     agg: Aggregate,
 ) -> Vec<Point> {
+    answer_windows(&rollup_window_summaries(slots, start, end, step), agg)
+}
+
+/// The window summaries [`aggregate_from_rollup`] answers from, for callers that adjust
+/// them before answering (a change-only series, [`crate::hold`]).
+pub fn rollup_window_summaries(
+    slots: &[(i64, Summary)],
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Vec<(i64, Summary)> {
     let mut previous_slot = i64::MIN;
     let inside = slots.iter().filter(|(slot_time, summary)| {
         debug_assert!(*slot_time >= previous_slot, "slots out of order");
@@ -89,13 +100,13 @@ pub fn aggregate_from_rollup(
         debug_assert!(!straddles, "slot at {slot_time} straddles [{start}, {end})");
         !straddles
     });
-    merge_into_windows(inside.copied(), step, agg)
+    window_summaries(inside.copied(), step)
 }
 
 /// The raw answer to a windowed query, summed in the order tickertape defines for
 /// `resolution` (module docs): with `Some(r)`, the points are summarised per slot of `r`
 /// and the slots merged per window, exactly as [`aggregate_from_rollup`] does with stored
-/// slots, so both give identical bits; with `None`, it is [`aggregate_windows`].
+/// slots, so both give identical bits; with `None`, it is [`aggregate_windows`](crate::query::aggregate_windows).
 ///
 /// `resolution`, when given, must divide `step`.
 pub fn aggregate_by_slots(
@@ -106,12 +117,27 @@ pub fn aggregate_by_slots(
     agg: Aggregate,
     resolution: Option<Resolution>,
 ) -> Vec<Point> {
+    answer_windows(
+        &raw_window_summaries(sorted, start, end, step, resolution),
+        agg,
+    )
+}
+
+/// The window summaries [`aggregate_by_slots`] answers from; equal, field for field and
+/// bit for bit, to [`rollup_window_summaries`] over the stored slots of `resolution`.
+pub fn raw_window_summaries(
+    sorted: &[Point],
+    start: i64,
+    end: i64,
+    step: i64,
+    resolution: Option<Resolution>,
+) -> Vec<(i64, Summary)> {
     match resolution {
-        None => aggregate_windows(sorted, start, end, step, agg),
+        None => point_window_summaries(sorted, start, end, step),
         Some(r) => {
             debug_assert!(r.divides(step), "{r} does not divide a step of {step} ns");
             let slots = summarize_slots(sorted, start, end, r);
-            aggregate_from_rollup(&slots, start, end, step, agg)
+            rollup_window_summaries(&slots, start, end, step)
         }
     }
 }

@@ -66,7 +66,10 @@ mod update;
 #[cfg(test)]
 mod tests;
 
-pub use aggregate::{aggregate_by_slots, aggregate_from_rollup, aligned_span, summarize_slots};
+pub use aggregate::{
+    aggregate_by_slots, aggregate_from_rollup, aligned_span, raw_window_summaries,
+    rollup_window_summaries, summarize_slots,
+};
 pub use geometry::{BucketGeometry, MAX_PERIOD_NS, MIN_BUCKET_TIME};
 pub use plan::{choose_resolution, plan_max_points, window_count, NICE_STEPS};
 pub use resolution::{Resolution, ResolutionError, ResolutionOrRaw, MAX_RESOLUTION_NS};

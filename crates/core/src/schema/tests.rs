@@ -116,6 +116,11 @@ fn refusals_name_the_key() {
              pre-allocate",
         ),
         (
+            "[measurements.t]\nlayout = \"buckets\"\ninterval = \"1s\"\nchange_only = true",
+            "measurements.t.change_only: only layout = \"segments\" can skip unchanged values \
+             (a bucket slot that was never written reads as absent, not as the value before it)",
+        ),
+        (
             "[measurements.pageviews]\nretention = { raw = \"7d\" }",
             "measurements.pageviews.retention.raw: raw retention needs layout = \"buckets\": \
              value segments are not time-partitioned, and retention drops whole partitions",
