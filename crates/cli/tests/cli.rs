@@ -100,3 +100,45 @@ fn bad_arguments_are_named() {
     let out = tickertape(&["import", "/nonexistent/file.lp", "--store", s]);
     assert!(text(&out.stderr).contains("/nonexistent/file.lp"));
 }
+
+#[test]
+fn merge_puts_series_in_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("data.lp");
+    std::fs::write(
+        &file,
+        "temp,room=a c=20 1700000000\ntemp,room=b c=5.5 1700000010\ntemp,room=a c=21 1700000020\n",
+    )
+    .unwrap();
+    let out = import(&store, &file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = store.to_str().unwrap();
+    let query = |format: &str| {
+        let out = tickertape(&[
+            "query", "--store", s, "-m", "temp", "--merge", "--format", format,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert_eq!(
+        query("table"),
+        "TIME                  temp{room=a}#c  temp{room=b}#c\n\
+         2023-11-14T22:13:20Z              20\n\
+         2023-11-14T22:13:30Z                             5.5\n\
+         2023-11-14T22:13:40Z              21\n"
+    );
+    assert_eq!(
+        query("csv"),
+        "time,temp{room=a}#c,temp{room=b}#c\n\
+         2023-11-14T22:13:20Z,20,\n\
+         2023-11-14T22:13:30Z,,5.5\n\
+         2023-11-14T22:13:40Z,21,\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(&query("json")).unwrap();
+    assert_eq!(json["times"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        json["series"][1]["values"],
+        serde_json::json!([null, 5.5, null])
+    );
+}

@@ -178,6 +178,8 @@ impl Engine {
     /// Answers a query: one entry per matching series, sorted by series key (measurement,
     /// tags, field); series without a point to report are left out.
     pub async fn query(&self, query: &Query) -> Result<Vec<SeriesPoints>, EngineError> {
+        let closed = self.close_chart_range(query)?;
+        let query = closed.as_ref().unwrap_or(query);
         query.validate()?;
         self.check_against_schema(query)?;
         let mut series = self.backend.find_series(&query.selector).await?;
@@ -359,6 +361,31 @@ impl Engine {
             .map_err(|e| EngineError::BadQuery(e.to_string()))?;
         }
         Ok(answer_windows(&windows, plan.agg))
+    }
+
+    /// `max_points` picks the step from the length of the range, so an open range (the
+    /// `i64::MIN`/`i64::MAX` the API defaults to) would give one window of centuries. An
+    /// open end is closed at the clock's "now"; an open start is refused. `None`: the
+    /// query stands as it is.
+    fn close_chart_range(&self, query: &Query) -> Result<Option<Query>, EngineError> {
+        if query.max_points.is_none() {
+            return Ok(None);
+        }
+        if query.start == i64::MIN {
+            return Err(EngineError::BadQuery(
+                "max_points needs start: the step is picked from the range's length".into(),
+            ));
+        }
+        if query.end != i64::MAX {
+            return Ok(None);
+        }
+        let mut closed = query.clone();
+        closed.end = self
+            .clock
+            .now_nanos()
+            .saturating_add(1)
+            .max(query.start.saturating_add(1));
+        Ok(Some(closed))
     }
 
     /// The end of what a change-only series' value may be held to: the query's end, or

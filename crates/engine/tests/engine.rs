@@ -180,3 +180,27 @@ async fn change_only_windows_hold_the_value_until_now() {
         Point::new(12 * MIN, 10.0)
     );
 }
+
+/// A chart (`max_points`) over an open range: the end is "now" on the engine clock, and
+/// an open start is refused rather than planned over centuries.
+#[tokio::test]
+async fn max_points_closes_an_open_end_at_now() {
+    const HOUR: i64 = 3_600 * NANOS_PER_SECOND;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open");
+    let clock = Arc::new(tickertape_core::time::ManualClock::new(10 * HOUR - 1));
+    let e = Engine::with_clock(Arc::new(backend), clock);
+    let body: String = (0..10).map(|i| format!("m v={i} {}\n", i * HOUR)).collect();
+    e.write_lines(&body, Precision::Nanoseconds).await.unwrap();
+
+    let mut q = Query::raw(selector("m"), 0, i64::MAX);
+    q.max_points = Some(10);
+    let points = e.query(&q).await.unwrap()[0].points.clone();
+    // Ten hours in at most ten windows: one per hour, as written.
+    let expected: Vec<Point> = (0..10).map(|i| Point::new(i * HOUR, i as f64)).collect();
+    assert_eq!(points, expected);
+
+    q.start = i64::MIN;
+    let err = e.query(&q).await.unwrap_err().to_string();
+    assert!(err.contains("max_points needs start"), "{err}");
+}
