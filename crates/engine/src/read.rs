@@ -138,9 +138,10 @@ impl Query {
         }
     }
 
-    /// The window plan for a measurement with these rollups, or `None` for raw points or
-    /// a single reduction.
-    fn window_plan(&self, rollups: &[Resolution]) -> Result<Option<WindowPlan>, EngineError> {
+    /// The window plan for a measurement of this schema, or `None` for raw points or a
+    /// single reduction. `max_points` without `agg` charts averages, or a counter's totals.
+    fn window_plan(&self, schema: &MeasurementSchema) -> Result<Option<WindowPlan>, EngineError> {
+        let rollups = &schema.rollups;
         let (step, chosen) = match (self.step, self.max_points) {
             (Some(step), _) => (step, choose_resolution(step, rollups)),
             (None, Some(max_points)) => plan_max_points(self.start, self.end, max_points, rollups),
@@ -158,7 +159,10 @@ impl Query {
         };
         Ok(Some(WindowPlan {
             step,
-            agg: self.effective_agg().unwrap_or(Aggregate::Avg),
+            agg: self.effective_agg().unwrap_or(match schema.kind {
+                Kind::Counter => Aggregate::Sum,
+                Kind::Gauge => Aggregate::Avg,
+            }),
             resolution,
         }))
     }
@@ -295,7 +299,7 @@ impl Engine {
                 }));
             }
         }
-        let plan = query.window_plan(&schema.rollups)?;
+        let plan = query.window_plan(schema)?;
         let points = match (plan, query.effective_agg(), latest) {
             (Some(plan), _, _) => self.windows(query, &info, schema, plan).await?,
             (None, Some(Aggregate::Last), Some(spans)) => {
@@ -343,8 +347,10 @@ impl Engine {
         schema: &MeasurementSchema,
         plan: WindowPlan,
     ) -> Result<Vec<Point>, EngineError> {
-        if let Some(points) = self.windows_from_totals(query, info, schema, plan).await? {
-            return Ok(points);
+        if !only_raw_slots_answer(schema, plan.agg) {
+            if let Some(points) = self.windows_from_totals(query, info, schema, plan).await? {
+                return Ok(points);
+            }
         }
         let mut windows = self.window_summaries(query, info, schema, plan).await?;
         if schema.change_only && holds(plan.agg) {
@@ -406,7 +412,8 @@ impl Engine {
         let stored = plan
             .resolution
             .filter(|r| schema.rollups.contains(r))
-            .filter(|_| query.resolution != Some(ResolutionOrRaw::Raw));
+            .filter(|_| query.resolution != Some(ResolutionOrRaw::Raw))
+            .filter(|_| !only_raw_slots_answer(schema, plan.agg));
         let Some(r) = stored else {
             let all = self
                 .raw_points(info, schema, query.start, query.end)
@@ -594,6 +601,16 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// Whether `agg` over this measurement must be computed from raw slots, whatever rollups
+/// and document totals it keeps. A counter's rollup slots and raw-document `n`/`min`/`max`
+/// summarise the increments written (`mode=inc`), not the per-slot totals a query answers
+/// over: their sum is the totals' sum, but three increments of 1 into one second are a
+/// total of 3, not a count of 3 with a max of 1. So a counter reads `sum` (and `display`)
+/// from rollups and every other aggregate from its raw slots.
+fn only_raw_slots_answer(schema: &MeasurementSchema, agg: Aggregate) -> bool {
+    schema.kind == Kind::Counter && agg != Aggregate::Sum
 }
 
 /// The value of the last of `sorted` before `start`: what a change-only series holds at

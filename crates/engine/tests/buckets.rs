@@ -243,6 +243,69 @@ async fn counters_add_and_display() {
     assert!(err.contains("display applies to counters"), "{err}");
 }
 
+/// A counter's windows answer over its per-second totals, however many increments made
+/// each total: from rollups (`sum`) or raw slots (the rest), equal to `resolution=raw`
+/// and to totals computed here, with and without rollups (the latter reads whole hour
+/// documents' totals for `step=1h` where it may).
+#[tokio::test]
+async fn counter_windows_answer_over_slot_totals_not_increments() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{COUNTERS}\n[measurements.bare]\nlayout = \"buckets\"\ninterval = \"1s\"\n\
+         kind = \"counter\"\nrollups = []\n"
+    );
+    let e = engine_on(open(dir.path()), &config, Arc::new(ManualClock::new(0)));
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut totals = std::collections::BTreeMap::<i64, f64>::new();
+    // 40 requests of 1–5 increments each into 30 seconds spread over three hours.
+    let seconds: Vec<i64> = (0..30).map(|_| rng.gen_range(0..3 * 3_600)).collect();
+    for _ in 0..40 {
+        let body: String = (0..rng.gen_range(1..=5))
+            .map(|_| {
+                let t = seconds[rng.gen_range(0..seconds.len())];
+                let n = rng.gen_range(1..4);
+                *totals.entry(t * S).or_default() += n as f64;
+                format!("pageviews n={n} {t}\nbare n={n} {t}\n")
+            })
+            .collect();
+        let r = e
+            .write_lines_as(&body, Precision::Seconds, WriteMode::Increment)
+            .await
+            .unwrap();
+        assert_eq!(r.rejected, 0, "{:?}", r.errors);
+    }
+    let model: Vec<Point> = totals.iter().map(|(&t, &v)| Point::new(t, v)).collect();
+    for measurement in ["pageviews", "bare"] {
+        assert_eq!(points(&e, &query(measurement, 0, 3 * H)).await, model);
+        for agg in [
+            Aggregate::Avg,
+            Aggregate::Min,
+            Aggregate::Max,
+            Aggregate::Sum,
+            Aggregate::Count,
+            Aggregate::First,
+            Aggregate::Last,
+        ] {
+            for step in [M, 5 * M, H] {
+                let mut q = query(measurement, 0, 3 * H);
+                q.step = Some(step);
+                q.agg = Some(agg);
+                let expected =
+                    tickertape_core::query::aggregate_windows(&model, 0, 3 * H, step, agg);
+                let got = points(&e, &q).await;
+                assert_eq!(bits(&got), bits(&expected), "{measurement} {agg:?} {step}");
+                q.resolution = Some(ResolutionOrRaw::Raw);
+                assert_eq!(bits(&points(&e, &q).await), bits(&got), "{measurement} raw");
+            }
+        }
+        // A chart of a counter without agg: its totals per window.
+        let mut q = query(measurement, 0, 3 * H);
+        q.max_points = Some(3);
+        let hourly = tickertape_core::query::aggregate_windows(&model, 0, 3 * H, H, Aggregate::Sum);
+        assert_eq!(points(&e, &q).await, hourly);
+    }
+}
+
 const RETAINED: &str = r#"
 [measurements.bkt]
 layout = "buckets"

@@ -54,8 +54,9 @@
 //! The raw points of a counter (`mode=inc`) are its per-slot totals, while a write sees
 //! only increments. Rollup summaries built from the increments as points have the right
 //! `sum` (all `display=total` and `avg_per_sec` need), but `count`, `min`, `max`, `first`
-//! and `last` of the increments, not of the totals; the guarantee above holds for a
-//! counter's `sum` only, unless the engine rolls up totals instead.
+//! and `last` of the increments, not of the totals, and so are a raw document's
+//! `n`/`min`/`max`. The engine therefore answers a counter's `sum` (and `display`) from
+//! rollups and every other aggregate from its raw slots, whose values are the totals.
 
 mod aggregate;
 mod geometry;
