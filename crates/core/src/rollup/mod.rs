@@ -49,6 +49,12 @@
 //! Raw bucket documents must keep `n`/`sum` over the whole document by the same rule, so
 //! that `agg=avg` over a whole document from `n`/`sum` is its values added left to right.
 //!
+//! Rule 1 assumes a slot's points arrive in time order, which value segments enforce. A
+//! bucket measurement accepts a late point into an older slot; the stored sum then adds
+//! it last, and a non-integer sum can differ from the time-ordered one in its last bits
+//! (count, min, max, first and last are unaffected). An order-independent sum would need
+//! an exact accumulator in the stored slot; not done.
+//!
 //! # Counters
 //!
 //! The raw points of a counter (`mode=inc`) are its per-slot totals, while a write sees
