@@ -11,8 +11,9 @@ use tickertape_core::query::{
     aggregate_windows, answer_windows, select_range, summarize_range, Aggregate, Summary,
 };
 use tickertape_core::rollup::{
-    aligned_span, choose_resolution, plan_max_points, raw_window_summaries,
-    rollup_window_summaries, summarize_slots, BucketGeometry, Resolution, ResolutionOrRaw,
+    aligned_span, choose_range_resolution, choose_resolution, plan_max_points,
+    raw_window_summaries, rollup_window_summaries, summarize_slots, BucketGeometry, Resolution,
+    ResolutionOrRaw,
 };
 use tickertape_core::schema::{Kind, Layout, MeasurementSchema};
 use tickertape_core::segment::collect_points;
@@ -312,12 +313,12 @@ impl Engine {
                 select_range(&all, query.start, query.end, query.neighbors)
             }
             (None, Some(agg), _) => {
-                let all = self
-                    .raw_points(&info, schema, query.start, query.end)
-                    .await?;
-                let mut summary = summarize_range(&all, query.start, query.end);
+                let mut summary = self.range_summary(query, &info, schema, agg).await?;
                 if schema.change_only && holds(agg) {
-                    let held = value_before(&all, query.start);
+                    let before = self
+                        .raw_points(&info, schema, query.start, query.start)
+                        .await?;
+                    let held = value_before(&before, query.start);
                     summary = hold_range(summary, held, query.start, self.hold_until(query));
                 }
                 summary
@@ -392,6 +393,48 @@ impl Engine {
             .saturating_add(1)
             .max(query.start.saturating_add(1));
         Ok(Some(closed))
+    }
+
+    /// The summary of a series over the whole range, for `agg` without `step`: like one
+    /// window, read from the coarsest rollup with a whole slot in the range (the ragged
+    /// edges from raw points) and merged slot by slot, so that `resolution=raw`, which
+    /// sums raw points in the same slot order, gives the same bits. Besides reading fewer
+    /// values, this answers from rollups that outlive the raw points' retention.
+    async fn range_summary(
+        &self,
+        query: &Query,
+        info: &SeriesInfo,
+        schema: &MeasurementSchema,
+        agg: Aggregate,
+    ) -> Result<Option<Summary>, EngineError> {
+        let (start, end) = (query.start, query.end);
+        let resolution = match query.resolution {
+            Some(ResolutionOrRaw::Rollup(r)) => Some(r),
+            _ if only_raw_slots_answer(schema, agg) => None,
+            _ => choose_range_resolution(start, end, &schema.rollups),
+        };
+        let Some(r) = resolution else {
+            let all = self.raw_points(info, schema, start, end).await?;
+            return Ok(summarize_range(&all, start, end));
+        };
+        let slots =
+            if query.resolution == Some(ResolutionOrRaw::Raw) || !schema.rollups.contains(&r) {
+                let all = self.raw_points(info, schema, start, end).await?;
+                summarize_slots(&all, start, end, r)
+            } else {
+                let (inner_start, inner_end) = aligned_span(start, end, r);
+                let mut slots = self.edge_slots(info, schema, start, inner_start, r).await?;
+                slots.extend(self.rollup_slots(info, r, inner_start, inner_end).await?);
+                slots.extend(self.edge_slots(info, schema, inner_end, end, r).await?);
+                slots
+            };
+        Ok(slots.into_iter().fold(None, |acc, (_, slot)| match acc {
+            None => Some(slot),
+            Some(mut merged) => {
+                merged.merge(&slot);
+                Some(merged)
+            }
+        }))
     }
 
     /// The end of what a change-only series' value may be held to: the query's end, or

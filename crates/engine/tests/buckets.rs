@@ -118,7 +118,58 @@ async fn rollup_answers_equal_raw_answers() {
                 assert!(!via_raw.is_empty() || stop - start < step);
             }
         }
+        // `agg` without `step`: one summary of the range, read from rollup slots and raw
+        // edges, equal to the raw points summed in the same slot order.
+        for agg in [
+            Aggregate::Sum,
+            Aggregate::Avg,
+            Aggregate::Min,
+            Aggregate::Count,
+        ] {
+            for _ in 0..4 {
+                let start = rng.gen_range(-3 * H..0);
+                let stop = rng.gen_range(start + 1..end);
+                let mut q = query(measurement, start, stop);
+                q.agg = Some(agg);
+                let via_rollup = points(&e, &q).await;
+                q.resolution = Some(ResolutionOrRaw::Raw);
+                let via_raw = points(&e, &q).await;
+                assert_eq!(
+                    bits(&via_rollup),
+                    bits(&via_raw),
+                    "{measurement} {agg:?} [{start}, {stop})"
+                );
+            }
+        }
     }
+}
+
+/// `agg` without `step` reads the rollups too: a range of whole hours answers from the
+/// 1h rollup even after the raw points' partitions are gone.
+#[tokio::test]
+async fn whole_range_aggregates_outlive_raw_retention() {
+    let config = "[measurements.bkt]\nlayout = \"buckets\"\ninterval = \"10s\"\n\
+                  rollups = [\"1h\"]\nretention = { raw = \"1d\" }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    let e = engine_on(open(dir.path()), config, clock.clone());
+    let body: String = (0..360)
+        .map(|i| format!("bkt v={} {}\n", i % 7, i * 20 * S))
+        .collect();
+    e.write_lines(&body, Precision::Nanoseconds).await.unwrap();
+    let mut q = query("bkt", 0, 2 * H);
+    q.agg = Some(Aggregate::Sum);
+    let before = points(&e, &q).await;
+    let expected: f64 = (0..360).map(|i| (i % 7) as f64).sum();
+    assert_eq!(before, vec![Point::new(0, expected)]);
+
+    clock.set(30 * D);
+    let report = e.apply_retention(false).await.unwrap();
+    assert!(!report.dropped.is_empty(), "{report:?}");
+    q.resolution = Some(ResolutionOrRaw::Raw);
+    assert!(points(&e, &q).await.is_empty(), "the raw points are gone");
+    q.resolution = None;
+    assert_eq!(points(&e, &q).await, before, "the 1h rollup still answers");
 }
 
 /// The windows really come from the stored rollups: points written while the schema kept

@@ -78,6 +78,8 @@ pub use aggregate::{
     rollup_window_summaries, summarize_slots,
 };
 pub use geometry::{BucketGeometry, MAX_PERIOD_NS, MIN_BUCKET_TIME};
-pub use plan::{choose_resolution, plan_max_points, window_count, NICE_STEPS};
+pub use plan::{
+    choose_range_resolution, choose_resolution, plan_max_points, window_count, NICE_STEPS,
+};
 pub use resolution::{Resolution, ResolutionError, ResolutionOrRaw, MAX_RESOLUTION_NS};
 pub use update::{rollup_updates, RollupError, RollupUpdate};

@@ -52,6 +52,25 @@ pub fn choose_resolution(step_ns: i64, available: &[Resolution]) -> Option<Resol
         .max()
 }
 
+/// The resolution an aggregate over the whole of `[start, end)` (`agg` without `step`)
+/// reads: the coarsest of `available` with at least one whole slot inside the range, or
+/// `None` when none fits one and raw points answer. Whole slots come from the rollup,
+/// the ragged edges from raw points ([`aligned_span`](super::aligned_span)).
+pub fn choose_range_resolution(
+    start: i64,
+    end: i64,
+    available: &[Resolution],
+) -> Option<Resolution> {
+    available
+        .iter()
+        .copied()
+        .filter(|&r| {
+            let (inner_start, inner_end) = super::aligned_span(start, end, r);
+            inner_start < inner_end
+        })
+        .max()
+}
+
 /// How many windows of `step_ns`, aligned to multiples of it since the epoch, `[start,
 /// end)` (ns) touches: the most points a windowed query over it returns per series.
 pub fn window_count(start: i64, end: i64, step_ns: i64) -> u64 {

@@ -531,3 +531,17 @@ fn merge_keeps_first_earlier_and_last_later() {
     tie.merge(&Summary::of(p(5, 2.0)));
     assert_eq!((tie.first.value, tie.last.value), (1.0, 2.0));
 }
+
+#[test]
+fn a_whole_range_reads_the_coarsest_rollup_with_a_whole_slot_in_it() {
+    let available: Vec<Resolution> = ["1m", "1h", "1d"]
+        .iter()
+        .map(|r| Resolution::parse(r).unwrap())
+        .collect();
+    let pick = |start: i64, end: i64| choose_range_resolution(start, end, &available);
+    assert_eq!(pick(0, D), Resolution::parse("1d").ok());
+    assert_eq!(pick(30 * M, D + 30 * M), Resolution::parse("1h").ok());
+    assert_eq!(pick(30 * M, 90 * M), Resolution::parse("1m").ok());
+    assert_eq!(pick(M + 1, 2 * M + 1), None, "no whole slot of any rollup");
+    assert_eq!(choose_range_resolution(0, D, &[]), None);
+}
