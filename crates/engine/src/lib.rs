@@ -2,6 +2,7 @@
 //!
 //! - [`write`]: a line-protocol body becomes per-series batches; every refusal is tied
 //!   to its line number.
+//! - [`query`]: a query, its validation and the window plan it resolves to.
 //! - [`read`]: selectors and ranges become segment reads, neighbours and aggregates.
 //! - [`series_cache`]: series ids by the raw text of a line, so the hot path of ingest
 //!   resolves a series with one hash lookup.
@@ -10,6 +11,7 @@
 
 pub mod maintenance;
 pub mod names;
+pub mod query;
 pub mod read;
 pub mod series_cache;
 pub mod write;
@@ -23,7 +25,8 @@ use tickertape_core::schema::Schema;
 use tickertape_core::time::{Clock, SystemClock};
 
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
-pub use read::{CounterDisplay, Query, SeriesPoints};
+pub use query::{CounterDisplay, Query};
+pub use read::SeriesPoints;
 pub use write::{LineError, WriteMode, WriteReport};
 
 #[derive(Debug, Error)]

@@ -1,5 +1,6 @@
 //! Queries: which series, which range, and raw points or aggregates over windows.
 
+use crate::query::{CounterDisplay, Query, WindowPlan};
 use crate::{Engine, EngineError};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{
@@ -11,162 +12,23 @@ use tickertape_core::query::{
     aggregate_windows, answer_windows, select_range, summarize_range, Aggregate, Summary,
 };
 use tickertape_core::rollup::{
-    aligned_span, choose_range_resolution, choose_resolution, plan_max_points,
-    raw_window_summaries, rollup_window_summaries, summarize_slots, BucketGeometry, Resolution,
-    ResolutionOrRaw,
+    aligned_span, choose_range_resolution, raw_window_summaries, rollup_window_summaries,
+    summarize_slots, BucketGeometry, Resolution, ResolutionOrRaw,
 };
 use tickertape_core::schema::{Kind, Layout, MeasurementSchema};
 use tickertape_core::segment::collect_points;
-use tickertape_core::time::{format_duration, window_start, NANOS_PER_SECOND};
+use tickertape_core::time::{window_start, NANOS_PER_SECOND};
 use tickertape_core::{Point, SeriesKey, SeriesSelector};
 
 /// Series read at once by one query; enough to hide a backend's latency without letting
 /// one query monopolise it.
 const CONCURRENT_SERIES_READS: usize = 16;
 
-/// A query, as `GET /api/v1/query` and `tickertape query` take it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Query {
-    pub selector: SeriesSelector,
-    /// Inclusive, nanoseconds.
-    pub start: i64,
-    /// Exclusive, nanoseconds.
-    pub end: i64,
-    /// Window width in nanoseconds; needs `agg`.
-    pub step: Option<i64>,
-    pub agg: Option<Aggregate>,
-    /// Also return the last point before `start` and the first at or after `end`.
-    pub neighbors: bool,
-    /// Force the resolution windows are summed by (`raw`, or a rollup that divides `step`).
-    pub resolution: Option<ResolutionOrRaw>,
-    /// Let the engine pick `step` (and the resolution) so that each series gets at most
-    /// this many points; excludes `step`.
-    pub max_points: Option<usize>,
-    /// How a counter's windows are shown (MMS's controls); implies `agg=sum`.
-    pub display: Option<CounterDisplay>,
-}
-
-/// `display=` for counters: the count per window, or the count per second of the window
-/// (the window's part inside the range, for the two windows the range cuts).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CounterDisplay {
-    Total,
-    AvgPerSec,
-}
-
-impl CounterDisplay {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "total" => Some(Self::Total),
-            "avg_per_sec" => Some(Self::AvgPerSec),
-            _ => None,
-        }
-    }
-}
-
-impl Query {
-    /// A raw query over `[start, end)`.
-    pub fn raw(selector: SeriesSelector, start: i64, end: i64) -> Self {
-        Self {
-            selector,
-            start,
-            end,
-            step: None,
-            agg: None,
-            neighbors: false,
-            resolution: None,
-            max_points: None,
-            display: None,
-        }
-    }
-
-    /// The aggregate the windows use: `agg`, or `sum` under a counter `display`.
-    fn effective_agg(&self) -> Option<Aggregate> {
-        match self.display {
-            Some(_) => Some(Aggregate::Sum),
-            None => self.agg,
-        }
-    }
-}
-
-/// How the windows of a query are computed, decided once per query.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct WindowPlan {
-    step: i64,
-    agg: Aggregate,
-    /// The resolution whose slots tile each window; sums follow its slot order.
-    resolution: Option<Resolution>,
-}
-
 /// One series' answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeriesPoints {
     pub key: SeriesKey,
     pub points: Vec<Point>,
-}
-
-impl Query {
-    fn validate(&self) -> Result<(), EngineError> {
-        if self.start >= self.end {
-            return Err(EngineError::BadQuery(format!(
-                "start ({}) must be before end ({})",
-                self.start, self.end
-            )));
-        }
-        if self.display.is_some() && self.agg.is_some_and(|a| a != Aggregate::Sum) {
-            return Err(EngineError::BadQuery(
-                "display shows a counter's sums: give display or agg, not both".into(),
-            ));
-        }
-        if self.step.is_some() && self.effective_agg().is_none() {
-            return Err(EngineError::BadQuery(
-                "step needs agg (avg, min, max, sum, count, first or last)".into(),
-            ));
-        }
-        if self.neighbors && (self.effective_agg().is_some() || self.max_points.is_some()) {
-            return Err(EngineError::BadQuery(
-                "neighbors applies to raw points, not to agg or max_points".into(),
-            ));
-        }
-        match self.max_points {
-            Some(_) if self.step.is_some() => Err(EngineError::BadQuery(
-                "max_points picks the step itself: give step or max_points, not both".into(),
-            )),
-            Some(n) if n < 2 => Err(EngineError::BadQuery(format!(
-                "max_points must be at least 2, not {n}"
-            ))),
-            _ => Ok(()),
-        }
-    }
-
-    /// The window plan for a measurement of this schema, or `None` for raw points or a
-    /// single reduction. `max_points` without `agg` charts averages, or a counter's totals.
-    fn window_plan(&self, schema: &MeasurementSchema) -> Result<Option<WindowPlan>, EngineError> {
-        let rollups = &schema.rollups;
-        let (step, chosen) = match (self.step, self.max_points) {
-            (Some(step), _) => (step, choose_resolution(step, rollups)),
-            (None, Some(max_points)) => plan_max_points(self.start, self.end, max_points, rollups),
-            (None, None) => return Ok(None),
-        };
-        let resolution = match self.resolution {
-            None | Some(ResolutionOrRaw::Raw) => chosen,
-            Some(ResolutionOrRaw::Rollup(r)) if r.divides(step) => Some(r),
-            Some(ResolutionOrRaw::Rollup(r)) => {
-                return Err(EngineError::BadQuery(format!(
-                    "resolution {r} does not divide the step of {}",
-                    format_duration(step)
-                )))
-            }
-        };
-        Ok(Some(WindowPlan {
-            step,
-            agg: self.effective_agg().unwrap_or(match schema.kind {
-                Kind::Counter => Aggregate::Sum,
-                Kind::Gauge => Aggregate::Avg,
-            }),
-            resolution,
-        }))
-    }
 }
 
 impl Engine {
