@@ -74,8 +74,8 @@ async fn rebuild_rollups(args: RebuildArgs) -> Result<()> {
         .rebuild_rollups(&args.measurement, start, end)
         .await?;
     println!(
-        "rebuilt {} rollup partitions of {} from {} raw points of {} series; {} skipped (raw points past retention)",
-        report.rebuilt, args.measurement, report.points, report.series, report.skipped
+        "rebuilt {} rollup partitions of {} for {} series ({} raw points read, once per rollup resolution); {} skipped (raw points past retention)",
+        report.rebuilt, args.measurement, report.series, report.points, report.skipped
     );
     Ok(())
 }
