@@ -83,6 +83,26 @@ pub struct AppendOutcome {
     pub last_time: Option<i64>,
 }
 
+/// The raw writes of one body: value-segment appends and raw bucket-slot writes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RawBatch {
+    pub appends: Vec<SeriesAppend>,
+    pub buckets: Vec<BucketWrite>,
+}
+
+/// What the writes of a [`RawBatch`] did: one outcome per append and per bucket write, in
+/// order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawOutcome {
+    pub appends: Vec<AppendOutcome>,
+    pub buckets: Vec<BucketWriteOutcome>,
+}
+
+/// Computes, from what a batch's raw writes stored, the bucket writes that go with them:
+/// the rollups of exactly the points stored. It runs once, possibly on the backend's own
+/// writer thread, so it must not block; an `Err` means the rollups cannot be written.
+pub type DeriveRollups = Box<dyn FnOnce(&RawOutcome) -> Result<Vec<BucketWrite>> + Send>;
+
 /// Space used by a store, for `bench` and `/metrics`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StorageStats {
@@ -132,6 +152,35 @@ pub trait Backend: Send + Sync + 'static {
     /// one call are applied in order. When this returns `Ok`, every applied write is
     /// durable; on `Err` some may have been applied.
     async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>>;
+
+    /// Stores `batch`, then the bucket writes `derive` computes from its outcome (the
+    /// rollups of the points stored), with the semantics of [`append`](Self::append) and
+    /// [`write_buckets`](Self::write_buckets); `Ok` once both are durable.
+    ///
+    /// A backend that can makes the two one atomic unit, so that a crash keeps a body's
+    /// points together with their rollups or neither: the embedded store does both in one
+    /// transaction. This default runs them one after the other, and a crash in between
+    /// keeps points that the rollups miss (`tickertape admin rebuild-rollups` repairs it).
+    async fn write_with_rollups(
+        &self,
+        batch: RawBatch,
+        derive: DeriveRollups,
+    ) -> Result<RawOutcome> {
+        let appends = match batch.appends.is_empty() {
+            true => Vec::new(),
+            false => self.append(batch.appends).await?,
+        };
+        let buckets = match batch.buckets.is_empty() {
+            true => Vec::new(),
+            false => self.write_buckets(batch.buckets).await?,
+        };
+        let outcome = RawOutcome { appends, buckets };
+        let rollups = derive(&outcome)?;
+        if !rollups.is_empty() {
+            self.write_buckets(rollups).await?;
+        }
+        Ok(outcome)
+    }
 
     /// The documents of `series` in `family` whose period overlaps `[start, end)`, by
     /// start ascending. Documents never written are absent.

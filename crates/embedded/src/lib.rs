@@ -29,8 +29,8 @@ use std::thread::JoinHandle;
 use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
     AppendOutcome, Backend, BackendError, BucketFamily, BucketRead, BucketWrite,
-    BucketWriteOutcome, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
-    StorageStats, StoredBucket,
+    BucketWriteOutcome, DeriveRollups, NameSpace, Partition, RawBatch, RawOutcome, Result,
+    SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -236,6 +236,24 @@ impl Backend for EmbeddedBackend {
         let writes = buckets::validate_writes(writes)?;
         self.submit(|reply| Job::WriteBuckets { writes, reply })
             .await
+    }
+
+    /// One writer job, so one transaction: a crash keeps the points and their rollups, or
+    /// neither.
+    async fn write_with_rollups(
+        &self,
+        batch: RawBatch,
+        derive: DeriveRollups,
+    ) -> Result<RawOutcome> {
+        let buckets = buckets::validate_writes(batch.buckets)?;
+        let appends = batch.appends;
+        self.submit(|reply| Job::WriteWithRollups {
+            appends,
+            buckets,
+            derive,
+            reply,
+        })
+        .await
     }
 
     async fn read_buckets(

@@ -18,7 +18,8 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tickertape_backend::{
-    AppendOutcome, BackendError, BucketWriteOutcome, NameSpace, Result, SeriesAppend,
+    AppendOutcome, BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result,
+    SeriesAppend,
 };
 use tickertape_core::segment::{NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId, SeriesKey};
@@ -42,6 +43,13 @@ pub enum Job {
     WriteBuckets {
         writes: Vec<ValidWrite>,
         reply: oneshot::Sender<Result<Vec<BucketWriteOutcome>>>,
+    },
+    /// Raw points and the rollups derived from what they stored, in one transaction.
+    WriteWithRollups {
+        appends: Vec<SeriesAppend>,
+        buckets: Vec<ValidWrite>,
+        derive: DeriveRollups,
+        reply: oneshot::Sender<Result<RawOutcome>>,
     },
     Preallocate {
         targets: Vec<Target>,
@@ -67,6 +75,9 @@ impl Job {
             Job::Append { appends, .. } => appends.iter().map(|a| a.points.len()).sum(),
             Job::Register { keys, .. } => keys.len(),
             Job::WriteBuckets { writes, .. } => writes.len(),
+            Job::WriteWithRollups {
+                appends, buckets, ..
+            } => appends.iter().map(|a| a.points.len()).sum::<usize>() + buckets.len(),
             Job::Preallocate { targets, .. } => targets.len(),
             Job::DropPartition { .. } => 1,
             Job::Tokenize { names, .. } => names.len(),
@@ -79,6 +90,7 @@ impl Job {
             Job::Append { reply, .. } => drop(reply.send(Err(error))),
             Job::Register { reply, .. } => drop(reply.send(Err(error))),
             Job::WriteBuckets { reply, .. } => drop(reply.send(Err(error))),
+            Job::WriteWithRollups { reply, .. } => drop(reply.send(Err(error))),
             Job::Preallocate { reply, .. } => drop(reply.send(Err(error))),
             Job::DropPartition { reply, .. } => drop(reply.send(Err(error))),
             Job::Tokenize { reply, .. } => drop(reply.send(Err(error))),
@@ -250,6 +262,15 @@ impl Writer {
             Job::WriteBuckets { writes, reply } => {
                 Answer::new(reply, noted(failure, buckets::apply_writes(txn, &writes)))
             }
+            Job::WriteWithRollups {
+                appends,
+                buckets,
+                derive,
+                reply,
+            } => {
+                let result = self.write_with_rollups(txn, &appends, &buckets, derive);
+                Answer::new(reply, noted(failure, result))
+            }
             Job::Preallocate { targets, reply } => {
                 Answer::new(reply, noted(failure, buckets::preallocate(txn, &targets)))
             }
@@ -295,6 +316,38 @@ impl Writer {
             ids.push(SeriesId(next));
         }
         Ok(ids)
+    }
+
+    /// Raw writes, then the rollups `derive` computes from their outcome, in `txn`. Once
+    /// the raw writes are applied, a failure of the rollups is reported as a storage
+    /// error, which fails the whole transaction: raw points are never committed without
+    /// their rollups.
+    fn write_with_rollups(
+        &mut self,
+        txn: &WriteTransaction,
+        appends: &[SeriesAppend],
+        raw_buckets: &[ValidWrite],
+        derive: DeriveRollups,
+    ) -> Result<RawOutcome> {
+        let appends = match appends.is_empty() {
+            true => Vec::new(),
+            false => self.append_all(txn, appends)?,
+        };
+        let raw = match raw_buckets.is_empty() {
+            true => Vec::new(),
+            false => buckets::apply_writes(txn, raw_buckets).map_err(whole_transaction)?,
+        };
+        let outcome = RawOutcome {
+            appends,
+            buckets: raw,
+        };
+        let rollups = derive(&outcome)
+            .and_then(buckets::validate_writes)
+            .map_err(whole_transaction)?;
+        if !rollups.is_empty() {
+            buckets::apply_writes(txn, &rollups).map_err(whole_transaction)?;
+        }
+        Ok(outcome)
     }
 
     fn append_all(
@@ -425,6 +478,15 @@ fn load_active(
         points,
         dirty: false,
     })
+}
+
+/// Any error after a job's first change to the transaction: reported as a storage error,
+/// so that the group's transaction is not committed half-applied.
+fn whole_transaction(error: BackendError) -> BackendError {
+    match error {
+        BackendError::Storage(message) => BackendError::Storage(message),
+        other => BackendError::Storage(format!("write not applied: {other}")),
+    }
 }
 
 pub fn storage(e: impl std::fmt::Display) -> BackendError {

@@ -574,3 +574,73 @@ proptest! {
         prop_assert_eq!(stored, want);
     }
 }
+
+/// Raw points and their rollups are one transaction: when the rollups cannot be written,
+/// the raw points of the same call are not committed either, and the store refuses
+/// writes until reopened rather than go on from a half-applied state.
+#[tokio::test]
+async fn raw_writes_are_not_committed_without_their_rollups() {
+    use tickertape_backend::{RawBatch, SeriesAppend};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let series = SeriesId(1);
+    let batch = RawBatch {
+        appends: vec![SeriesAppend {
+            series,
+            points: vec![Point::new(10 * S, 1.0), Point::new(20 * S, 2.0)],
+        }],
+        buckets: vec![write(2, 0, 5, SlotChange::Set(7.0))],
+    };
+    let failed = store
+        .write_with_rollups(
+            batch.clone(),
+            Box::new(|_| Err(BackendError::Invalid("no rollups today".into()))),
+        )
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    drop(store);
+
+    let store = open(&dir);
+    assert_eq!(store.heads(&[series]).await.unwrap(), vec![None]);
+    let raw = store
+        .read_buckets(RAW, SeriesId(2), 0, H, BucketRead::Full)
+        .await
+        .unwrap();
+    assert!(raw.is_empty(), "{raw:?}");
+
+    // The same call with its rollups: raw points and rollup slot in one commit.
+    let hour = Resolution::parse("1h").unwrap();
+    let outcome = store
+        .write_with_rollups(
+            batch,
+            Box::new(move |outcome| {
+                assert_eq!(outcome.appends[0].refused, 0);
+                let updates = rollup_updates(&[Point::new(10 * S, 1.0)], &[hour]).unwrap();
+                Ok(updates
+                    .into_iter()
+                    .map(|u| BucketWrite {
+                        family: rollup(hour),
+                        series,
+                        bucket_start: u.bucket_start,
+                        slot: u.slot,
+                        change: SlotChange::Merge {
+                            summary: u.summary,
+                            values: vec![1.0],
+                        },
+                    })
+                    .collect())
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.buckets, vec![BucketWriteOutcome::Applied]);
+    drop(store);
+    let store = open(&dir);
+    let heads = store.heads(&[series]).await.unwrap();
+    assert_eq!(heads[0].map(|h| h.last), Some(Point::new(20 * S, 2.0)));
+    let rolled = store
+        .read_buckets(rollup(hour), series, 0, D, BucketRead::Full)
+        .await
+        .unwrap();
+    assert_eq!(rolled.len(), 1);
+}

@@ -3,11 +3,13 @@
 
 use crate::{Engine, EngineError};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use tickertape_backend::{
-    BucketFamily, BucketWrite, BucketWriteOutcome, NameSpace, SeriesAppend, SlotChange, SlotKind,
+    BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups, NameSpace,
+    RawBatch, RawOutcome, SeriesAppend, SlotChange, SlotKind,
 };
 use tickertape_core::lineproto::{self, FieldValue, Line};
-use tickertape_core::rollup::{rollup_updates, BucketGeometry, MIN_BUCKET_TIME};
+use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, MIN_BUCKET_TIME};
 use tickertape_core::schema::{Kind, Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{format_rfc3339, Precision};
 use tickertape_core::{Point, SeriesId, SeriesKey};
@@ -72,6 +74,126 @@ struct Group<'s> {
 struct Stored {
     group: usize,
     points: Vec<Point>,
+}
+
+/// What a body's rollups are computed from, once the raw writes' outcome is known. Owned,
+/// so that a backend may run the computation on its writer thread, in the transaction
+/// of the raw writes (`Backend::write_with_rollups`).
+#[derive(Default)]
+struct RollupSource {
+    /// One per group, in group order.
+    groups: Vec<RollupGroup>,
+    /// The group of each append of the batch, in order.
+    append_groups: Vec<usize>,
+    /// `(group, point index, slot start)` of each raw bucket write of the batch, in order.
+    bucket_sources: Vec<(usize, usize, i64)>,
+}
+
+struct RollupGroup {
+    series: SeriesId,
+    /// The measurement's name-store token; `None` when it has no buckets and no rollups.
+    measurement: Option<u64>,
+    rollups: Vec<Resolution>,
+    points: Vec<Point>,
+}
+
+impl RollupSource {
+    /// The points each group's raw writes stored: an append's unrefused suffix, the
+    /// bucket writes not refused as a taken slot (at their slot's start time).
+    fn stored(&self, outcome: &RawOutcome) -> Vec<Stored> {
+        let mut stored: Vec<Stored> = Vec::new();
+        for (&g, append) in self.append_groups.iter().zip(&outcome.appends) {
+            let points = &self.groups[g].points;
+            stored.push(Stored {
+                group: g,
+                points: points[append.refused.min(points.len())..].to_vec(),
+            });
+        }
+        for (&(g, i, slot_time), write) in self.bucket_sources.iter().zip(&outcome.buckets) {
+            if *write == BucketWriteOutcome::SlotTaken {
+                continue;
+            }
+            let point = Point::new(slot_time, self.groups[g].points[i].value);
+            match stored.last_mut() {
+                Some(s) if s.group == g => s.points.push(point),
+                _ => stored.push(Stored {
+                    group: g,
+                    points: vec![point],
+                }),
+            }
+        }
+        stored
+    }
+
+    /// The rollup writes of exactly the points the raw writes stored: one summary
+    /// delta per touched slot of each rollup, merged into the stored slot.
+    fn rollup_writes(&self, outcome: &RawOutcome) -> Result<Vec<BucketWrite>, BackendError> {
+        let mut writes = Vec::new();
+        for s in self.stored(outcome) {
+            let group = &self.groups[s.group];
+            let Some(measurement) = group.measurement else {
+                continue;
+            };
+            if s.points.is_empty() || group.rollups.is_empty() {
+                continue;
+            }
+            let mut points = s.points;
+            // Bucket points may arrive in any order; rollup runs are per slot either way,
+            // and sorting keeps one update per slot.
+            points.sort_by_key(|p| p.time);
+            let updates = rollup_updates(&points, &group.rollups).map_err(|e| {
+                BackendError::Invalid(format!("rollups of series {}: {e}", group.series))
+            })?;
+            for u in updates {
+                writes.push(BucketWrite {
+                    family: BucketFamily {
+                        measurement,
+                        slots: SlotKind::Rollup(u.resolution),
+                    },
+                    series: group.series,
+                    bucket_start: u.bucket_start,
+                    slot: u.slot,
+                    change: SlotChange::Merge {
+                        summary: u.summary,
+                        values: points[u.points].iter().map(|p| p.value).collect(),
+                    },
+                });
+            }
+        }
+        Ok(writes)
+    }
+}
+
+/// Turns the raw writes' refusals into line errors: points at or before a series' last
+/// stored time, and gauge bucket slots already taken.
+fn report_refusals(
+    groups: &[Group<'_>],
+    pending: &[Pending<'_, '_>],
+    source: &RollupSource,
+    outcome: &RawOutcome,
+    errors: &mut Errors,
+) {
+    for (&g, append) in source.append_groups.iter().zip(&outcome.appends) {
+        let last = append.last_time.map_or(String::new(), |t| format!(" {t}"));
+        for &origin in groups[g].origins.iter().take(append.refused) {
+            let p = &pending[origin];
+            errors.entry(p.source.number).or_default().push(format!(
+                "field {:?}: time {} is not after the series' last stored time{last} (out-of-order points are refused)",
+                p.field, p.point.time
+            ));
+        }
+    }
+    for (&(g, i, slot_time), write) in source.bucket_sources.iter().zip(&outcome.buckets) {
+        if *write == BucketWriteOutcome::SlotTaken {
+            let p = &pending[groups[g].origins[i]];
+            errors.entry(p.source.number).or_default().push(format!(
+                "field {:?}: the slot of time {} ({}) already holds a value (a gauge bucket slot is written once)",
+                p.field,
+                p.point.time,
+                format_rfc3339(slot_time)
+            ));
+        }
+    }
 }
 
 type Errors = BTreeMap<usize, Vec<String>>;
@@ -144,12 +266,17 @@ impl Engine {
         let mut groups = group_by_series(&self.schema, &pending, &ids, &mut errors);
         let unchanged = self.drop_unchanged(&mut groups).await?;
         groups.retain(|g| !g.points.is_empty());
-        let mut stored = self.store_segments(&groups, &pending, &mut errors).await?;
-        stored.extend(
-            self.store_buckets(&groups, &pending, mode, &mut errors)
-                .await?,
-        );
-        self.store_rollups(&groups, &stored).await?;
+        let stored = match groups.is_empty() {
+            true => Vec::new(),
+            false => {
+                let (batch, source) = self.plan_writes(&groups, mode).await?;
+                let deriver = Arc::clone(&source);
+                let derive: DeriveRollups = Box::new(move |outcome| deriver.rollup_writes(outcome));
+                let outcome = self.backend.write_with_rollups(batch, derive).await?;
+                report_refusals(&groups, &pending, &source, &outcome, &mut errors);
+                source.stored(&outcome)
+            }
+        };
         // Points skipped by the change-only filter count as stored: the series already
         // holds their value (see `drop_unchanged`).
         let points_written = unchanged + stored.iter().map(|s| s.points.len() as u64).sum::<u64>();
@@ -172,67 +299,43 @@ impl Engine {
         })
     }
 
-    /// Appends the groups of segment-layout measurements; refused points become errors.
-    async fn store_segments(
+    /// The raw writes of `groups` (segment appends, bucket-slot writes) and, owned, what
+    /// their rollups are computed from.
+    async fn plan_writes(
         &self,
         groups: &[Group<'_>],
-        pending: &[Pending<'_, '_>],
-        errors: &mut Errors,
-    ) -> Result<Vec<Stored>, EngineError> {
-        let chosen: Vec<usize> = (0..groups.len())
-            .filter(|&g| groups[g].schema.layout == Layout::Segments)
-            .collect();
-        if chosen.is_empty() {
-            return Ok(Vec::new());
-        }
-        let appends = chosen
-            .iter()
-            .map(|&g| SeriesAppend {
-                series: groups[g].series,
-                points: groups[g].points.clone(),
-            })
-            .collect();
-        let outcomes = self.backend.append(appends).await?;
-        let mut stored = Vec::with_capacity(chosen.len());
-        for (&g, outcome) in chosen.iter().zip(&outcomes) {
-            let group = &groups[g];
-            for &origin in group.origins.iter().take(outcome.refused) {
-                let last = outcome.last_time.map_or(String::new(), |t| format!(" {t}"));
-                let p = &pending[origin];
-                errors.entry(p.source.number).or_default().push(format!(
-                    "field {:?}: time {} is not after the series' last stored time{last} (out-of-order points are refused)",
-                    p.field, p.point.time
-                ));
-            }
-            stored.push(Stored {
-                group: g,
-                points: group.points[outcome.refused.min(group.points.len())..].to_vec(),
-            });
-        }
-        Ok(stored)
-    }
-
-    /// Writes the groups of bucket-layout measurements into their raw slots: a gauge sets
-    /// a slot once (a second value for a taken slot is refused), a counter adds to it.
-    async fn store_buckets(
-        &self,
-        groups: &[Group<'_>],
-        pending: &[Pending<'_, '_>],
         mode: WriteMode,
-        errors: &mut Errors,
-    ) -> Result<Vec<Stored>, EngineError> {
-        let mut writes = Vec::new();
-        // (group, point index, slot time) of each write, in order.
-        let mut sources: Vec<(usize, usize, i64)> = Vec::new();
+    ) -> Result<(RawBatch, Arc<RollupSource>), EngineError> {
+        let mut batch = RawBatch::default();
+        let mut source = RollupSource::default();
         for (g, group) in groups.iter().enumerate() {
+            let uses_names =
+                group.schema.layout != Layout::Segments || !group.schema.rollups.is_empty();
+            let measurement = match uses_names {
+                true => Some(self.measurement_token(group.measurement).await?),
+                false => None,
+            };
+            source.groups.push(RollupGroup {
+                series: group.series,
+                measurement,
+                rollups: group.schema.rollups.clone(),
+                points: group.points.clone(),
+            });
             let Layout::Buckets { interval_ns } = group.schema.layout else {
+                batch.appends.push(SeriesAppend {
+                    series: group.series,
+                    points: group.points.clone(),
+                });
+                source.append_groups.push(g);
                 continue;
             };
-            let Some(geometry) = BucketGeometry::for_slot(interval_ns) else {
+            let (Some(geometry), Some(measurement)) =
+                (BucketGeometry::for_slot(interval_ns), measurement)
+            else {
                 continue;
             };
             let family = BucketFamily {
-                measurement: self.measurement_token(group.measurement).await?,
+                measurement,
                 slots: SlotKind::Raw { interval_ns },
             };
             for (i, point) in group.points.iter().enumerate() {
@@ -240,7 +343,7 @@ impl Engine {
                 let Some((bucket_start, slot)) = geometry.slot_of(point.time) else {
                     continue;
                 };
-                writes.push(BucketWrite {
+                batch.buckets.push(BucketWrite {
                     family,
                     series: group.series,
                     bucket_start,
@@ -250,77 +353,12 @@ impl Engine {
                         WriteMode::Increment => SlotChange::Add(point.value),
                     },
                 });
-                sources.push((g, i, geometry.slot_time(bucket_start, slot)));
+                source
+                    .bucket_sources
+                    .push((g, i, geometry.slot_time(bucket_start, slot)));
             }
         }
-        if writes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let outcomes = self.backend.write_buckets(writes).await?;
-        let mut stored: Vec<Stored> = Vec::new();
-        for (&(g, i, slot_time), outcome) in sources.iter().zip(outcomes) {
-            let group = &groups[g];
-            if outcome == BucketWriteOutcome::SlotTaken {
-                let p = &pending[group.origins[i]];
-                errors.entry(p.source.number).or_default().push(format!(
-                    "field {:?}: the slot of time {} ({}) already holds a value (a gauge bucket slot is written once)",
-                    p.field,
-                    p.point.time,
-                    format_rfc3339(slot_time)
-                ));
-                continue;
-            }
-            let point = Point::new(slot_time, group.points[i].value);
-            match stored.last_mut() {
-                Some(s) if s.group == g => s.points.push(point),
-                _ => stored.push(Stored {
-                    group: g,
-                    points: vec![point],
-                }),
-            }
-        }
-        Ok(stored)
-    }
-
-    /// Adds the stored points of every group to its measurement's rollups.
-    async fn store_rollups(
-        &self,
-        groups: &[Group<'_>],
-        stored: &[Stored],
-    ) -> Result<(), EngineError> {
-        let mut writes = Vec::new();
-        for s in stored {
-            let group = &groups[s.group];
-            if s.points.is_empty() || group.schema.rollups.is_empty() {
-                continue;
-            }
-            let measurement = self.measurement_token(group.measurement).await?;
-            let mut points = s.points.clone();
-            // Bucket points may arrive in any order; rollup runs are per slot either way,
-            // and sorting keeps one update per slot.
-            points.sort_by_key(|p| p.time);
-            let updates = rollup_updates(&points, &group.schema.rollups)
-                .map_err(|e| EngineError::BadQuery(e.to_string()))?;
-            for u in updates {
-                writes.push(BucketWrite {
-                    family: BucketFamily {
-                        measurement,
-                        slots: SlotKind::Rollup(u.resolution),
-                    },
-                    series: group.series,
-                    bucket_start: u.bucket_start,
-                    slot: u.slot,
-                    change: SlotChange::Merge {
-                        summary: u.summary,
-                        values: points[u.points].iter().map(|p| p.value).collect(),
-                    },
-                });
-            }
-        }
-        if !writes.is_empty() {
-            self.backend.write_buckets(writes).await?;
-        }
-        Ok(())
+        Ok((batch, Arc::new(source)))
     }
 
     /// The name-store token of a measurement (cached).
