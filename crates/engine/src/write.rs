@@ -5,8 +5,8 @@ use crate::{Engine, EngineError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups, NameSpace,
-    RawBatch, RawOutcome, SeriesAppend, SlotChange, SlotKind,
+    AppendOutcome, BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups,
+    NameSpace, RawBatch, RawOutcome, SeriesAppend, SlotChange, SlotKind,
 };
 use tickertape_core::lineproto::{self, FieldValue, Line};
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, MIN_BUCKET_TIME};
@@ -98,6 +98,20 @@ struct RollupGroup {
 }
 
 impl RollupSource {
+    /// The outcome of the raw writes when none is refused.
+    fn all_stored(&self) -> RawOutcome {
+        RawOutcome {
+            appends: vec![
+                AppendOutcome {
+                    refused: 0,
+                    last_time: None,
+                };
+                self.append_groups.len()
+            ],
+            buckets: vec![BucketWriteOutcome::Applied; self.bucket_sources.len()],
+        }
+    }
+
     /// The points each group's raw writes stored: an append's unrefused suffix, the
     /// bucket writes not refused as a taken slot (at their slot's start time).
     fn stored(&self, outcome: &RawOutcome) -> Vec<Stored> {
@@ -162,6 +176,15 @@ impl RollupSource {
         }
         Ok(writes)
     }
+}
+
+/// Whether the raw writes stored every point they were given.
+fn nothing_refused(outcome: &RawOutcome) -> bool {
+    outcome.appends.iter().all(|a| a.refused == 0)
+        && outcome
+            .buckets
+            .iter()
+            .all(|b| *b == BucketWriteOutcome::Applied)
 }
 
 /// Turns the raw writes' refusals into line errors: points at or before a series' last
@@ -270,8 +293,17 @@ impl Engine {
             true => Vec::new(),
             false => {
                 let (batch, source) = self.plan_writes(&groups, mode).await?;
+                // Computed here, beside other requests, for the usual outcome (nothing
+                // refused); the backend may run `derive` on its single writer thread,
+                // where a refusal makes it compute them again from what was stored.
+                let expected = source.all_stored();
+                let precomputed = source.rollup_writes(&expected);
                 let deriver = Arc::clone(&source);
-                let derive: DeriveRollups = Box::new(move |outcome| deriver.rollup_writes(outcome));
+                let derive: DeriveRollups =
+                    Box::new(move |outcome| match nothing_refused(outcome) {
+                        true => precomputed,
+                        false => deriver.rollup_writes(outcome),
+                    });
                 let outcome = self.backend.write_with_rollups(batch, derive).await?;
                 report_refusals(&groups, &pending, &source, &outcome, &mut errors);
                 source.stored(&outcome)
