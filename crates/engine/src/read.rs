@@ -45,9 +45,9 @@ impl Engine {
     /// Answers a query: one entry per matching series, sorted by series key (measurement,
     /// tags, field); series without a point to report are left out.
     pub async fn query(&self, query: &Query) -> Result<Vec<SeriesPoints>, EngineError> {
+        query.validate()?;
         let closed = self.close_chart_range(query)?;
         let query = closed.as_ref().unwrap_or(query);
-        query.validate()?;
         self.check_against_schema(query)?;
         let mut series = self.backend.find_series(&query.selector).await?;
         series.sort_by(|a, b| a.key.cmp(&b.key));
