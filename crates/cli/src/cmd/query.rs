@@ -50,7 +50,8 @@ pub struct Args {
     /// Read windows from this resolution: raw, or a rollup that divides the step (1m …).
     #[arg(long)]
     pub resolution: Option<String>,
-    /// Let the engine pick the step so each series gets at most this many points.
+    /// Let the engine pick the step so each series gets at most this many points (needs
+    /// --start; without --end the range ends now).
     #[arg(long)]
     pub max_points: Option<String>,
     /// Counters: total or avg_per_sec per window (implies sums).
