@@ -178,6 +178,20 @@ impl RollupSource {
     }
 }
 
+/// How many points the raw writes stored (what [`RollupSource::stored`] would list).
+fn stored_count(source: &RollupSource, outcome: &RawOutcome) -> u64 {
+    let appended = source
+        .append_groups
+        .iter()
+        .zip(&outcome.appends)
+        .map(|(&g, a)| source.groups[g].points.len().saturating_sub(a.refused));
+    let slotted = outcome
+        .buckets
+        .iter()
+        .filter(|b| **b == BucketWriteOutcome::Applied);
+    (appended.sum::<usize>() + slotted.count()) as u64
+}
+
 /// Whether the raw writes stored every point they were given.
 fn nothing_refused(outcome: &RawOutcome) -> bool {
     outcome.appends.iter().all(|a| a.refused == 0)
@@ -290,7 +304,7 @@ impl Engine {
         let unchanged = self.drop_unchanged(&mut groups).await?;
         groups.retain(|g| !g.points.is_empty());
         let stored = match groups.is_empty() {
-            true => Vec::new(),
+            true => 0,
             false => {
                 let (batch, source) = self.plan_writes(&groups, mode).await?;
                 // Computed here, beside other requests, for the usual outcome (nothing
@@ -306,12 +320,12 @@ impl Engine {
                     });
                 let outcome = self.backend.write_with_rollups(batch, derive).await?;
                 report_refusals(&groups, &pending, &source, &outcome, &mut errors);
-                source.stored(&outcome)
+                stored_count(&source, &outcome)
             }
         };
         // Points skipped by the change-only filter count as stored: the series already
         // holds their value (see `drop_unchanged`).
-        let points_written = unchanged + stored.iter().map(|s| s.points.len() as u64).sum::<u64>();
+        let points_written = unchanged + stored;
         let rejected_parsed = parsed
             .iter()
             .filter(|p| errors.contains_key(&p.number))
