@@ -10,8 +10,8 @@
 
 use crate::BackendError;
 use tickertape_core::query::Summary;
-use tickertape_core::rollup::{BucketGeometry, Resolution, ResolutionOrRaw};
-use tickertape_core::SeriesId;
+use tickertape_core::rollup::{BucketGeometry, Resolution, ResolutionOrRaw, RollupUpdate};
+use tickertape_core::{Point, SeriesId};
 
 /// What a family's slots hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,49 +25,70 @@ pub enum SlotKind {
 
 /// The bucket documents of one measurement at one resolution: the unit of partitioning
 /// and retention.
+///
+/// Invariant: the slot width has a [`BucketGeometry`]. The fields are private and the
+/// constructors check it, so every holder of a family can ask for its geometry without a
+/// fallback: a raw interval outside `0 < interval <= 364d` is refused where the family is
+/// built, not wherever it is used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BucketFamily {
     /// The measurement's token from the name store ([`crate::NameSpace::Measurement`]).
     /// A token, not the name, so that it can go into collection and table names.
-    pub measurement: u64,
-    pub slots: SlotKind,
+    measurement: u64,
+    slots: SlotKind,
+    /// Derived from `slots`; kept so that [`geometry`](Self::geometry) cannot fail.
+    geometry: BucketGeometry,
 }
 
 impl BucketFamily {
-    /// The family's document geometry; `None` for a raw interval outside
-    /// `0 < interval <= 364d` (the schema never configures one; backends refuse it).
-    pub fn try_geometry(self) -> Option<BucketGeometry> {
-        match self.slots {
-            SlotKind::Raw { interval_ns } => BucketGeometry::for_slot(interval_ns),
-            SlotKind::Rollup(r) => Some(r.geometry()),
+    /// The raw documents of a `layout = "buckets"` measurement sampled every
+    /// `interval_ns`; `Invalid` naming the interval when no geometry holds it.
+    pub fn raw(measurement: u64, interval_ns: i64) -> Result<Self, BackendError> {
+        let geometry = BucketGeometry::for_slot(interval_ns).ok_or_else(|| {
+            BackendError::Invalid(format!(
+                "family: raw bucket interval {interval_ns} ns is not a valid slot width \
+                 (0 < interval <= 364d)"
+            ))
+        })?;
+        Ok(Self {
+            measurement,
+            slots: SlotKind::Raw { interval_ns },
+            geometry,
+        })
+    }
+
+    /// The documents of a measurement's rollup at `resolution`.
+    pub fn rollup(measurement: u64, resolution: Resolution) -> Self {
+        Self {
+            measurement,
+            slots: SlotKind::Rollup(resolution),
+            geometry: resolution.geometry(),
         }
     }
 
-    /// [`try_geometry`](Self::try_geometry), or `Invalid` naming the interval: what a
-    /// backend calls on a family it was handed.
-    pub fn checked_geometry(self) -> Result<BucketGeometry, BackendError> {
-        self.try_geometry().ok_or_else(|| {
-            BackendError::Invalid(format!(
-                "family: raw bucket interval {} ns is not a valid slot width (0 < interval <= 364d)",
-                self.slot_ns()
-            ))
-        })
+    /// The measurement's name-store token.
+    pub fn measurement(self) -> u64 {
+        self.measurement
+    }
+
+    /// What the family's slots hold.
+    pub fn slots(self) -> SlotKind {
+        self.slots
+    }
+
+    /// Whether the slots hold rollup summaries (else raw values).
+    pub fn is_rollup(self) -> bool {
+        matches!(self.slots, SlotKind::Rollup(_))
+    }
+
+    /// The family's document geometry.
+    pub fn geometry(self) -> BucketGeometry {
+        self.geometry
     }
 
     /// The width of one slot, ns (the raw interval or the rollup resolution).
     pub fn slot_ns(self) -> i64 {
-        match self.slots {
-            SlotKind::Raw { interval_ns } => interval_ns,
-            SlotKind::Rollup(r) => r.nanos(),
-        }
-    }
-
-    /// [`try_geometry`](Self::try_geometry) for a family known to be valid (one built from
-    /// a validated schema, or checked by the backend). An invalid raw interval gets the
-    /// geometry of the 1m rollup rather than a panic.
-    pub fn geometry(self) -> BucketGeometry {
-        self.try_geometry()
-            .unwrap_or_else(|| Resolution::MINUTE.geometry())
+        self.geometry.slot_ns()
     }
 
     /// `raw` or the rollup's resolution (`1m`): the retention key of this family.
@@ -81,15 +102,68 @@ impl BucketFamily {
 
 /// One time partition of a family: the documents whose period starts in
 /// `[start, start + family.geometry().partition_ns())`.
+///
+/// Invariant: `start` is a partition boundary of the family ([`Partition::new`] checks it),
+/// so a partition has exactly one name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Partition {
-    pub family: BucketFamily,
-    pub start: i64,
+    family: BucketFamily,
+    start: i64,
 }
 
 impl Partition {
     /// What every partition's name starts with.
     pub const NAME_PREFIX: &'static str = "bk.";
+
+    /// The partition of `family` starting at `start`; `Invalid` unless `start` is one of
+    /// the family's partition boundaries.
+    pub fn new(family: BucketFamily, start: i64) -> Result<Self, BackendError> {
+        let width = family.geometry().partition_ns();
+        if start.rem_euclid(width) != 0 {
+            return Err(BackendError::Invalid(format!(
+                "partition start {start} is not a partition boundary of its family (every {width} ns)"
+            )));
+        }
+        Ok(Self { family, start })
+    }
+
+    /// The partition holding the document of `family` that starts at `bucket_start`;
+    /// `Invalid` when `bucket_start` is not a document start of the family, or lies so
+    /// close to `i64::MIN` that its partition's start is not an `i64`.
+    pub fn of_document(family: BucketFamily, bucket_start: i64) -> Result<Self, BackendError> {
+        let g = family.geometry();
+        if bucket_start.rem_euclid(g.period_ns()) != 0 {
+            return Err(BackendError::Invalid(format!(
+                "bucket_start {bucket_start} is not a multiple of the family's period ({} ns)",
+                g.period_ns()
+            )));
+        }
+        // Not `partition_of`: it saturates at i64::MIN, which would name a partition that
+        // does not hold the document.
+        let start = bucket_start
+            .checked_sub(bucket_start.rem_euclid(g.partition_ns()))
+            .ok_or_else(|| {
+                BackendError::Invalid(format!(
+                    "bucket_start {bucket_start} is before the earliest partition"
+                ))
+            })?;
+        Ok(Self { family, start })
+    }
+
+    pub fn family(self) -> BucketFamily {
+        self.family
+    }
+
+    /// The partition's first time, ns.
+    pub fn start(self) -> i64 {
+        self.start
+    }
+
+    /// The first time after this partition (saturating at `i64::MAX`).
+    pub fn end(self) -> i64 {
+        self.start
+            .saturating_add(self.family.geometry().partition_ns())
+    }
 
     /// The name of the partition's table (embedded) or collection (MongoDB):
     /// `bk.<measurement token>.<raw|roll>.<slot ns>.<start ns>`. Integers and fixed words
@@ -122,38 +196,131 @@ impl Partition {
         if parts.next().is_some() {
             return None;
         }
-        let slots = match kind {
-            "raw" => SlotKind::Raw {
-                interval_ns: slot_ns,
-            },
-            "roll" => SlotKind::Rollup(Resolution::new(slot_ns)?),
+        let family = match kind {
+            "raw" => BucketFamily::raw(measurement, slot_ns).ok()?,
+            "roll" => BucketFamily::rollup(measurement, Resolution::new(slot_ns)?),
             _ => return None,
         };
-        let family = BucketFamily { measurement, slots };
-        let geometry = family.try_geometry()?;
-        let partition = Partition { family, start };
-        let canonical = geometry.partition_of(start) == start && partition.name() == name;
-        canonical.then_some(partition)
-    }
-
-    /// The first time after this partition (saturating at `i64::MAX`).
-    pub fn end(self) -> i64 {
-        self.start
-            .saturating_add(self.family.geometry().partition_ns())
+        let partition = Partition::new(family, start).ok()?;
+        (partition.name() == name).then_some(partition)
     }
 }
 
 /// A change to one slot of one bucket document. The document is created when missing
 /// (upsert); documents of a family live in the partition of their start.
+///
+/// Invariant, checked once by [`BucketWrite::new`]: `bucket_start` is a document start of
+/// the family with a partition ([`Partition::of_document`]), `slot` is inside the
+/// document, and the change is of the family's kind (`Set`/`Add` raw, `Merge` rollup).
+/// Backends rely on it and check nothing again.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BucketWrite {
-    pub family: BucketFamily,
-    pub series: SeriesId,
+    partition: Partition,
+    series: SeriesId,
+    bucket_start: i64,
+    slot: u32,
+    change: SlotChange,
+}
+
+impl BucketWrite {
+    /// A checked write; `Invalid` naming the argument that does not fit the family.
+    pub fn new(
+        family: BucketFamily,
+        series: SeriesId,
+        bucket_start: i64,
+        slot: u32,
+        change: SlotChange,
+    ) -> Result<Self, BackendError> {
+        let partition = Partition::of_document(family, bucket_start)?;
+        let slots = family.geometry().slots();
+        if slot >= slots {
+            return Err(BackendError::Invalid(format!(
+                "slot {slot} is out of range: documents of this family have {slots} slots"
+            )));
+        }
+        let fits = match change {
+            SlotChange::Set(_) | SlotChange::Add(_) => !family.is_rollup(),
+            SlotChange::Merge { .. } => family.is_rollup(),
+        };
+        if !fits {
+            let kind = if family.is_rollup() {
+                "a rollup"
+            } else {
+                "a raw"
+            };
+            return Err(BackendError::Invalid(format!(
+                "change: a {} change does not apply to {kind} family",
+                change.name()
+            )));
+        }
+        Ok(Self {
+            partition,
+            series,
+            bucket_start,
+            slot,
+            change,
+        })
+    }
+
+    /// The rollup write of one [`RollupUpdate`] of `batch` (the points the update was
+    /// made from, in time order) for `series` of the measurement with token
+    /// `measurement`: the one way the engine and the tools turn updates into writes.
+    pub fn rollup(
+        measurement: u64,
+        series: SeriesId,
+        update: &RollupUpdate,
+        batch: &[Point],
+    ) -> Result<Self, BackendError> {
+        let values = batch
+            .get(update.points.clone())
+            .ok_or_else(|| {
+                BackendError::Invalid(format!(
+                    "rollup update of points {:?} outside a batch of {}",
+                    update.points,
+                    batch.len()
+                ))
+            })?
+            .iter()
+            .map(|p| p.value)
+            .collect();
+        Self::new(
+            BucketFamily::rollup(measurement, update.resolution),
+            series,
+            update.bucket_start,
+            update.slot,
+            SlotChange::Merge {
+                summary: update.summary,
+                values,
+            },
+        )
+    }
+
+    pub fn family(&self) -> BucketFamily {
+        self.partition.family
+    }
+
+    /// The partition holding the written document.
+    pub fn partition(&self) -> Partition {
+        self.partition
+    }
+
+    pub fn series(&self) -> SeriesId {
+        self.series
+    }
+
     /// Start of the document (a multiple of the family's period).
-    pub bucket_start: i64,
+    pub fn bucket_start(&self) -> i64 {
+        self.bucket_start
+    }
+
     /// Index of the slot in the document (`< geometry.slots()`).
-    pub slot: u32,
-    pub change: SlotChange,
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    pub fn change(&self) -> &SlotChange {
+        &self.change
+    }
 }
 
 /// What a [`BucketWrite`] does to its slot.
@@ -174,6 +341,17 @@ pub enum SlotChange {
     /// with `values` added one at a time, left to right (`(stored + v₁) + v₂ …`).
     /// `values` are the points' values that `summary` summarises, in time order.
     Merge { summary: Summary, values: Vec<f64> },
+}
+
+impl SlotChange {
+    /// `Set`, `Add` or `Merge`, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Set(_) => "Set",
+            Self::Add(_) => "Add",
+            Self::Merge { .. } => "Merge",
+        }
+    }
 }
 
 /// What became of one [`BucketWrite`].
@@ -230,24 +408,20 @@ pub enum BucketRead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tickertape_core::rollup::MIN_BUCKET_TIME;
+
+    const SECOND: i64 = 1_000_000_000;
+
+    fn raw_seconds() -> BucketFamily {
+        BucketFamily::raw(7, SECOND).unwrap()
+    }
 
     #[test]
     fn partition_names_round_trip_and_refuse_near_misses() {
-        let day = 86_400_000_000_000;
-        for family in [
-            BucketFamily {
-                measurement: 7,
-                slots: SlotKind::Raw {
-                    interval_ns: 1_000_000_000,
-                },
-            },
-            BucketFamily {
-                measurement: 0,
-                slots: SlotKind::Rollup(Resolution::MINUTE),
-            },
-        ] {
+        let day = 86_400 * SECOND;
+        for family in [raw_seconds(), BucketFamily::rollup(0, Resolution::MINUTE)] {
             for start in [-3 * day, 0, 5 * day] {
-                let p = Partition { family, start };
+                let p = Partition::new(family, start).unwrap();
                 assert_eq!(Partition::from_name(&p.name()), Some(p), "{}", p.name());
             }
         }
@@ -259,9 +433,72 @@ mod tests {
             "bk.7.roll.-5.0",
             "bk.7.rows.1000000000.0",
             "bk.7.raw.1000000000.0.x",
+            "bk.-1.raw.1000000000.0",
             "segments",
         ] {
             assert_eq!(Partition::from_name(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn families_without_a_geometry_are_refused_where_built() {
+        for interval in [0, -1, 365 * 86_400 * SECOND] {
+            match BucketFamily::raw(1, interval) {
+                Err(BackendError::Invalid(msg)) => assert!(msg.contains("interval"), "{msg}"),
+                other => panic!("{interval}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_write_arguments_are_named() {
+        let hour = 3_600 * SECOND;
+        let write = |bucket_start, slot, change| {
+            BucketWrite::new(raw_seconds(), SeriesId(1), bucket_start, slot, change)
+        };
+        assert!(write(hour, 3599, SlotChange::Set(1.0)).is_ok());
+        let merge = SlotChange::Merge {
+            summary: tickertape_core::query::Summary::of(Point::new(0, 1.0)),
+            values: vec![1.0],
+        };
+        for (result, word) in [
+            (write(hour, 3600, SlotChange::Set(1.0)), "slot"),
+            (write(1, 0, SlotChange::Set(1.0)), "bucket_start"),
+            (write(hour, 0, merge.clone()), "change"),
+            (
+                BucketWrite::new(
+                    BucketFamily::rollup(7, Resolution::MINUTE),
+                    SeriesId(1),
+                    0,
+                    0,
+                    SlotChange::Add(1.0),
+                ),
+                "change",
+            ),
+        ] {
+            match result {
+                Err(BackendError::Invalid(msg)) => {
+                    assert!(msg.contains(word), "{msg} names {word}")
+                }
+                other => panic!("{word}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_earliest_documents_have_a_partition_and_earlier_ones_are_refused() {
+        for family in [raw_seconds(), BucketFamily::rollup(7, Resolution::DAY)] {
+            let (start, _) = family.geometry().slot_of(MIN_BUCKET_TIME).unwrap();
+            let p = Partition::of_document(family, start).unwrap();
+            assert!(p.start() <= start && start < p.end());
+            assert_eq!(Partition::from_name(&p.name()), Some(p));
+        }
+        // The first hour document after i64::MIN lies in a day that starts before it.
+        let hour = 3_600 * SECOND;
+        let first_hour = i64::MIN + (hour - i64::MIN.rem_euclid(hour)) % hour;
+        match Partition::of_document(raw_seconds(), first_hour) {
+            Err(BackendError::Invalid(msg)) => assert!(msg.contains("earliest"), "{msg}"),
+            other => panic!("{other:?}"),
         }
     }
 }

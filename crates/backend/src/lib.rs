@@ -6,20 +6,28 @@
 //! give the guarantees written on each method, and both pass the conformance suite in
 //! `crates/conformance`.
 //!
-//! Times are `i64` nanoseconds since the Unix epoch; ranges are inclusive on both ends
-//! unless a method says otherwise.
+//! Times are `i64` nanoseconds since the Unix epoch. Every range is half-open,
+//! `[start, end)`: `start` inclusive, `end` exclusive, as the query API's.
+//!
+//! The contract is in the types where it can be: a [`SeriesAppend`], a [`BucketFamily`], a
+//! [`Partition`] and a [`BucketWrite`] are checked when they are built, so a backend never
+//! sees an invalid one and checks nothing again. What cannot be a type is written on each
+//! method, and the in-memory reference backend (`crates/reference`) is that contract as
+//! code: the conformance suite compares every backend with it.
 //!
 //! Three groups of methods: value segments and series (seed 000), time buckets with their
 //! partitions ([`buckets`], seeds 001/003/004) and the name store ([`names`], seed 002).
 
 pub mod buckets;
 pub mod names;
+pub mod partitions;
 
 pub use buckets::{
     BucketFamily, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome, Partition, SlotChange,
     SlotKind, SlotValue, StoredBucket,
 };
-pub use names::{NameSpace, NAMES_PER_DOCUMENT};
+pub use names::{NameSpace, TokenRequest, NAMES_PER_DOCUMENT};
+pub use partitions::DocumentSpan;
 
 use async_trait::async_trait;
 use thiserror::Error;
@@ -27,7 +35,7 @@ use tickertape_core::segment::Segment;
 use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
 
 /// What can go wrong in a backend, with the distinctions callers act on.
-#[derive(Debug, Error)]
+#[derive(Clone, Debug, Error)]
 #[non_exhaustive]
 pub enum BackendError {
     /// The store cannot be reached or refuses service now; retrying later may work (HTTP 503).
@@ -43,6 +51,31 @@ pub enum BackendError {
     /// A bad argument from the caller (names the argument).
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// An append named a series id that was never registered ([`Backend::resolve_series`]).
+    #[error("unknown series {0}: register it before appending to it")]
+    UnknownSeries(SeriesId),
+}
+
+/// Why a [`SeriesAppend`] cannot be built.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum AppendError {
+    #[error("append to series {series}: no points")]
+    Empty { series: SeriesId },
+    #[error(
+        "append to series {series}: point {index} at time {time} is not after time {previous}"
+    )]
+    NotIncreasing {
+        series: SeriesId,
+        index: usize,
+        time: i64,
+        previous: i64,
+    },
+}
+
+impl From<AppendError> for BackendError {
+    fn from(e: AppendError) -> Self {
+        BackendError::Invalid(e.to_string())
+    }
 }
 
 pub type Result<T, E = BackendError> = std::result::Result<T, E>;
@@ -64,11 +97,38 @@ pub struct SeriesHead {
 
 /// Points to append to one series.
 ///
-/// Invariant the caller keeps: `points` is non-empty and strictly increasing in time.
+/// Invariant, checked by [`SeriesAppend::new`]: `points` is non-empty and strictly
+/// increasing in time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeriesAppend {
-    pub series: SeriesId,
-    pub points: Vec<Point>,
+    series: SeriesId,
+    points: Vec<Point>,
+}
+
+impl SeriesAppend {
+    pub fn new(series: SeriesId, points: Vec<Point>) -> Result<Self, AppendError> {
+        if points.is_empty() {
+            return Err(AppendError::Empty { series });
+        }
+        if let Some(i) = points.windows(2).position(|w| w[0].time >= w[1].time) {
+            return Err(AppendError::NotIncreasing {
+                series,
+                index: i + 1,
+                time: points[i + 1].time,
+                previous: points[i].time,
+            });
+        }
+        Ok(Self { series, points })
+    }
+
+    pub fn series(&self) -> SeriesId {
+        self.series
+    }
+
+    /// The points, non-empty and strictly increasing in time.
+    pub fn points(&self) -> &[Point] {
+        &self.points
+    }
 }
 
 /// What became of one [`SeriesAppend`].
@@ -129,6 +189,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Appends each series' points to its value segments, rolling over to a new segment
     /// when one is full and sealing the full one into a compressed block.
     ///
+    /// Every series must be registered: an unknown id fails the call with
+    /// [`BackendError::UnknownSeries`] (as on any `Err`, appends to other series of the call
+    /// may have been stored; the embedded and reference backends check before storing any).
+    ///
     /// Returns one outcome per append, in order. When this returns `Ok`, every point not
     /// refused is durable (survives a crash of the process or the machine) and readable.
     /// On `Err`, no point of the call may be reported as stored; some may have been
@@ -136,9 +200,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Several appends to the same series in one call are applied in order.
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>>;
 
-    /// The segments of `series` that may hold points in `[start, end]` (both inclusive) or
-    /// the nearest point before `start` or after `end` — see
-    /// [`Segment::may_overlap`] — sorted by `prev_end`.
+    /// The segments of `series` that may hold points in `[start, end)`, the nearest point
+    /// before `start` or the nearest at or after `end` — see [`Segment::may_overlap`] —
+    /// sorted by `prev_end`. `start == end` reads just the two neighbours of `start`.
     async fn read_segments(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>>;
 
     /// The latest stored point of each series (`None` for a series with no point yet).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_backend::{
     Backend, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, NameSpace, Partition,
-    SlotChange, SlotKind, SlotValue, StoredBucket,
+    SlotChange, SlotValue, StoredBucket,
 };
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{rollup_updates, Resolution, RollupUpdate};
@@ -17,26 +17,17 @@ const H: i64 = 3_600 * S;
 const D: i64 = 24 * H;
 
 /// Raw 1-second buckets of measurement token 7: hour documents of 3600 slots, day partitions.
-const RAW: BucketFamily = BucketFamily {
-    measurement: 7,
-    slots: SlotKind::Raw { interval_ns: S },
-};
+fn raw() -> BucketFamily {
+    BucketFamily::raw(7, S).expect("1 s is a valid interval")
+}
 
 fn rollup(r: Resolution) -> BucketFamily {
-    BucketFamily {
-        measurement: 7,
-        slots: SlotKind::Rollup(r),
-    }
+    BucketFamily::rollup(7, r)
 }
 
 fn set(series: SeriesId, bucket_start: i64, slot: u32, value: f64) -> BucketWrite {
-    BucketWrite {
-        family: RAW,
-        series,
-        bucket_start,
-        slot,
-        change: SlotChange::Set(value),
-    }
+    BucketWrite::new(raw(), series, bucket_start, slot, SlotChange::Set(value))
+        .expect("a valid write")
 }
 
 async fn write(b: &dyn Backend, writes: Vec<BucketWrite>) -> Vec<BucketWriteOutcome> {
@@ -88,7 +79,7 @@ pub async fn raw_buckets_set_once_per_slot(f: &dyn StoreFactory) {
     assert_eq!(out, vec![Applied, Applied, SlotTaken, Applied, Applied]);
     assert_eq!(write(&*b, vec![set(s1, 0, 0, 3.0)]).await, vec![SlotTaken]);
 
-    let got = read(&*b, RAW, s1, 0, 2 * H).await;
+    let got = read(&*b, raw(), s1, 0, 2 * H).await;
     assert_eq!(
         got.iter().map(|d| d.bucket_start).collect::<Vec<_>>(),
         vec![0, H]
@@ -101,13 +92,13 @@ pub async fn raw_buckets_set_once_per_slot(f: &dyn StoreFactory) {
         (2, 1.5, 0.0, 1.5)
     );
     // Only documents overlapping [start, end); other series not mixed in.
-    assert_eq!(read(&*b, RAW, s1, H, H + 1).await.len(), 1);
-    assert_eq!(read(&*b, RAW, s1, 2 * H, 3 * H).await.len(), 0);
-    assert_eq!(values(&read(&*b, RAW, s2, 0, H).await[0]), vec![(5, 4.0)]);
+    assert_eq!(read(&*b, raw(), s1, H, H + 1).await.len(), 1);
+    assert_eq!(read(&*b, raw(), s1, 2 * H, 3 * H).await.len(), 0);
+    assert_eq!(values(&read(&*b, raw(), s2, 0, H).await[0]), vec![(5, 4.0)]);
 
     // Totals only: no slots shipped.
     let totals_only = b
-        .read_buckets(RAW, s1, 0, H, BucketRead::TotalsOnly)
+        .read_buckets(raw(), s1, 0, H, BucketRead::TotalsOnly)
         .await
         .expect("totals");
     assert_eq!(totals_only.len(), 1);
@@ -116,23 +107,20 @@ pub async fn raw_buckets_set_once_per_slot(f: &dyn StoreFactory) {
 
     drop(b);
     let b = store.open().await;
-    assert_eq!(read(&*b, RAW, s1, 0, 2 * H).await, got, "after reopen");
+    assert_eq!(read(&*b, raw(), s1, 0, 2 * H).await, got, "after reopen");
 }
 
 /// Add accumulates into a slot (counters, seed 003); an absent slot counts as 0.
 pub async fn counter_slots_accumulate(f: &dyn StoreFactory) {
     let store = f.create(8).await;
     let b = store.open().await;
-    let add = |slot: u32, value: f64| BucketWrite {
-        family: RAW,
-        series: SeriesId(3),
-        bucket_start: -H,
-        slot,
-        change: SlotChange::Add(value),
+    let add = |slot: u32, value: f64| {
+        BucketWrite::new(raw(), SeriesId(3), -H, slot, SlotChange::Add(value))
+            .expect("a valid write")
     };
     write(&*b, vec![add(10, 1.0), add(10, 2.0), add(11, 5.0)]).await;
     write(&*b, vec![add(10, 4.0)]).await;
-    let got = read(&*b, RAW, SeriesId(3), -H, 0).await;
+    let got = read(&*b, raw(), SeriesId(3), -H, 0).await;
     assert_eq!(got.len(), 1);
     assert_eq!(values(&got[0]), vec![(10, 7.0), (11, 5.0)]);
     let totals = got[0].totals.expect("totals");
@@ -204,19 +192,7 @@ pub async fn rollup_slots_match_the_reference(f: &dyn StoreFactory) {
 
 /// The write the engine makes for one rollup update.
 pub fn merge_write(series: SeriesId, u: &RollupUpdate, batch: &[Point]) -> BucketWrite {
-    BucketWrite {
-        family: BucketFamily {
-            measurement: 7,
-            slots: SlotKind::Rollup(u.resolution),
-        },
-        series,
-        bucket_start: u.bucket_start,
-        slot: u.slot,
-        change: SlotChange::Merge {
-            summary: u.summary,
-            values: batch[u.points.clone()].iter().map(|p| p.value).collect(),
-        },
-    }
+    BucketWrite::rollup(7, series, u, batch).expect("a valid rollup write")
 }
 
 /// A pre-allocated slot that was never written reads back as absent, never as 0; writing
@@ -226,9 +202,12 @@ pub async fn preallocated_slots_read_as_absent(f: &dyn StoreFactory) {
     let b = store.open().await;
     let (s1, s2) = (SeriesId(1), SeriesId(2));
     write(&*b, vec![set(s2, 0, 3, 0.0)]).await;
-    let created = b.preallocate(RAW, &[s1, s2], 0).await.expect("preallocate");
+    let created = b
+        .preallocate(raw(), &[s1, s2], 0)
+        .await
+        .expect("preallocate");
     assert_eq!(created, 1, "s2's document existed");
-    let shell = read(&*b, RAW, s1, 0, H).await;
+    let shell = read(&*b, raw(), s1, 0, H).await;
     assert_eq!(shell.len(), 1, "a shell is a document");
     assert!(
         shell[0].slots.is_empty(),
@@ -236,19 +215,19 @@ pub async fn preallocated_slots_read_as_absent(f: &dyn StoreFactory) {
         shell[0].slots
     );
     assert!(shell[0].totals.is_none_or_empty());
-    assert_eq!(values(&read(&*b, RAW, s2, 0, H).await[0]), vec![(3, 0.0)]);
+    assert_eq!(values(&read(&*b, raw(), s2, 0, H).await[0]), vec![(3, 0.0)]);
 
     let out = write(&*b, vec![set(s1, 0, 7, 0.0), set(s1, 0, 8, 2.5)]).await;
     assert_eq!(out, vec![BucketWriteOutcome::Applied; 2]);
-    let got = read(&*b, RAW, s1, 0, H).await;
+    let got = read(&*b, raw(), s1, 0, H).await;
     assert_eq!(values(&got[0]), vec![(7, 0.0), (8, 2.5)]);
     let totals = got[0].totals.expect("totals after writes");
     assert_eq!(
         (totals.count, totals.sum, totals.min, totals.max),
         (2, 2.5, 0.0, 2.5)
     );
-    assert_eq!(b.preallocate(RAW, &[s1], 0).await.expect("again"), 0);
-    assert_eq!(read(&*b, RAW, s1, 0, H).await, got);
+    assert_eq!(b.preallocate(raw(), &[s1], 0).await.expect("again"), 0);
+    assert_eq!(read(&*b, raw(), s1, 0, H).await, got);
 }
 
 trait TotalsExt {
@@ -276,55 +255,38 @@ pub async fn partitions_are_listed_and_dropped(f: &dyn StoreFactory) {
             set(s, 23 * H, 0, 2.0),
             set(s, D, 0, 3.0),
             set(s, -H, 0, 4.0),
-            BucketWrite {
-                family: one_minute,
-                series: s,
-                bucket_start: -D,
-                slot: 0,
-                change: SlotChange::Merge {
+            BucketWrite::new(
+                one_minute,
+                s,
+                -D,
+                0,
+                SlotChange::Merge {
                     summary,
                     values: vec![1.0],
                 },
-            },
+            )
+            .expect("a valid write"),
         ],
     )
     .await;
     let parts = b.list_partitions().await.expect("list");
     let want = vec![
-        Partition {
-            family: RAW,
-            start: -D,
-        },
-        Partition {
-            family: RAW,
-            start: 0,
-        },
-        Partition {
-            family: RAW,
-            start: D,
-        },
-        Partition {
-            family: one_minute,
-            start: -D,
-        },
+        Partition::new(raw(), -D).expect("a partition start"),
+        Partition::new(raw(), 0).expect("a partition start"),
+        Partition::new(raw(), D).expect("a partition start"),
+        Partition::new(one_minute, -D).expect("a partition start"),
     ];
     let mut sorted = want.clone();
     sorted.sort();
     assert_eq!(parts, sorted);
 
-    b.drop_partition(Partition {
-        family: RAW,
-        start: 0,
-    })
-    .await
-    .expect("drop");
-    b.drop_partition(Partition {
-        family: RAW,
-        start: 50 * D,
-    })
-    .await
-    .expect("dropping a missing partition is not an error");
-    let left: Vec<i64> = read(&*b, RAW, s, -D, 2 * D)
+    b.drop_partition(Partition::new(raw(), 0).expect("a partition start"))
+        .await
+        .expect("drop");
+    b.drop_partition(Partition::new(raw(), 50 * D).expect("a partition start"))
+        .await
+        .expect("dropping a missing partition is not an error");
+    let left: Vec<i64> = read(&*b, raw(), s, -D, 2 * D)
         .await
         .iter()
         .map(|d| d.bucket_start)
@@ -437,7 +399,7 @@ pub async fn raw_totals_sum_in_write_order(f: &dyn StoreFactory) {
             .collect();
         write(&*b, writes).await;
     }
-    let got = read(&*b, RAW, SeriesId(1), 0, H).await;
+    let got = read(&*b, raw(), SeriesId(1), 0, H).await;
     let totals = got[0].totals.expect("totals");
     let want = vals
         .iter()

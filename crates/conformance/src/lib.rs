@@ -55,10 +55,9 @@ async fn one_series(backend: &dyn Backend) -> SeriesId {
 
 async fn append(backend: &dyn Backend, series: SeriesId, times: &[i64]) -> AppendOutcome {
     let out = backend
-        .append(vec![SeriesAppend {
-            series,
-            points: points(times),
-        }])
+        .append(vec![
+            SeriesAppend::new(series, points(times)).expect("points in time order")
+        ])
         .await
         .expect("append");
     out[0]
@@ -113,10 +112,9 @@ pub async fn any_value_any_time(f: &dyn StoreFactory) {
         Point::new(4, f64::MIN_POSITIVE / 2.0),
         Point::new(i64::MAX - 1, 1e300),
     ];
-    b.append(vec![SeriesAppend {
-        series: s,
-        points: pts.clone(),
-    }])
+    b.append(vec![
+        SeriesAppend::new(s, pts.clone()).expect("points in time order")
+    ])
     .await
     .expect("append");
     assert_bits_eq(&read_all(&*b, s).await, &pts, "special values");
@@ -225,19 +223,15 @@ pub async fn many_series_in_one_call(f: &dyn StoreFactory) {
     let mut appends = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let base = i as i64 * 100;
-        appends.push(SeriesAppend {
-            series: *id,
-            points: points(&[base + 1, base + 2, base + 3]),
-        });
-        appends.push(SeriesAppend {
-            series: *id,
-            points: points(&[base + 4, base + 5]),
-        });
+        appends.push(
+            SeriesAppend::new(*id, points(&[base + 1, base + 2, base + 3]))
+                .expect("points in time order"),
+        );
+        appends.push(
+            SeriesAppend::new(*id, points(&[base + 4, base + 5])).expect("points in time order"),
+        );
     }
-    appends.push(SeriesAppend {
-        series: ids[0],
-        points: points(&[2]),
-    });
+    appends.push(SeriesAppend::new(ids[0], points(&[2])).expect("points in time order"));
     let out = b.append(appends).await.expect("append");
     assert_eq!(out.len(), 11);
     assert_eq!(
@@ -404,19 +398,16 @@ pub async fn model_check(f: &dyn StoreFactory, seed: u64, steps: usize) {
                             Point::new(t, rng.gen_range(-100.0..100.0))
                         })
                         .collect();
-                    appends.push(SeriesAppend {
-                        series,
-                        points: pts,
-                    });
+                    appends.push(SeriesAppend::new(series, pts).expect("points in time order"));
                 }
                 let outcomes = b.append(appends.clone()).await.expect("append");
                 for (a, out) in appends.iter().zip(outcomes) {
-                    let prev = last.get(&a.series).copied();
-                    let want = prev.map_or(0, |l| a.points.partition_point(|p| p.time <= l));
+                    let prev = last.get(&a.series()).copied();
+                    let want = prev.map_or(0, |l| a.points().partition_point(|p| p.time <= l));
                     assert_eq!(out.refused, want, "step {step}: refused prefix");
-                    for p in &a.points[want..] {
-                        model.insert((a.series, p.time), p.value);
-                        last.insert(a.series, p.time);
+                    for p in &a.points()[want..] {
+                        model.insert((a.series(), p.time), p.value);
+                        last.insert(a.series(), p.time);
                     }
                 }
             }

@@ -50,17 +50,17 @@ impl Segment {
         }
     }
 
-    /// Whether this segment can hold points of `[start, end]` or the nearest point
-    /// before `start` or after `end` (both bounds inclusive).
+    /// Whether this segment can hold points of `[start, end)` (half-open, as every range
+    /// of tickertape), the nearest point before `start` or the nearest at or after `end`.
     ///
-    /// Derivation: the segment's points lie inside `(prev_end, next_start)`; the point
-    /// just before `start` lives in the segment whose `next_start >= start` and whose
-    /// `prev_end < start`; the point just after `end` in the one with `prev_end <= end`.
-    /// Both, and every segment with points in range, satisfy
-    /// `prev_end <= end && next_start >= start` — the overlap of `[prev_end, next_start]`
-    /// with `[start, end]`. (Seed 000 prints this query with the bounds swapped.)
+    /// Derivation: the segment's points lie inside `(prev_end, next_start)`. The point
+    /// just before `start` lives in a segment with `prev_end < start <= next_start`; the
+    /// first point at or after `end` in one with `prev_end < end`, since `prev_end` is a
+    /// point before it. Both, and every segment with points in range, satisfy
+    /// `prev_end < end && next_start >= start`. (Seed 000 prints this query, with both
+    /// bounds inclusive, with the bounds swapped.)
     pub fn may_overlap(prev_end: i64, next_start: i64, start: i64, end: i64) -> bool {
-        prev_end <= end && next_start >= start
+        prev_end < end && next_start >= start
     }
 }
 
@@ -91,7 +91,7 @@ mod tests {
         }
     }
 
-    /// Three segments [10,20] [30,40] [50,60]; every query range must select exactly the
+    /// Three segments [10,20] [30,40] [50,60]; every half-open query range must select the
     /// segments holding its points and its two neighbours.
     #[test]
     fn overlap_selects_neighbours_inside_gaps_and_across_boundaries() {
@@ -102,7 +102,7 @@ mod tests {
         ];
         let all: Vec<i64> = vec![10, 20, 30, 40, 50, 60];
         for start in 0..70 {
-            for end in start..70 {
+            for end in start..71 {
                 let selected: Vec<i64> = chain
                     .iter()
                     .filter(|s| Segment::may_overlap(s.prev_end, s.next_start, start, end))
@@ -110,16 +110,16 @@ mod tests {
                     .map(|p| p.time)
                     .collect();
                 let before = all.iter().rev().find(|&&t| t < start);
-                let after = all.iter().find(|&&t| t > end);
+                let after = all.iter().find(|&&t| t >= end);
                 for t in all
                     .iter()
-                    .filter(|&&t| t >= start && t <= end)
+                    .filter(|&&t| t >= start && t < end)
                     .chain(before)
                     .chain(after)
                 {
                     assert!(
                         selected.contains(t),
-                        "[{start},{end}] misses {t}: {selected:?}"
+                        "[{start},{end}) misses {t}: {selected:?}"
                     );
                 }
             }

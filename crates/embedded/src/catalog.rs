@@ -32,6 +32,12 @@ impl Catalog {
         keys.iter().map(|k| inner.ids.get(k).copied()).collect()
     }
 
+    /// The first of `ids` that is not registered, if any (one lock for the whole batch).
+    pub fn first_unknown(&self, ids: impl IntoIterator<Item = SeriesId>) -> Option<SeriesId> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        ids.into_iter().find(|id| !inner.keys.contains_key(id))
+    }
+
     pub fn matching(&self, selector: &SeriesSelector) -> Vec<(SeriesId, SeriesKey)> {
         let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
         inner

@@ -22,7 +22,6 @@ mod writer;
 use async_trait::async_trait;
 use catalog::Catalog;
 use redb::{Database, ReadableTable, ReadableTableMetadata};
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -30,7 +29,7 @@ use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, HEADS, META, SEGMENTS, SERIES_I
 use tickertape_backend::{
     AppendOutcome, Backend, BackendError, BucketFamily, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
+    SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket, TokenRequest,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -128,6 +127,18 @@ impl EmbeddedBackend {
             .map_err(|_| BackendError::Unavailable("the writer stopped before answering".into()))?
     }
 
+    /// `UnknownSeries` for the first append to a series never registered: the writer
+    /// would otherwise start a head for it that no key names.
+    fn check_registered(&self, appends: &[SeriesAppend]) -> Result<()> {
+        match self
+            .catalog
+            .first_unknown(appends.iter().map(SeriesAppend::series))
+        {
+            Some(series) => Err(BackendError::UnknownSeries(series)),
+            None => Ok(()),
+        }
+    }
+
     async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> Result<T> + Send + 'static,
@@ -177,6 +188,7 @@ impl Backend for EmbeddedBackend {
         if appends.is_empty() {
             return Ok(Vec::new());
         }
+        self.check_registered(&appends)?;
         self.submit(|reply| Job::Append { appends, reply }).await
     }
 
@@ -233,7 +245,7 @@ impl Backend for EmbeddedBackend {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let writes = buckets::validate_writes(writes)?;
+        let writes = buckets::targets(writes);
         self.submit(|reply| Job::WriteBuckets { writes, reply })
             .await
     }
@@ -245,7 +257,8 @@ impl Backend for EmbeddedBackend {
         batch: RawBatch,
         derive: DeriveRollups,
     ) -> Result<RawOutcome> {
-        let buckets = buckets::validate_writes(batch.buckets)?;
+        self.check_registered(&batch.appends)?;
+        let buckets = buckets::targets(batch.buckets);
         let appends = batch.appends;
         self.submit(|reply| Job::WriteWithRollups {
             appends,
@@ -274,15 +287,14 @@ impl Backend for EmbeddedBackend {
         series: &[SeriesId],
         bucket_start: i64,
     ) -> Result<u64> {
+        let partition = Partition::of_document(family, bucket_start)?;
         if series.is_empty() {
-            // Still refuse a bad family or start, as a call with series would.
-            buckets::target(family, SeriesId(0), bucket_start)?;
             return Ok(0);
         }
         let targets = series
             .iter()
-            .map(|&s| buckets::target(family, s, bucket_start))
-            .collect::<Result<Vec<_>>>()?;
+            .map(|&s| buckets::Target::new(partition, s, bucket_start))
+            .collect();
         self.submit(|reply| Job::Preallocate { targets, reply })
             .await
     }
@@ -292,49 +304,39 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn drop_partition(&self, partition: Partition) -> Result<()> {
-        // Checks the family, so that a raw interval no geometry has is refused rather than
-        // silently "dropped".
-        buckets::geometry(partition.family)?;
-        let table = buckets::table_name(partition);
+        let table = partition.name();
         self.submit(|reply| Job::DropPartition { table, reply })
             .await
     }
 
     async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
-        let names = names.to_vec();
-        let (names, found) = self
+        let mut request = TokenRequest::new(names);
+        let wanted: Vec<String> = request.missing().into_iter().map(str::to_owned).collect();
+        let (wanted, found) = self
             .read(move |db| {
-                let found = names::lookup(db, namespace, &names)?;
-                Ok((names, found))
+                let found = names::lookup(db, namespace, &wanted)?;
+                Ok((wanted, found))
             })
             .await?;
-        let mut seen = HashSet::new();
-        let missing: Vec<String> = names
-            .iter()
-            .zip(&found)
-            .filter(|(name, token)| token.is_none() && seen.insert(name.as_str()))
-            .map(|(name, _)| name.clone())
-            .collect();
-        if missing.is_empty() {
-            return Ok(found.into_iter().flatten().collect());
+        for (name, token) in wanted.iter().zip(found) {
+            if let Some(token) = token {
+                request.found(name, token);
+            }
         }
-        let issued = self
-            .submit(|reply| Job::Tokenize {
-                namespace,
-                names: missing.clone(),
-                reply,
-            })
-            .await?;
-        let issued: HashMap<String, u64> = missing.into_iter().zip(issued).collect();
-        names
-            .iter()
-            .zip(found)
-            .map(|(name, token)| {
-                token.or_else(|| issued.get(name).copied()).ok_or_else(|| {
-                    BackendError::Storage(format!("the writer issued no token for {name:?}"))
+        let missing: Vec<String> = request.missing().into_iter().map(str::to_owned).collect();
+        if !missing.is_empty() {
+            let issued = self
+                .submit(|reply| Job::Tokenize {
+                    namespace,
+                    names: missing.clone(),
+                    reply,
                 })
-            })
-            .collect()
+                .await?;
+            for (name, token) in missing.iter().zip(issued) {
+                request.found(name, token);
+            }
+        }
+        request.finish()
     }
 
     async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
@@ -344,9 +346,10 @@ impl Backend for EmbeddedBackend {
     }
 }
 
-/// Segments of `series` whose `[prev_end, next_start]` overlaps `[start, end]`.
+/// Segments of `series` that may hold points of `[start, end)` or its neighbours
+/// ([`Segment::may_overlap`]).
 ///
-/// Keys are `(series, prev_end)`, so the candidates are the keys up to `(series, end)`;
+/// Keys are `(series, prev_end)`, so the candidates are the keys below `(series, end)`;
 /// walking them backwards, `next_start` decreases, and the walk stops at the first segment
 /// that ends before `start`.
 fn read_segments(db: &Database, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
@@ -354,7 +357,7 @@ fn read_segments(db: &Database, series: SeriesId, start: i64, end: i64) -> Resul
     let table = txn.open_table(SEGMENTS).map_err(storage)?;
     let mut out = Vec::new();
     for entry in table
-        .range((series.0, i64::MIN)..=(series.0, end))
+        .range((series.0, i64::MIN)..(series.0, end))
         .map_err(storage)?
         .rev()
     {

@@ -5,9 +5,15 @@
 //! commits once, durably, before answering any of them: concurrent requests share the
 //! cost of the fsync instead of trading durability for speed.
 //!
-//! After a failed commit the writer is *poisoned* (redb's sticky-failure habit): it refuses
-//! every later job until the store is reopened, because its cached heads may no longer
-//! match what is on disk.
+//! The transaction rule: a group commits whole or not at all. Any error while applying
+//! any job of the group — whatever its kind — aborts the transaction (it is dropped
+//! uncommitted), drops the cached active segments (they may hold the aborted changes) and
+//! answers every job of the group with an error: the job that failed with its own, the
+//! others with a retryable "not stored". Nothing of an aborted group is ever readable.
+//!
+//! When redb itself cannot begin or commit a transaction, the writer is *poisoned*
+//! (redb's sticky-failure habit): it refuses every later job until the store is reopened,
+//! because what the file holds after a failed write is known only to redb's recovery.
 
 use crate::buckets::{self, Target, ValidWrite};
 use crate::catalog::Catalog;
@@ -72,28 +78,33 @@ impl Job {
     /// The job's weight against [`MAX_POINTS_PER_COMMIT`]: roughly, records it writes.
     fn points(&self) -> usize {
         match self {
-            Job::Append { appends, .. } => appends.iter().map(|a| a.points.len()).sum(),
+            Job::Append { appends, .. } => appends.iter().map(|a| a.points().len()).sum(),
             Job::Register { keys, .. } => keys.len(),
             Job::WriteBuckets { writes, .. } => writes.len(),
             Job::WriteWithRollups {
                 appends, buckets, ..
-            } => appends.iter().map(|a| a.points.len()).sum::<usize>() + buckets.len(),
+            } => appends.iter().map(|a| a.points().len()).sum::<usize>() + buckets.len(),
             Job::Preallocate { targets, .. } => targets.len(),
             Job::DropPartition { .. } => 1,
             Job::Tokenize { names, .. } => names.len(),
         }
     }
 
+    /// Answers the job with `error` at once.
     fn fail(self, error: BackendError) {
-        // A dropped receiver means the caller went away; nothing to tell.
+        self.unanswered().fail(error)
+    }
+
+    /// The answer of a job that was not applied: it can only fail.
+    fn unanswered(self) -> Answer {
         match self {
-            Job::Append { reply, .. } => drop(reply.send(Err(error))),
-            Job::Register { reply, .. } => drop(reply.send(Err(error))),
-            Job::WriteBuckets { reply, .. } => drop(reply.send(Err(error))),
-            Job::WriteWithRollups { reply, .. } => drop(reply.send(Err(error))),
-            Job::Preallocate { reply, .. } => drop(reply.send(Err(error))),
-            Job::DropPartition { reply, .. } => drop(reply.send(Err(error))),
-            Job::Tokenize { reply, .. } => drop(reply.send(Err(error))),
+            Job::Append { reply, .. } => Answer::unapplied(reply),
+            Job::Register { reply, .. } => Answer::unapplied(reply),
+            Job::WriteBuckets { reply, .. } => Answer::unapplied(reply),
+            Job::WriteWithRollups { reply, .. } => Answer::unapplied(reply),
+            Job::Preallocate { reply, .. } => Answer::unapplied(reply),
+            Job::DropPartition { reply, .. } => Answer::unapplied(reply),
+            Job::Tokenize { reply, .. } => Answer::unapplied(reply),
         }
     }
 }
@@ -125,10 +136,21 @@ impl Answer {
     fn new<T: Send + 'static>(reply: oneshot::Sender<Result<T>>, result: Result<T>) -> Self {
         Self(Box::new(move |failure| {
             // A dropped receiver means the caller went away; nothing to tell.
-            drop(reply.send(match failure {
-                None => result,
-                Some(error) => Err(error),
+            drop(reply.send(match (failure, result) {
+                (None, result) => result,
+                // The job's own error says best what went wrong with it.
+                (Some(_), Err(own)) => Err(own),
+                (Some(group), Ok(_)) => Err(group),
             }))
+        }))
+    }
+
+    /// The answer of a job that was never applied.
+    fn unapplied<T: Send + 'static>(reply: oneshot::Sender<Result<T>>) -> Self {
+        Self(Box::new(move |failure| {
+            let error =
+                failure.unwrap_or_else(|| BackendError::Unavailable("write not applied".into()));
+            drop(reply.send(Err(error)))
         }))
     }
 
@@ -137,10 +159,18 @@ impl Answer {
         (self.0)(None)
     }
 
-    /// Sends `error` instead of the result (the commit failed).
+    /// The group was not committed: sends the job's own error if it had one, else `error`.
     fn fail(self, error: BackendError) {
         (self.0)(Some(error))
     }
+}
+
+/// Why a group was not committed.
+struct Aborted {
+    error: BackendError,
+    /// redb could not begin or commit: the writer must refuse writes until reopened.
+    poison: bool,
+    answers: Vec<Answer>,
 }
 
 impl Writer {
@@ -182,106 +212,131 @@ impl Writer {
             return;
         }
         let mut registered = Vec::new();
-        let outcome = self.apply_group(group, &mut registered);
-        match outcome {
+        match self.apply_group(group, &mut registered) {
             Ok(answers) => {
                 self.catalog.insert_all(registered);
                 for answer in answers {
                     answer.deliver();
                 }
             }
-            Err((error, answers)) => {
-                tracing::error!(%error, "write transaction failed; refusing further writes");
-                self.poisoned = Some(error.to_string());
-                self.active.clear();
-                self.dirty.clear();
-                for answer in answers {
-                    answer.fail(BackendError::Storage(format!("write not stored: {error}")));
-                }
-            }
+            Err(aborted) => self.abort(aborted),
         }
     }
 
-    /// Applies every job in one transaction and commits it. On a storage error, returns
-    /// it with the answers gathered so far so that every caller hears of the failure.
-    #[allow(clippy::type_complexity)]
+    /// Forgets what the aborted group changed and tells every caller.
+    fn abort(&mut self, aborted: Aborted) {
+        let Aborted {
+            error,
+            poison,
+            answers,
+        } = aborted;
+        self.active.clear();
+        self.dirty.clear();
+        let told = if poison {
+            tracing::error!(%error, "write transaction failed; refusing further writes");
+            self.poisoned = Some(error.to_string());
+            BackendError::Storage(format!("write not stored: {error}"))
+        } else {
+            tracing::warn!(%error, "a write group was aborted; nothing of it was stored");
+            BackendError::Unavailable(format!(
+                "write not stored: a request in the same transaction failed ({error}); retry"
+            ))
+        };
+        for answer in answers {
+            answer.fail(told.clone());
+        }
+    }
+
+    /// Applies every job in one transaction and commits it, or aborts at the first job
+    /// that fails (see the module docs for the rule).
     fn apply_group(
         &mut self,
         group: Vec<Job>,
         registered: &mut Vec<(SeriesKey, SeriesId)>,
-    ) -> std::result::Result<Vec<Answer>, (BackendError, Vec<Answer>)> {
+    ) -> std::result::Result<Vec<Answer>, Aborted> {
         let mut answers = Vec::with_capacity(group.len());
         let txn = match self.db.begin_write() {
             Ok(txn) => txn,
             Err(e) => {
-                let err = storage(e);
-                for job in group {
-                    job.fail(BackendError::Storage(err.to_string()));
-                }
-                return Err((err, answers));
+                answers.extend(group.into_iter().map(Job::unanswered));
+                return Err(Aborted {
+                    error: storage(e),
+                    poison: true,
+                    answers,
+                });
             }
         };
         let mut failure = None;
         for job in group {
-            answers.push(self.apply_job(&txn, job, registered, &mut failure));
+            if failure.is_some() {
+                // The transaction is lost already: the rest of the group is not applied.
+                answers.push(job.unanswered());
+                continue;
+            }
+            let (answer, error) = self.apply_job(&txn, job, registered);
+            answers.push(answer);
+            failure = error;
         }
-        if let Some(err) = failure {
-            return Err((err, answers));
-        }
-        if let Err(e) = self.flush_active(&txn) {
-            return Err((e, answers));
+        let failure = failure.or_else(|| self.flush_active(&txn).err());
+        if let Some(error) = failure {
+            // Dropping `txn` uncommitted leaves the file as it was.
+            return Err(Aborted {
+                error,
+                poison: false,
+                answers,
+            });
         }
         match txn.commit() {
             Ok(()) => Ok(answers),
-            Err(e) => Err((storage(e), answers)),
+            Err(e) => Err(Aborted {
+                error: storage(e),
+                poison: true,
+                answers,
+            }),
         }
     }
 
-    /// Applies one job in `txn`; a storage error is also recorded in `failure`, which
-    /// fails the whole group (the transaction can no longer be trusted).
+    /// Applies one job in `txn`: its answer, and its error when it failed (which aborts
+    /// the group, whatever the error).
     fn apply_job(
         &mut self,
         txn: &WriteTransaction,
         job: Job,
         registered: &mut Vec<(SeriesKey, SeriesId)>,
-        failure: &mut Option<BackendError>,
-    ) -> Answer {
-        fn noted<T>(failure: &mut Option<BackendError>, result: Result<T>) -> Result<T> {
-            if let Err(BackendError::Storage(msg)) = &result {
-                failure.get_or_insert_with(|| BackendError::Storage(msg.clone()));
-            }
-            result
+    ) -> (Answer, Option<BackendError>) {
+        fn answered<T: Send + 'static>(
+            reply: oneshot::Sender<Result<T>>,
+            result: Result<T>,
+        ) -> (Answer, Option<BackendError>) {
+            let error = result.as_ref().err().cloned();
+            (Answer::new(reply, result), error)
         }
         match job {
-            Job::Append { appends, reply } => {
-                Answer::new(reply, noted(failure, self.append_all(txn, &appends)))
-            }
-            Job::Register { keys, reply } => {
-                Answer::new(reply, noted(failure, self.register(txn, &keys, registered)))
-            }
+            Job::Append { appends, reply } => answered(reply, self.append_all(txn, &appends)),
+            Job::Register { keys, reply } => answered(reply, self.register(txn, &keys, registered)),
             Job::WriteBuckets { writes, reply } => {
-                Answer::new(reply, noted(failure, buckets::apply_writes(txn, &writes)))
+                answered(reply, buckets::apply_writes(txn, &writes))
             }
             Job::WriteWithRollups {
                 appends,
                 buckets,
                 derive,
                 reply,
-            } => {
-                let result = self.write_with_rollups(txn, &appends, &buckets, derive);
-                Answer::new(reply, noted(failure, result))
-            }
+            } => answered(
+                reply,
+                self.write_with_rollups(txn, &appends, &buckets, derive),
+            ),
             Job::Preallocate { targets, reply } => {
-                Answer::new(reply, noted(failure, buckets::preallocate(txn, &targets)))
+                answered(reply, buckets::preallocate(txn, &targets))
             }
             Job::DropPartition { table, reply } => {
-                Answer::new(reply, noted(failure, buckets::drop_partition(txn, &table)))
+                answered(reply, buckets::drop_partition(txn, &table))
             }
             Job::Tokenize {
                 namespace,
                 names,
                 reply,
-            } => Answer::new(reply, noted(failure, names::issue(txn, namespace, &names))),
+            } => answered(reply, names::issue(txn, namespace, &names)),
         }
     }
 
@@ -318,9 +373,8 @@ impl Writer {
         Ok(ids)
     }
 
-    /// Raw writes, then the rollups `derive` computes from their outcome, in `txn`. Once
-    /// the raw writes are applied, a failure of the rollups is reported as a storage
-    /// error, which fails the whole transaction: raw points are never committed without
+    /// Raw writes, then the rollups `derive` computes from their outcome, in `txn`. Any
+    /// error aborts the group (module docs), so raw points are never committed without
     /// their rollups.
     fn write_with_rollups(
         &mut self,
@@ -335,17 +389,15 @@ impl Writer {
         };
         let raw = match raw_buckets.is_empty() {
             true => Vec::new(),
-            false => buckets::apply_writes(txn, raw_buckets).map_err(whole_transaction)?,
+            false => buckets::apply_writes(txn, raw_buckets)?,
         };
         let outcome = RawOutcome {
             appends,
             buckets: raw,
         };
-        let rollups = derive(&outcome)
-            .and_then(buckets::validate_writes)
-            .map_err(whole_transaction)?;
+        let rollups = buckets::targets(derive(&outcome)?);
         if !rollups.is_empty() {
-            buckets::apply_writes(txn, &rollups).map_err(whole_transaction)?;
+            buckets::apply_writes(txn, &rollups)?;
         }
         Ok(outcome)
     }
@@ -355,34 +407,26 @@ impl Writer {
         txn: &WriteTransaction,
         appends: &[SeriesAppend],
     ) -> Result<Vec<AppendOutcome>> {
-        for a in appends {
-            if a.points.windows(2).any(|w| w[0].time >= w[1].time) {
-                return Err(BackendError::Invalid(format!(
-                    "points for series {} are not strictly increasing in time",
-                    a.series
-                )));
-            }
-        }
         let mut segments = txn.open_table(SEGMENTS).map_err(storage)?;
         let heads = txn.open_table(HEADS).map_err(storage)?;
         let mut outcomes = Vec::with_capacity(appends.len());
         for a in appends {
-            let active = match self.active.entry(a.series) {
+            let active = match self.active.entry(a.series()) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(load_active(&heads, &segments, a.series)?),
+                Entry::Vacant(e) => e.insert(load_active(&heads, &segments, a.series())?),
             };
             let stored_last = active.last.map(|p| p.time);
             let refused = match active.last {
-                Some(last) => a.points.partition_point(|p| p.time <= last.time),
+                Some(last) => a.points().partition_point(|p| p.time <= last.time),
                 None => 0,
             };
-            if refused < a.points.len() && !active.dirty {
+            if refused < a.points().len() && !active.dirty {
                 active.dirty = true;
-                self.dirty.push(a.series);
+                self.dirty.push(a.series());
             }
-            for &p in &a.points[refused..] {
+            for &p in &a.points()[refused..] {
                 if active.points.len() >= self.capacity {
-                    seal(&mut segments, a.series, active, p.time)?;
+                    seal(&mut segments, a.series(), active, p.time)?;
                 }
                 active.points.push(p);
                 active.last = Some(p);
@@ -478,15 +522,6 @@ fn load_active(
         points,
         dirty: false,
     })
-}
-
-/// Any error after a job's first change to the transaction: reported as a storage error,
-/// so that the group's transaction is not committed half-applied.
-fn whole_transaction(error: BackendError) -> BackendError {
-    match error {
-        BackendError::Storage(message) => BackendError::Storage(message),
-        other => BackendError::Storage(format!("write not applied: {other}")),
-    }
 }
 
 pub fn storage(e: impl std::fmt::Display) -> BackendError {

@@ -6,7 +6,7 @@
 use crate::{Engine, EngineError};
 use std::collections::HashMap;
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketWrite, NameSpace, Partition, SeriesInfo, SlotChange, SlotKind,
+    BackendError, BucketFamily, BucketWrite, NameSpace, Partition, SeriesInfo,
 };
 use tickertape_core::query::select_range;
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, ResolutionOrRaw};
@@ -61,11 +61,11 @@ impl Engine {
         let names = self.measurement_names(&partitions).await?;
         let mut report = RetentionReport::default();
         for partition in partitions {
-            let Some(name) = names.get(&partition.family.measurement) else {
+            let Some(name) = names.get(&partition.family().measurement()) else {
                 report.kept += 1;
                 continue;
             };
-            let level = partition.family.resolution();
+            let level = partition.family().resolution();
             let retention = self.schema.for_measurement(name).retention_ns(level);
             let expired = retention.filter(|&keep| partition.end() <= now.saturating_sub(keep));
             let Some(retention) = expired else {
@@ -75,14 +75,14 @@ impl Engine {
             if !dry_run {
                 self.backend.drop_partition(partition).await?;
                 tracing::info!(
-                    measurement = %name, resolution = %level, start = partition.start,
+                    measurement = %name, resolution = %level, start = partition.start(),
                     "retention dropped a partition"
                 );
             }
             report.dropped.push(ExpiredPartition {
                 measurement: name.clone(),
                 resolution: level,
-                start: partition.start,
+                start: partition.start(),
                 end: partition.end(),
                 retention,
             });
@@ -95,7 +95,10 @@ impl Engine {
         &self,
         partitions: &[Partition],
     ) -> Result<HashMap<u64, String>, EngineError> {
-        let mut tokens: Vec<u64> = partitions.iter().map(|p| p.family.measurement).collect();
+        let mut tokens: Vec<u64> = partitions
+            .iter()
+            .map(|p| p.family().measurement())
+            .collect();
         tokens.sort_unstable();
         tokens.dedup();
         let names = self
@@ -145,10 +148,7 @@ impl Engine {
             if series.is_empty() {
                 continue;
             }
-            let family = BucketFamily {
-                measurement: self.measurement_token(name).await?,
-                slots: SlotKind::Raw { interval_ns },
-            };
+            let family = BucketFamily::raw(self.measurement_token(name).await?, interval_ns)?;
             created += self.backend.preallocate(family, &series, next).await?;
         }
         Ok(created)
@@ -188,16 +188,10 @@ impl Engine {
             ..RebuildReport::default()
         };
         for &resolution in &schema.rollups {
-            let family = BucketFamily {
-                measurement: token,
-                slots: SlotKind::Rollup(resolution),
-            };
+            let family = BucketFamily::rollup(token, resolution);
             for partition_start in partition_starts(resolution.geometry(), start, end)? {
-                let partition = Partition {
-                    family,
-                    start: partition_start,
-                };
-                if raw_horizon.is_some_and(|h| partition.start < h) {
+                let partition = Partition::new(family, partition_start)?;
+                if raw_horizon.is_some_and(|h| partition.start() < h) {
                     report.skipped += 1;
                     continue;
                 }
@@ -219,7 +213,7 @@ impl Engine {
         partition: Partition,
     ) -> Result<u64, EngineError> {
         let schema = self.schema.for_measurement(&info.key.measurement);
-        let (from, to) = (partition.start, partition.end());
+        let (from, to) = (partition.start(), partition.end());
         let all = self.raw_points(info, schema, from, to).await?;
         let points = select_range(&all, from, to, false);
         if points.is_empty() {
@@ -227,19 +221,11 @@ impl Engine {
         }
         let updates = rollup_updates(&points, &[resolution])
             .map_err(|e| BackendError::Invalid(e.to_string()))?;
+        let token = partition.family().measurement();
         let writes = updates
-            .into_iter()
-            .map(|u| BucketWrite {
-                family: partition.family,
-                series: info.id,
-                bucket_start: u.bucket_start,
-                slot: u.slot,
-                change: SlotChange::Merge {
-                    summary: u.summary,
-                    values: points[u.points].iter().map(|p| p.value).collect(),
-                },
-            })
-            .collect();
+            .iter()
+            .map(|u| BucketWrite::rollup(token, info.id, u, &points))
+            .collect::<Result<Vec<_>, _>>()?;
         self.backend.write_buckets(writes).await?;
         Ok(points.len() as u64)
     }

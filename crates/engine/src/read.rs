@@ -4,8 +4,7 @@ use crate::query::{CounterDisplay, Query, WindowPlan};
 use crate::{Engine, EngineError};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketRead, SeriesHead, SeriesInfo, SlotKind, SlotValue,
-    StoredBucket,
+    BackendError, BucketFamily, BucketRead, SeriesHead, SeriesInfo, SlotValue, StoredBucket,
 };
 use tickertape_core::hold::{hold_range, hold_windows, holds};
 use tickertape_core::query::{
@@ -86,17 +85,17 @@ impl Engine {
         {
             return Ok(None);
         }
-        let family = BucketFamily {
-            measurement: self.measurement_token(&query.selector.measurement).await?,
-            slots: SlotKind::Raw { interval_ns },
-        };
+        let family = BucketFamily::raw(
+            self.measurement_token(&query.selector.measurement).await?,
+            interval_ns,
+        )?;
         let mut spans: Vec<(i64, i64)> = self
             .backend
             .list_partitions()
             .await?
             .into_iter()
-            .filter(|p| p.family == family && p.start < query.end && p.end() > query.start)
-            .map(|p| (p.start.max(query.start), p.end().min(query.end)))
+            .filter(|p| p.family() == family && p.start() < query.end && p.end() > query.start)
+            .map(|p| (p.start().max(query.start), p.end().min(query.end)))
             .collect();
         spans.sort_unstable_by(|a, b| b.cmp(a));
         Ok(Some(spans))
@@ -384,10 +383,10 @@ impl Engine {
             s => s.saturating_add(period),
         };
         let end_whole = window_start(query.end, period).max(first_whole);
-        let family = BucketFamily {
-            measurement: self.measurement_token(&info.key.measurement).await?,
-            slots: SlotKind::Raw { interval_ns },
-        };
+        let family = BucketFamily::raw(
+            self.measurement_token(&info.key.measurement).await?,
+            interval_ns,
+        )?;
         let mut out = Vec::new();
         let edge =
             |all: &[Point], from: i64, to: i64| aggregate_windows(all, from, to, period, plan.agg);
@@ -456,10 +455,7 @@ impl Engine {
         if start >= end {
             return Ok(Vec::new());
         }
-        let family = BucketFamily {
-            measurement: self.measurement_token(&info.key.measurement).await?,
-            slots: SlotKind::Rollup(r),
-        };
+        let family = BucketFamily::rollup(self.measurement_token(&info.key.measurement).await?, r);
         let docs = self
             .backend
             .read_buckets(family, info.id, start, end, BucketRead::Full)
@@ -490,10 +486,10 @@ impl Engine {
         };
         let geometry = BucketGeometry::for_slot(interval_ns)
             .ok_or_else(|| corrupt(info, "the configured interval has no bucket geometry"))?;
-        let family = BucketFamily {
-            measurement: self.measurement_token(&info.key.measurement).await?,
-            slots: SlotKind::Raw { interval_ns },
-        };
+        let family = BucketFamily::raw(
+            self.measurement_token(&info.key.measurement).await?,
+            interval_ns,
+        )?;
         let docs = self
             .backend
             .read_buckets(family, info.id, start, end, BucketRead::Full)

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tickertape_backend::{
     AppendOutcome, BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups,
-    NameSpace, RawBatch, RawOutcome, SeriesAppend, SlotChange, SlotKind,
+    NameSpace, RawBatch, RawOutcome, SeriesAppend, SlotChange,
 };
 use tickertape_core::lineproto::{self, FieldValue, Line};
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, MIN_BUCKET_TIME};
@@ -158,20 +158,8 @@ impl RollupSource {
             let updates = rollup_updates(&points, &group.rollups).map_err(|e| {
                 BackendError::Invalid(format!("rollups of series {}: {e}", group.series))
             })?;
-            for u in updates {
-                writes.push(BucketWrite {
-                    family: BucketFamily {
-                        measurement,
-                        slots: SlotKind::Rollup(u.resolution),
-                    },
-                    series: group.series,
-                    bucket_start: u.bucket_start,
-                    slot: u.slot,
-                    change: SlotChange::Merge {
-                        summary: u.summary,
-                        values: points[u.points].iter().map(|p| p.value).collect(),
-                    },
-                });
+            for u in &updates {
+                writes.push(BucketWrite::rollup(measurement, group.series, u, &points)?);
             }
         }
         Ok(writes)
@@ -368,10 +356,10 @@ impl Engine {
                 points: group.points.clone(),
             });
             let Layout::Buckets { interval_ns } = group.schema.layout else {
-                batch.appends.push(SeriesAppend {
-                    series: group.series,
-                    points: group.points.clone(),
-                });
+                batch.appends.push(
+                    SeriesAppend::new(group.series, group.points.clone())
+                        .map_err(BackendError::from)?,
+                );
                 source.append_groups.push(g);
                 continue;
             };
@@ -380,25 +368,23 @@ impl Engine {
             else {
                 continue;
             };
-            let family = BucketFamily {
-                measurement,
-                slots: SlotKind::Raw { interval_ns },
-            };
+            let family = BucketFamily::raw(measurement, interval_ns)?;
             for (i, point) in group.points.iter().enumerate() {
                 // Times before MIN_BUCKET_TIME were refused by `refuse_for_schema`.
                 let Some((bucket_start, slot)) = geometry.slot_of(point.time) else {
                     continue;
                 };
-                batch.buckets.push(BucketWrite {
+                let change = match mode {
+                    WriteMode::Set => SlotChange::Set(point.value),
+                    WriteMode::Increment => SlotChange::Add(point.value),
+                };
+                batch.buckets.push(BucketWrite::new(
                     family,
-                    series: group.series,
+                    group.series,
                     bucket_start,
                     slot,
-                    change: match mode {
-                        WriteMode::Set => SlotChange::Set(point.value),
-                        WriteMode::Increment => SlotChange::Add(point.value),
-                    },
-                });
+                    change,
+                )?);
                 source
                     .bucket_sources
                     .push((g, i, geometry.slot_time(bucket_start, slot)));

@@ -136,7 +136,7 @@ impl MongoBackend {
         let admin = self.client.database("admin");
         let partitions = self.list_bucket_partitions().await?;
         for p in &partitions {
-            let namespace = format!("{name}.{}", collection_name(p.family, p.start));
+            let namespace = format!("{name}.{}", collection_name(*p));
             match admin
                 .run_command(doc! { "shardCollection": &namespace, "key": segments_shard_key() })
                 .await

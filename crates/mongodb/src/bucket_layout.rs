@@ -33,16 +33,10 @@ pub(crate) const BUCKET_PREFIX: &str = Partition::NAME_PREFIX;
 /// of one slot walks two short field lists instead of one of up to 3600.
 const SLOTS_PER_MINUTE: u32 = 60;
 
-/// The geometry of a family, or `Invalid` for a raw interval no geometry holds.
-pub(crate) fn geometry(family: BucketFamily) -> Result<BucketGeometry> {
-    family.checked_geometry()
-}
-
-/// The name of the collection holding the partition starting at `start`
-/// ([`Partition::name`]): only integers and fixed words, a valid collection name whatever
-/// the user's names are.
-pub(crate) fn collection_name(family: BucketFamily, start: i64) -> String {
-    Partition { family, start }.name()
+/// The name of a partition's collection ([`Partition::name`]): only integers and fixed
+/// words, a valid collection name whatever the user's names are.
+pub(crate) fn collection_name(partition: Partition) -> String {
+    partition.name()
 }
 
 /// The partition a collection name stands for; `None` for any other name.
@@ -77,7 +71,7 @@ pub(crate) fn shell(family: BucketFamily, geometry: BucketGeometry, id: Document
             m.insert(second, Bson::Null);
         }
     }
-    match family.slots {
+    match family.slots() {
         SlotKind::Raw { .. } => doc! {
             "_id": id,
             "n": 0_i64,
@@ -105,7 +99,7 @@ pub(crate) fn parse_bucket(
         u64::try_from(series).map_err(|_| corrupt(format!("negative series id {series}")))?,
     );
     let bucket_start = need_i64(id, "b")?;
-    let (totals, slots) = match family.slots {
+    let (totals, slots) = match family.slots() {
         SlotKind::Raw { .. } => {
             let slots = if with_slots {
                 parse_slots(doc, "v", |v| number(v).map(SlotValue::Value))?
@@ -245,31 +239,17 @@ mod tests {
 
     #[test]
     fn collection_names_round_trip_and_reject_others() {
-        let raw = BucketFamily {
-            measurement: 7,
-            slots: SlotKind::Raw {
-                interval_ns: 1_000_000_000,
-            },
-        };
+        let raw = BucketFamily::raw(7, 1_000_000_000).unwrap();
         let day = 86_400_000_000_000;
-        for family in [
-            raw,
-            BucketFamily {
-                measurement: u64::MAX,
-                slots: SlotKind::Rollup(Resolution::MINUTE),
-            },
-        ] {
+        for family in [raw, BucketFamily::rollup(u64::MAX, Resolution::MINUTE)] {
             for start in [-day, 0, day] {
-                let name = collection_name(family, start);
-                assert_eq!(
-                    parse_collection_name(&name),
-                    Some(Partition { family, start }),
-                    "{name}"
-                );
+                let partition = Partition::new(family, start).unwrap();
+                let name = collection_name(partition);
+                assert_eq!(parse_collection_name(&name), Some(partition), "{name}");
             }
         }
         assert_eq!(
-            collection_name(raw, -day),
+            collection_name(Partition::new(raw, -day).unwrap()),
             "bk.7.raw.1000000000.-86400000000000"
         );
         for other in [
@@ -294,13 +274,8 @@ mod tests {
 
     #[test]
     fn shells_read_as_nothing_written() {
-        let family = BucketFamily {
-            measurement: 1,
-            slots: SlotKind::Raw {
-                interval_ns: 10_000_000_000,
-            },
-        };
-        let geometry = geometry(family).unwrap();
+        let family = BucketFamily::raw(1, 10_000_000_000).unwrap();
+        let geometry = family.geometry();
         let shell = shell(family, geometry, bucket_id(3, 0));
         let read = parse_bucket(family, &shell, true).unwrap();
         assert_eq!(read.totals, None);

@@ -4,22 +4,16 @@
 use futures::future::try_join_all;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
-use tickertape_backend::{BackendError, BucketFamily, BucketRead, Partition, Result, StoredBucket};
-use tickertape_core::rollup::BucketGeometry;
+use tickertape_backend::{BucketFamily, BucketRead, DocumentSpan, Partition, Result, StoredBucket};
 use tickertape_core::SeriesId;
 
 use crate::bucket_layout::{
-    self, bucket_id, collection_name, parse_bucket, parse_collection_name, shell, BUCKET_PREFIX,
+    bucket_id, collection_name, parse_bucket, parse_collection_name, shell, BUCKET_PREFIX,
 };
 use crate::bulk;
 use crate::error::map_err;
 use crate::layout::sid;
 use crate::MongoBackend;
-
-/// Partitions a read addresses by name without first listing the collections. A find on
-/// a collection that does not exist is cheap and returns nothing; past this many, one
-/// `listCollections` saves more round trips than it costs (a read of "everything").
-const DIRECT_PARTITIONS: i128 = 16;
 
 impl MongoBackend {
     /// One `find` per partition overlapping the documents of `[start, end)`, on the `_id`
@@ -37,23 +31,25 @@ impl MongoBackend {
         end: i64,
         part: BucketRead,
     ) -> Result<Vec<StoredBucket>> {
-        let geometry = bucket_layout::geometry(family)?;
-        let Some(first) = geometry.bucket_starts(start, end).next() else {
+        let Some(span) = DocumentSpan::new(family, start, end) else {
             return Ok(Vec::new());
         };
         let series = sid(series)?;
         let filter = doc! { "_id": {
-            "$gte": bucket_id(series, first),
-            "$lt": bucket_id(series, end),
+            "$gte": bucket_id(series, span.first()),
+            "$lt": bucket_id(series, span.end()),
         }};
-        let partitions = self
-            .partitions_between(family, geometry, first, end)
-            .await?;
+        // A find on a collection that does not exist is cheap and returns nothing; past a
+        // few partitions, one `listCollections` saves more round trips than it costs.
+        let partitions = match span.named_partitions() {
+            Some(named) => named,
+            None => span.select(self.list_bucket_partitions().await?),
+        };
         let with_slots = part == BucketRead::Full;
         let per_partition = try_join_all(partitions.into_iter().map(|p| {
             let filter = filter.clone();
             async move {
-                let collection = collection_name(family, p);
+                let collection = collection_name(p);
                 self.find_buckets(&collection, filter, with_slots).await
             }
         }))
@@ -85,36 +81,6 @@ impl MongoBackend {
             .map_err(|e| map_err("read buckets", e))
     }
 
-    /// Starts of the partitions holding documents that start in `[first, end)`, ascending.
-    async fn partitions_between(
-        &self,
-        family: BucketFamily,
-        geometry: BucketGeometry,
-        first: i64,
-        end: i64,
-    ) -> Result<Vec<i64>> {
-        let partition_ns = geometry.partition_ns();
-        let lo = geometry.partition_of(first);
-        let hi = geometry.partition_of(end - 1);
-        let count = (i128::from(hi) - i128::from(lo)) / i128::from(partition_ns) + 1;
-        if count <= DIRECT_PARTITIONS {
-            return Ok(
-                std::iter::successors(Some(lo), |p| p.checked_add(partition_ns))
-                    .take_while(|&p| p <= hi)
-                    .collect(),
-            );
-        }
-        let mut starts: Vec<i64> = self
-            .list_bucket_partitions()
-            .await?
-            .into_iter()
-            .filter(|p| p.family == family && (lo..=hi).contains(&p.start))
-            .map(|p| p.start)
-            .collect();
-        starts.sort_unstable();
-        Ok(starts)
-    }
-
     /// Every bucket partition collection, by family, then start.
     ///
     /// A partition is listed once its collection exists: the first upsert or shell into it
@@ -138,16 +104,8 @@ impl MongoBackend {
     /// Drops the partition's collection; a missing one is fine (the driver ignores
     /// `NamespaceNotFound`).
     pub(crate) async fn drop_bucket_partition(&self, partition: Partition) -> Result<()> {
-        let geometry = bucket_layout::geometry(partition.family)?;
-        if geometry.partition_of(partition.start) != partition.start {
-            return Err(BackendError::Invalid(format!(
-                "{} is not the start of a partition of its family (every {} ns)",
-                partition.start,
-                geometry.partition_ns()
-            )));
-        }
         self.db
-            .collection::<Document>(&collection_name(partition.family, partition.start))
+            .collection::<Document>(&collection_name(partition))
             .drop()
             .await
             .map_err(|e| map_err("drop partition", e))
@@ -161,17 +119,11 @@ impl MongoBackend {
         series: &[SeriesId],
         bucket_start: i64,
     ) -> Result<u64> {
-        let geometry = bucket_layout::geometry(family)?;
-        if bucket_start.rem_euclid(geometry.period_ns()) != 0 {
-            return Err(BackendError::Invalid(format!(
-                "bucket start {bucket_start} is not a multiple of the family's period {} ns",
-                geometry.period_ns()
-            )));
-        }
+        let partition = Partition::of_document(family, bucket_start)?;
         if series.is_empty() {
             return Ok(0);
         }
-        let template = shell(family, geometry, Document::new());
+        let template = shell(family, family.geometry(), Document::new());
         let documents = series
             .iter()
             .map(|&s| {
@@ -180,7 +132,7 @@ impl MongoBackend {
                 Ok(d)
             })
             .collect::<Result<Vec<_>>>()?;
-        let collection = collection_name(family, geometry.partition_of(bucket_start));
+        let collection = collection_name(partition);
         let inserted = bulk::insert(&self.db, &self.write_concern, &collection, documents).await?;
         Ok(inserted.into_iter().filter(|&i| i).count() as u64)
     }

@@ -25,12 +25,10 @@ use std::collections::{BTreeMap, HashSet};
 use futures::future::try_join_all;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
-use tickertape_backend::{
-    BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, Result, SlotChange, SlotKind,
-};
+use tickertape_backend::{BackendError, BucketWrite, BucketWriteOutcome, Result, SlotChange};
 use tickertape_core::query::Summary;
 
-use crate::bucket_layout::{self, bucket_id, collection_name, slot_path, summary_doc};
+use crate::bucket_layout::{bucket_id, collection_name, slot_path, summary_doc};
 use crate::bulk;
 use crate::error::{map_err, DUPLICATE_KEY};
 use crate::layout::sid;
@@ -232,40 +230,22 @@ fn lookup<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
     Some(value)
 }
 
-/// The collection and the planned change of one write, after checking it against its
-/// family.
+/// The collection and the planned change of one write (checked when it was built:
+/// [`BucketWrite::new`]).
 fn plan(write: &BucketWrite) -> Result<(String, Planned)> {
-    let geometry = bucket_layout::geometry(write.family)?;
-    let period = geometry.period_ns();
-    if write.bucket_start.rem_euclid(period) != 0 {
-        return Err(BackendError::Invalid(format!(
-            "bucket start {} is not a multiple of the family's period {period} ns",
-            write.bucket_start
-        )));
-    }
-    if write.slot >= geometry.slots() {
-        return Err(BackendError::Invalid(format!(
-            "slot {} is beyond the {} slots of the family's documents",
-            write.slot,
-            geometry.slots()
-        )));
-    }
-    let collection = collection_name(write.family, geometry.partition_of(write.bucket_start));
-    let id = bucket_id(sid(write.series)?, write.bucket_start);
-    let slot = slot_path(write.slot);
-    let change = match (&write.change, write.family.slots) {
-        (SlotChange::Set(v), SlotKind::Raw { .. }) => {
+    let collection = collection_name(write.partition());
+    let id = bucket_id(sid(write.series())?, write.bucket_start());
+    let slot = slot_path(write.slot());
+    let change = match write.change() {
+        SlotChange::Set(v) => {
             let path = format!("v.{slot}");
             let (q, u) = set_update(&id, &path, *v);
             PlannedChange::Set { path, q, u }
         }
-        (SlotChange::Add(v), SlotKind::Raw { .. }) => {
-            PlannedChange::Pipeline(add_update(&format!("v.{slot}"), *v))
-        }
-        (SlotChange::Merge { summary, values }, SlotKind::Rollup(_)) => {
+        SlotChange::Add(v) => PlannedChange::Pipeline(add_update(&format!("v.{slot}"), *v)),
+        SlotChange::Merge { summary, values } => {
             PlannedChange::Pipeline(merge_update(&format!("r.{slot}"), summary, values)?)
         }
-        (change, _) => return Err(mismatch(change, write.family)),
     };
     Ok((collection, Planned { id, change }))
 }
@@ -335,19 +315,6 @@ fn pipeline_statement(
 /// so it never leaks into another write's stages.
 fn multi_slot_update(pipelines: Vec<Vec<Bson>>) -> Bson {
     Bson::Array(pipelines.into_iter().flatten().collect())
-}
-
-fn mismatch(change: &SlotChange, family: BucketFamily) -> BackendError {
-    let change = match change {
-        SlotChange::Set(_) => "Set",
-        SlotChange::Add(_) => "Add",
-        SlotChange::Merge { .. } => "Merge",
-    };
-    let kind = match family.slots {
-        SlotKind::Raw { .. } => "a raw",
-        SlotKind::Rollup(_) => "a rollup",
-    };
-    BackendError::Invalid(format!("a {change} change does not apply to {kind} family"))
 }
 
 fn prefix_invalid(e: BackendError, context: &str) -> BackendError {
@@ -450,6 +417,7 @@ fn add_chain(start: String, values: &[f64]) -> Bson {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tickertape_backend::{BucketFamily, SlotKind};
 
     #[test]
     fn add_chain_nests_left_to_right() {
@@ -471,20 +439,21 @@ mod tests {
     }
 
     fn write(series: u64, family: BucketFamily, start: i64, slot: u32) -> BucketWrite {
-        let change = match family.slots {
+        let change = match family.slots() {
             SlotKind::Raw { .. } => SlotChange::Add(f64::from(slot)),
             SlotKind::Rollup(_) => SlotChange::Merge {
                 summary: Summary::of(tickertape_core::Point::new(start, 1.0)),
                 values: vec![1.0],
             },
         };
-        BucketWrite {
+        BucketWrite::new(
             family,
-            series: tickertape_core::SeriesId(series),
-            bucket_start: start,
+            tickertape_core::SeriesId(series),
+            start,
             slot,
             change,
-        }
+        )
+        .unwrap()
     }
 
     /// The writes each statement carries, for writes all in one collection.
@@ -502,10 +471,7 @@ mod tests {
 
     #[test]
     fn consecutive_pipeline_writes_to_one_document_share_a_statement() {
-        let minute = BucketFamily {
-            measurement: 1,
-            slots: SlotKind::Rollup(tickertape_core::rollup::Resolution::MINUTE),
-        };
+        let minute = BucketFamily::rollup(1, tickertape_core::rollup::Resolution::MINUTE);
         let period = minute.geometry().period_ns();
         // A body's merges as the engine orders them: nine slots of one document, then
         // two of the next document of the same series, then another series.
@@ -545,15 +511,16 @@ mod tests {
 
     #[test]
     fn sets_stand_alone_and_split_runs() {
-        let raw = BucketFamily {
-            measurement: 1,
-            slots: SlotKind::Raw {
-                interval_ns: 1_000_000_000,
-            },
-        };
-        let set = |slot: u32| BucketWrite {
-            change: SlotChange::Set(1.0),
-            ..write(1, raw, 0, slot)
+        let raw = BucketFamily::raw(1, 1_000_000_000).unwrap();
+        let set = |slot: u32| {
+            BucketWrite::new(
+                raw,
+                tickertape_core::SeriesId(1),
+                0,
+                slot,
+                SlotChange::Set(1.0),
+            )
+            .unwrap()
         };
         let writes = [
             write(1, raw, 0, 0),
@@ -570,10 +537,7 @@ mod tests {
 
     #[test]
     fn long_runs_split_at_the_stage_limit() {
-        let minute = BucketFamily {
-            measurement: 1,
-            slots: SlotKind::Rollup(tickertape_core::rollup::Resolution::MINUTE),
-        };
+        let minute = BucketFamily::rollup(1, tickertape_core::rollup::Resolution::MINUTE);
         let writes: Vec<BucketWrite> = (0..(MAX_STAGES_PER_STATEMENT + 1) as u32)
             .map(|slot| write(1, minute, 0, slot % 60))
             .collect();

@@ -38,7 +38,7 @@ use futures::future::try_join_all;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{AppendOutcome, BackendError, Result, SeriesAppend};
-use tickertape_core::Point;
+use tickertape_core::{Point, SeriesId};
 
 use crate::bulk::{self, Update};
 use crate::error::{corrupt, map_err};
@@ -56,14 +56,14 @@ impl MongoBackend {
     ) -> Result<Vec<AppendOutcome>> {
         let series: Vec<i64> = batch
             .iter()
-            .map(|(_, a)| sid(a.series))
+            .map(|(_, a)| sid(a.series()))
             .collect::<Result<_>>()?;
         self.load_active(&series).await?;
 
         let mut fast = Vec::new();
         let mut statements = Vec::new();
         for (n, ((_, append), &s)) in batch.iter().zip(&series).enumerate() {
-            let k = append.points.len() as i64;
+            let k = append.points().len() as i64;
             let Some(gen) = self.cached_active(s) else {
                 continue;
             };
@@ -75,9 +75,9 @@ impl MongoBackend {
                     "_id": segment_id(s, gen),
                     "c": { "$lte": self.capacity - k },
                     "x": { "$exists": false },
-                    "$or": [ { "l": Bson::Null }, { "l": { "$lt": append.points[0].time } } ],
+                    "$or": [ { "l": Bson::Null }, { "l": { "$lt": append.points()[0].time } } ],
                 },
-                u: push(&append.points),
+                u: push(append.points()),
                 conditional: true,
             });
             fast.push(n);
@@ -157,14 +157,14 @@ impl MongoBackend {
             );
         }
         match missing.iter().find(|&&s| self.cached_active(s).is_none()) {
-            Some(s) => Err(BackendError::Invalid(format!("unknown series {s}"))),
+            Some(s) => Err(BackendError::UnknownSeries(SeriesId(*s as u64))),
             None => Ok(()),
         }
     }
 
     /// Steps 1–6 of the module docs for one append.
     async fn append_slow(&self, series: i64, append: &SeriesAppend) -> Result<AppendOutcome> {
-        let mut points: &[Point] = &append.points;
+        let mut points: &[Point] = append.points();
         let mut outcome = AppendOutcome {
             refused: 0,
             last_time: None,
@@ -257,7 +257,7 @@ impl MongoBackend {
             .projection(doc! { "sg": 1 })
             .await
             .map_err(|e| map_err("read series head", e))?
-            .ok_or_else(|| BackendError::Invalid(format!("unknown series {series}")))?;
+            .ok_or(BackendError::UnknownSeries(SeriesId(series as u64)))?;
         let gen = layout::need_i64(&head, "sg")?;
         self.cache_active(series, gen);
         let doc = self

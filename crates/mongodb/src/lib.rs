@@ -364,23 +364,12 @@ impl Backend for MongoBackend {
     }
 
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
-        for (i, a) in appends.iter().enumerate() {
-            if a.points.is_empty() {
-                return Err(BackendError::Invalid(format!("appends[{i}]: no points")));
-            }
-            if a.points.windows(2).any(|w| w[0].time >= w[1].time) {
-                return Err(BackendError::Invalid(format!(
-                    "appends[{i}]: points of series {} are not strictly increasing in time",
-                    a.series
-                )));
-            }
-        }
         // Several appends to one series are applied in order: the n-th append of each
         // series goes in round n; one round holds at most one append per series.
         let mut rounds: Vec<Vec<usize>> = Vec::new();
         let mut seen: HashMap<SeriesId, usize> = HashMap::new();
         for (i, a) in appends.iter().enumerate() {
-            let round = seen.entry(a.series).or_insert(0);
+            let round = seen.entry(a.series()).or_insert(0);
             if rounds.len() <= *round {
                 rounds.push(Vec::new());
             }

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
-use tickertape_backend::{BackendError, NameSpace, Result, NAMES_PER_DOCUMENT};
+use tickertape_backend::{BackendError, NameSpace, Result, TokenRequest, NAMES_PER_DOCUMENT};
 
 use crate::bulk;
 use crate::error::{corrupt, map_err};
@@ -51,32 +51,23 @@ impl MongoBackend {
         namespace: NameSpace,
         names: &[String],
     ) -> Result<Vec<u64>> {
-        let mut wanted: Vec<&str> = Vec::new();
-        let mut seen = HashSet::new();
-        for name in names {
-            if seen.insert(name.as_str()) {
-                wanted.push(name);
-            }
-        }
-        let mut tokens = self.lookup_names(namespace, &wanted).await?;
+        let mut request = TokenRequest::new(names);
         for _ in 0..MAX_ROUNDS {
-            let missing: Vec<&str> = wanted
-                .iter()
-                .copied()
-                .filter(|n| !tokens.contains_key(*n))
-                .collect();
+            let missing = request.missing();
             if missing.is_empty() {
-                return names
-                    .iter()
-                    .map(|n| {
-                        tokens.get(n.as_str()).copied().ok_or_else(|| {
-                            BackendError::Storage(format!("mongodb: no token for {n:?}"))
-                        })
-                    })
-                    .collect();
+                return request.finish();
             }
-            self.push_names(namespace, &missing).await?;
-            tokens.extend(self.lookup_names(namespace, &missing).await?);
+            let found = self.lookup_names(namespace, &missing).await?;
+            for (name, token) in &found {
+                request.found(name, *token);
+            }
+            let still_missing: Vec<&str> = missing
+                .into_iter()
+                .filter(|n| !found.contains_key(*n))
+                .collect();
+            if !still_missing.is_empty() {
+                self.push_names(namespace, &still_missing).await?;
+            }
         }
         Err(BackendError::Unavailable(format!(
             "mongodb: could not add {namespace} names after {MAX_ROUNDS} attempts \

@@ -13,8 +13,8 @@ use crate::layout::{self, segment_id, sid, SEGMENTS, SERIES};
 use crate::{MongoBackend, SegmentProtocol};
 
 impl MongoBackend {
-    /// One query: the segments whose `[pe, ns]` overlaps `[start, end]`
-    /// (`pe <= end && ns >= start`, [`Segment::may_overlap`]), served by the index
+    /// One query: the segments that may hold points of `[start, end)` or its neighbours
+    /// (`pe < end && ns >= start`, [`Segment::may_overlap`]), served by the index
     /// `{s: 1, ns: 1, pe: 1}`. Seed 000 prints the query with `$lte`/`$gte` on the wrong
     /// bounds (`prevEnd <= tmin && nextStart >= tmax`), which only finds segments that
     /// span the whole range.
@@ -32,7 +32,7 @@ impl MongoBackend {
             .collection::<Document>(SEGMENTS)
             .find(doc! {
                 "s": sid(series)?,
-                "pe": { "$lte": end },
+                "pe": { "$lt": end },
                 "ns": { "$gte": start },
             })
             .sort(doc! { "ns": 1, "pe": 1 })

@@ -148,9 +148,9 @@ impl MongoBackend {
     /// Step 1: reserves slots for the points after the series' last time, refusing the
     /// prefix at or before it.
     async fn reserve(&self, append: &SeriesAppend) -> Result<Reservation> {
-        let series = sid(append.series)?;
+        let series = sid(append.series())?;
         let heads = self.collection(SERIES);
-        let mut points: &[Point] = &append.points;
+        let mut points: &[Point] = append.points();
         let mut outcome = AppendOutcome {
             refused: 0,
             last_time: None,
@@ -198,9 +198,7 @@ impl MongoBackend {
                 .projection(doc! { "ld": 1 })
                 .await
                 .map_err(|e| map_err("read series head", e))?
-                .ok_or_else(|| {
-                    BackendError::Invalid(format!("unknown series {}", append.series))
-                })?;
+                .ok_or(BackendError::UnknownSeries(append.series()))?;
             if let Some(ld) = layout::get_i64(&head, "ld")? {
                 let refused = points.partition_point(|p| p.time <= ld);
                 outcome.refused += refused;
@@ -213,7 +211,7 @@ impl MongoBackend {
         }
         Err(BackendError::Unavailable(format!(
             "mongodb: could not reserve slots for series {} in {MAX_ATTEMPTS} attempts",
-            append.series
+            append.series()
         )))
     }
 

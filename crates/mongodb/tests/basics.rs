@@ -172,10 +172,9 @@ async fn appends_and_reads(protocol: SegmentProtocol) {
         Point::new(4, f64::MIN_POSITIVE),
     ];
     backend
-        .append(vec![tickertape_backend::SeriesAppend {
-            series: c,
-            points: odd.clone(),
-        }])
+        .append(vec![
+            tickertape_backend::SeriesAppend::new(c, odd.clone()).expect("in order")
+        ])
         .await
         .unwrap();
     let back = read_all(&backend, c).await;

@@ -64,7 +64,7 @@ pub const MIN_BUCKET_TIME: i64 = i64::MIN + MAX_PERIOD_NS;
 /// All periods are fixed lengths of time, never calendar months or years: finding the
 /// document of a timestamp is one Euclidean division, with no calendar, leap day or time
 /// zone to consult, and it works the same before the epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BucketGeometry {
     period_ns: i64,
     slot_ns: i64,

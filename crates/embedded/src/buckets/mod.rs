@@ -8,9 +8,8 @@
 //! (see [`codec`]); a rollup partition holds rows of 32 slots, `(series, bucket start,
 //! row)` → the row's summaries (see [`rows`]).
 //!
-//! Arguments are checked before a job reaches the writer thread ([`validate_writes`],
-//! [`target`]): a bad write never costs the group commit anything, and the writer works
-//! only with [`Target`]s whose table, key and slot are known to be consistent.
+//! Writes arrive checked ([`BucketWrite::new`] in the backend crate), so the writer only
+//! maps each to its [`Target`]: a bad write never reaches the group commit.
 
 mod codec;
 mod read;
@@ -22,10 +21,7 @@ pub use read::{list_partitions, read_buckets};
 pub use write::{apply_writes, drop_partition, preallocate};
 
 use redb::TableDefinition;
-use tickertape_backend::{
-    BackendError, BucketFamily, BucketWrite, Partition, Result, SlotChange, SlotKind,
-};
-use tickertape_core::rollup::BucketGeometry;
+use tickertape_backend::{BackendError, BucketWrite, Partition, Result, SlotChange};
 use tickertape_core::SeriesId;
 
 /// The type of every raw bucket table: `(series id, bucket start ns)` → encoded [`Bucket`].
@@ -35,16 +31,6 @@ pub type BucketTable<'n> = TableDefinition<'n, (u64, i64), &'static [u8]>;
 /// The table of a raw partition, by name.
 pub fn definition(name: &str) -> BucketTable<'_> {
     TableDefinition::new(name)
-}
-
-/// The geometry of a family's documents; `Invalid` for a raw interval no geometry holds.
-pub fn geometry(family: BucketFamily) -> Result<BucketGeometry> {
-    family.checked_geometry()
-}
-
-/// The name of a partition's table ([`Partition::name`]).
-pub fn table_name(partition: Partition) -> String {
-    partition.name()
 }
 
 /// The partition a table holds: `None` for a table that is not a bucket table, an error
@@ -57,7 +43,9 @@ pub fn parse_table_name(name: &str) -> Option<Result<Partition>> {
     })
 }
 
-/// Where one document lives, checked against its family's geometry.
+/// Where one document lives: its partition's table and its key there. Built only from
+/// checked values ([`Partition::of_document`], a [`BucketWrite`]), so the table, key and
+/// slots are consistent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     /// Name of the partition's table.
@@ -73,6 +61,23 @@ pub struct Target {
 }
 
 impl Target {
+    /// The document of `series` starting at `bucket_start` in `partition`.
+    pub fn new(partition: Partition, series: SeriesId, bucket_start: i64) -> Self {
+        let g = partition.family().geometry();
+        Self {
+            table: partition.name(),
+            key: (series.0, bucket_start),
+            slots: g.slots(),
+            slot_ns: g.slot_ns(),
+            rollup: partition.family().is_rollup(),
+        }
+    }
+
+    /// The document a write goes to.
+    pub fn of_write(write: &BucketWrite) -> Self {
+        Self::new(write.partition(), write.series(), write.bucket_start())
+    }
+
     /// `Corrupt` unless `stored` is a raw document of this target's family.
     pub fn check(&self, stored: &Peek) -> Result<()> {
         if !self.rollup && stored.slots == self.slots {
@@ -103,34 +108,7 @@ impl Target {
     }
 }
 
-/// The document of `series` starting at `bucket_start` in `family`.
-pub fn target(family: BucketFamily, series: SeriesId, bucket_start: i64) -> Result<Target> {
-    let g = geometry(family)?;
-    if bucket_start.rem_euclid(g.period_ns()) != 0 {
-        return Err(BackendError::Invalid(format!(
-            "bucket_start {bucket_start} is not a multiple of the family's period ({} ns)",
-            g.period_ns()
-        )));
-    }
-    // Not `partition_of`: its start saturates at i64::MIN, which would name a partition
-    // that does not hold the document.
-    let start = bucket_start
-        .checked_sub(bucket_start.rem_euclid(g.partition_ns()))
-        .ok_or_else(|| {
-            BackendError::Invalid(format!(
-                "bucket_start {bucket_start} is before the earliest partition"
-            ))
-        })?;
-    Ok(Target {
-        table: table_name(Partition { family, start }),
-        key: (series.0, bucket_start),
-        slots: g.slots(),
-        slot_ns: g.slot_ns(),
-        rollup: matches!(family.slots, SlotKind::Rollup(_)),
-    })
-}
-
-/// A [`BucketWrite`] whose slot, start and change fit its family.
+/// A [`BucketWrite`] with the table and key of its document.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValidWrite {
     pub target: Target,
@@ -138,49 +116,19 @@ pub struct ValidWrite {
     pub change: SlotChange,
 }
 
-/// Checks every write; the first bad one refuses the whole call, naming the argument.
-pub fn validate_writes(writes: Vec<BucketWrite>) -> Result<Vec<ValidWrite>> {
-    writes
-        .into_iter()
-        .enumerate()
-        .map(|(i, w)| validate_write(w).map_err(|e| in_write(i, e)))
-        .collect()
+impl From<BucketWrite> for ValidWrite {
+    fn from(write: BucketWrite) -> Self {
+        Self {
+            target: Target::of_write(&write),
+            slot: write.slot(),
+            change: write.change().clone(),
+        }
+    }
 }
 
-fn validate_write(w: BucketWrite) -> Result<ValidWrite> {
-    let target = target(w.family, w.series, w.bucket_start)?;
-    if w.slot >= target.slots {
-        return Err(BackendError::Invalid(format!(
-            "slot {} is out of range: documents of this family have {} slots",
-            w.slot, target.slots
-        )));
-    }
-    let fits = match w.change {
-        SlotChange::Set(_) | SlotChange::Add(_) => !target.rollup,
-        SlotChange::Merge { .. } => target.rollup,
-    };
-    if !fits {
-        let (change, family) = if target.rollup {
-            ("Set/Add", "a rollup")
-        } else {
-            ("Merge", "a raw")
-        };
-        return Err(BackendError::Invalid(format!(
-            "change: {change} does not apply to {family} family"
-        )));
-    }
-    Ok(ValidWrite {
-        target,
-        slot: w.slot,
-        change: w.change,
-    })
-}
-
-fn in_write(index: usize, e: BackendError) -> BackendError {
-    match e {
-        BackendError::Invalid(msg) => BackendError::Invalid(format!("write {index}: {msg}")),
-        other => other,
-    }
+/// The writes with their targets.
+pub fn targets(writes: Vec<BucketWrite>) -> Vec<ValidWrite> {
+    writes.into_iter().map(ValidWrite::from).collect()
 }
 
 #[cfg(test)]
@@ -200,126 +148,5 @@ pub(crate) mod strategies {
             Just(f64::INFINITY),
             Just(f64::NEG_INFINITY),
         ]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tickertape_core::rollup::Resolution;
-
-    fn raw(interval_ns: i64) -> BucketFamily {
-        BucketFamily {
-            measurement: 7,
-            slots: SlotKind::Raw { interval_ns },
-        }
-    }
-
-    #[test]
-    fn table_names_round_trip() {
-        for family in [
-            raw(1_000_000_000),
-            raw(7_000_000_000),
-            raw(1),
-            BucketFamily {
-                measurement: u64::MAX,
-                slots: SlotKind::Rollup(Resolution::DAY),
-            },
-        ] {
-            let g = geometry(family).unwrap();
-            for start in [0, g.partition_ns() * 3, -g.partition_ns() * 10] {
-                let p = Partition { family, start };
-                let name = table_name(p);
-                assert_eq!(parse_table_name(&name).unwrap().unwrap(), p, "{name}");
-            }
-        }
-    }
-
-    #[test]
-    fn other_tables_are_not_partitions() {
-        for name in ["segments", "meta", "bkx", "bk"] {
-            assert!(parse_table_name(name).is_none(), "{name}");
-        }
-        for name in [
-            "bk.1.raw.1000000000",
-            "bk.1.raw.1000000000.1.2",
-            "bk.1.cooked.1000000000.0",
-            "bk.1.raw.0.0",
-            "bk.1.raw.1000000000.+0",
-            "bk.1.raw.1000000000.00",
-            "bk.1.raw.1000000000.5",
-            "bk.-1.raw.1000000000.0",
-        ] {
-            assert!(
-                matches!(parse_table_name(name), Some(Err(BackendError::Corrupt(_)))),
-                "{name}"
-            );
-        }
-    }
-
-    #[test]
-    fn bad_arguments_are_named() {
-        let ok = BucketWrite {
-            family: raw(1_000_000_000),
-            series: SeriesId(1),
-            bucket_start: 3_600_000_000_000,
-            slot: 3599,
-            change: SlotChange::Set(1.0),
-        };
-        assert!(validate_writes(vec![ok.clone()]).is_ok());
-        let cases = [
-            (
-                BucketWrite {
-                    slot: 3600,
-                    ..ok.clone()
-                },
-                "slot",
-            ),
-            (
-                BucketWrite {
-                    bucket_start: 1,
-                    ..ok.clone()
-                },
-                "bucket_start",
-            ),
-            (
-                BucketWrite {
-                    family: raw(0),
-                    ..ok.clone()
-                },
-                "family",
-            ),
-            (
-                BucketWrite {
-                    change: SlotChange::Merge {
-                        summary: tickertape_core::query::Summary::of(tickertape_core::Point::new(
-                            0, 1.0,
-                        )),
-                        values: vec![1.0],
-                    },
-                    ..ok.clone()
-                },
-                "change",
-            ),
-        ];
-        for (w, word) in cases {
-            match validate_writes(vec![ok.clone(), w]) {
-                Err(BackendError::Invalid(msg)) => {
-                    assert!(msg.starts_with("write 1: "), "{msg}");
-                    assert!(msg.contains(word), "{msg} should name {word}");
-                }
-                other => panic!("{other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn earliest_documents_have_a_partition() {
-        let family = raw(1_000_000_000);
-        let g = geometry(family).unwrap();
-        let (start, _) = g.slot_of(tickertape_core::rollup::MIN_BUCKET_TIME).unwrap();
-        let t = target(family, SeriesId(1), start).unwrap();
-        let p = parse_table_name(&t.table).unwrap().unwrap();
-        assert!(p.start <= start && start < p.end());
     }
 }

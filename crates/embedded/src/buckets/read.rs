@@ -1,19 +1,14 @@
 //! Bucket reads and the partition list, in read transactions (no writer involved).
 
 use super::rows::{self, row_definition, SHELL_SLOT};
-use super::{definition, geometry, parse_table_name, table_name, target, Bucket, Target};
+use super::{definition, parse_table_name, Bucket, Target};
 use crate::writer::storage;
 use redb::{Database, ReadTransaction, ReadableTableMetadata, TableError};
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketRead, Partition, Result, SlotKind, SlotValue, StoredBucket,
+    BackendError, BucketFamily, BucketRead, DocumentSpan, Partition, Result, SlotValue,
+    StoredBucket,
 };
-use tickertape_core::rollup::{BucketGeometry, MIN_BUCKET_TIME};
-use tickertape_core::time::window_start;
 use tickertape_core::SeriesId;
-
-/// Up to this many partitions in a read's range are opened by name; beyond, the table
-/// list is filtered instead, so a read over centuries does not try billions of names.
-const MAX_PROBED_PARTITIONS: i128 = 64;
 
 /// The documents of `series` in `family` whose period overlaps `[start, end)`, by start.
 pub fn read_buckets(
@@ -24,55 +19,77 @@ pub fn read_buckets(
     end: i64,
     part: BucketRead,
 ) -> Result<Vec<StoredBucket>> {
-    let g = geometry(family)?;
-    if end <= start || end <= MIN_BUCKET_TIME {
+    let Some(span) = DocumentSpan::new(family, start, end) else {
         return Ok(Vec::new());
-    }
-    // The document holding `start` may begin before it; none begins before MIN_BUCKET_TIME's.
-    let first = window_start(start.max(MIN_BUCKET_TIME), g.period_ns());
+    };
     let txn = db.begin_read().map_err(storage)?;
+    let partitions = match span.named_partitions() {
+        Some(named) => named,
+        None => span.select(all_partitions(&txn)?),
+    };
+    let range = (span.first(), span.end());
     let mut out = Vec::new();
-    let rollup = matches!(family.slots, SlotKind::Rollup(_));
-    for partition in partitions_between(&txn, family, g, first, end)? {
-        let name = table_name(partition);
-        if rollup {
-            read_rows(&txn, &name, family, series, (first, end), part, &mut out)?;
-            continue;
-        }
-        let table = match txn.open_table(definition(&name)) {
-            Ok(table) => table,
-            Err(TableError::TableDoesNotExist(_)) => continue,
-            Err(e) => return Err(storage(e)),
-        };
-        for entry in table
-            .range((series.0, first)..(series.0, end))
-            .map_err(storage)?
-        {
-            let (key, value) = entry.map_err(storage)?;
-            let bucket_start = key.value().1;
-            // Rebuilt for the checks and the error message; cannot fail for a stored key
-            // of a well-formed table name, and reports corruption if it does.
-            let target = target(family, series, bucket_start).map_err(|e| {
-                BackendError::Corrupt(format!("key {bucket_start} in table {name}: {e}"))
-            })?;
-            out.push(stored(&target, value.value(), part)?);
+    for partition in partitions {
+        if family.is_rollup() {
+            read_rows(&txn, partition, series, range, part, &mut out)?;
+        } else {
+            read_documents(&txn, partition, series, range, part, &mut out)?;
         }
     }
     Ok(out)
+}
+
+/// The raw documents of `series` starting in `[first, end)` in `partition`'s table,
+/// appended to `out`.
+fn read_documents(
+    txn: &ReadTransaction,
+    partition: Partition,
+    series: SeriesId,
+    (first, end): (i64, i64),
+    part: BucketRead,
+    out: &mut Vec<StoredBucket>,
+) -> Result<()> {
+    let name = partition.name();
+    let table = match txn.open_table(definition(&name)) {
+        Ok(table) => table,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(storage(e)),
+    };
+    for entry in table
+        .range((series.0, first)..(series.0, end))
+        .map_err(storage)?
+    {
+        let (key, value) = entry.map_err(storage)?;
+        let target = stored_target(partition, series, key.value().1)?;
+        out.push(stored(&target, value.value(), part)?);
+    }
+    Ok(())
+}
+
+/// The target of a document found under `bucket_start` in `partition`'s table; `Corrupt`
+/// when that is not a document start of the partition.
+fn stored_target(partition: Partition, series: SeriesId, bucket_start: i64) -> Result<Target> {
+    match Partition::of_document(partition.family(), bucket_start) {
+        Ok(p) if p == partition => Ok(Target::new(partition, series, bucket_start)),
+        _ => Err(BackendError::Corrupt(format!(
+            "key {bucket_start} in table {} is not a document start of that partition",
+            partition.name()
+        ))),
+    }
 }
 
 /// The rollup documents of `series` starting in `[first, end)` in the partition table
 /// `name`, regrouped from their slot rows and appended to `out`.
 fn read_rows(
     txn: &ReadTransaction,
-    name: &str,
-    family: BucketFamily,
+    partition: Partition,
     series: SeriesId,
     (first, end): (i64, i64),
     part: BucketRead,
     out: &mut Vec<StoredBucket>,
 ) -> Result<()> {
-    let table = match txn.open_table(row_definition(name)) {
+    let name = partition.name();
+    let table = match txn.open_table(row_definition(&name)) {
         Ok(table) => table,
         Err(TableError::TableDoesNotExist(_)) => return Ok(()),
         Err(e) => return Err(storage(e)),
@@ -85,11 +102,7 @@ fn read_rows(
         let (key, value) = entry.map_err(storage)?;
         let (_, bucket_start, slot) = key.value();
         if current.as_ref().is_none_or(|t| t.key.1 != bucket_start) {
-            // Cannot fail for a stored key of a well-formed table name; reports corruption
-            // if it does.
-            let t = target(family, series, bucket_start).map_err(|e| {
-                BackendError::Corrupt(format!("key {bucket_start} in table {name}: {e}"))
-            })?;
+            let t = stored_target(partition, series, bucket_start)?;
             out.push(StoredBucket {
                 series,
                 bucket_start,
@@ -151,35 +164,6 @@ fn stored(target: &Target, bytes: &[u8], part: BucketRead) -> Result<StoredBucke
     })
 }
 
-/// The partitions of `family` that may hold documents starting in `[first, end)`, by start.
-fn partitions_between(
-    txn: &ReadTransaction,
-    family: BucketFamily,
-    g: BucketGeometry,
-    first: i64,
-    end: i64,
-) -> Result<Vec<Partition>> {
-    let width = g.partition_ns();
-    // `first` is the start of a document at or after MIN_BUCKET_TIME's, so its partition
-    // start is an i64 (see `super::target`).
-    let low = window_start(first, width);
-    let high = window_start(end - 1, width);
-    let count = (i128::from(high) - i128::from(low)) / i128::from(width) + 1;
-    if count <= MAX_PROBED_PARTITIONS {
-        let starts = std::iter::successors(Some(low), |s| s.checked_add(width));
-        return Ok(starts
-            .take_while(|&s| s <= high)
-            .map(|start| Partition { family, start })
-            .collect());
-    }
-    let mut found: Vec<Partition> = all_partitions(txn)?
-        .into_iter()
-        .filter(|p| p.family == family && (low..=high).contains(&p.start))
-        .collect();
-    found.sort_unstable();
-    Ok(found)
-}
-
 /// Every bucket table's partition, in table-list order.
 fn all_partitions(txn: &ReadTransaction) -> Result<Vec<Partition>> {
     let mut out = Vec::new();
@@ -198,14 +182,14 @@ pub fn list_partitions(db: &Database) -> Result<Vec<Partition>> {
     for partition in all_partitions(&txn)? {
         // A table can exist empty: the writer opens (and so creates) a partition's table
         // before it knows whether a write will land there.
-        let name = table_name(partition);
+        let name = partition.name();
         let opened = |e| BackendError::Corrupt(format!("table {name}: {e}"));
-        let empty = match partition.family.slots {
-            SlotKind::Raw { .. } => txn
+        let empty = match partition.family().is_rollup() {
+            false => txn
                 .open_table(definition(&name))
                 .map_err(opened)?
                 .is_empty(),
-            SlotKind::Rollup(_) => txn
+            true => txn
                 .open_table(row_definition(&name))
                 .map_err(opened)?
                 .is_empty(),

@@ -176,7 +176,7 @@ fn fetch(table: &Table<(u64, i64), &[u8]>, target: &Target) -> Result<Option<Buc
 /// written one [`merge_slot`]s it.
 fn merge_into(slot: &mut Option<Summary>, change: &SlotChange) -> Result<()> {
     let SlotChange::Merge { summary, values } = change else {
-        // validate_writes makes this unreachable; refuse rather than guess if it is reached.
+        // BucketWrite::new makes this unreachable; refuse rather than guess if it is reached.
         return Err(BackendError::Invalid(format!(
             "change: {change:?} does not apply to a rollup slot"
         )));
@@ -209,7 +209,7 @@ fn apply_change(bucket: &mut Bucket, slot: u32, change: &SlotChange) -> Result<B
             add_to_totals(totals, *v);
         }
         SlotChange::Merge { .. } => {
-            // validate_writes makes this unreachable; refuse rather than guess if it is.
+            // BucketWrite::new makes this unreachable; refuse rather than guess if it is.
             return Err(BackendError::Invalid(
                 "change: Merge does not apply to a raw document".into(),
             ));

@@ -94,10 +94,7 @@ pub fn points(times: impl IntoIterator<Item = i64>) -> Vec<Point> {
 }
 
 pub fn append(series: SeriesId, times: impl IntoIterator<Item = i64>) -> SeriesAppend {
-    SeriesAppend {
-        series,
-        points: points(times),
-    }
+    SeriesAppend::new(series, points(times)).expect("points in time order")
 }
 
 /// Every point of `series` in `[start, end]` plus the neighbours, from one `read_segments`.

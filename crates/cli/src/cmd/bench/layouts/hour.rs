@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use tickertape_backend::{
-    Backend, BucketFamily, BucketWrite, BucketWriteOutcome, NameSpace, SlotChange, SlotKind,
+    Backend, BucketFamily, BucketWrite, BucketWriteOutcome, NameSpace, SlotChange,
 };
 use tickertape_core::rollup::BucketGeometry;
 use tickertape_core::schema::Schema;
@@ -41,15 +41,8 @@ pub(super) async fn run(
         .first()
         .copied()
         .context("the name store issued no token for the measurement")?;
-    let family = BucketFamily {
-        measurement: token,
-        slots: SlotKind::Raw {
-            interval_ns: INTERVAL_NS,
-        },
-    };
-    let geometry = family
-        .try_geometry()
-        .context("no bucket geometry for the 10 s interval")?;
+    let family = BucketFamily::raw(token, INTERVAL_NS).context("the 10 s bucket family")?;
+    let geometry = family.geometry();
     let requests = ctx
         .chunks()
         .map(|chunk| Ok((chunk.len(), writes(chunk, &ids, family, geometry)?)))
@@ -96,13 +89,13 @@ fn writes(
             let (bucket_start, slot) = geometry
                 .slot_of(r.time)
                 .with_context(|| format!("time {} has no bucket", r.time))?;
-            Ok(BucketWrite {
+            Ok(BucketWrite::new(
                 family,
-                series: ids[r.series],
+                ids[r.series],
                 bucket_start,
                 slot,
-                change: SlotChange::Set(r.value),
-            })
+                SlotChange::Set(r.value),
+            )?)
         })
         .collect()
 }

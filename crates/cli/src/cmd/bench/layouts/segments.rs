@@ -27,8 +27,8 @@ pub(super) async fn run(ctx: &Ctx<'_>, backend: Arc<dyn Backend>) -> Result<Outc
     let ids = super::resolve(&*backend, ctx.data).await?;
     let requests: Vec<(usize, Vec<SeriesAppend>)> = ctx
         .chunks()
-        .map(|chunk| (chunk.len(), appends(chunk, &ids)))
-        .collect();
+        .map(|chunk| Ok((chunk.len(), appends(chunk, &ids)?)))
+        .collect::<Result<_>>()?;
     let mut outcome = Outcome::default();
     let before = ctx.round_trips_now();
     let store = &backend;
@@ -51,18 +51,18 @@ pub(super) async fn run(ctx: &Ctx<'_>, backend: Arc<dyn Backend>) -> Result<Outc
 }
 
 /// One chunk of the time-major stream as one append per series, in time order.
-fn appends(chunk: &[Row], ids: &[SeriesId]) -> Vec<SeriesAppend> {
-    let mut appends: Vec<SeriesAppend> = Vec::new();
+fn appends(chunk: &[Row], ids: &[SeriesId]) -> Result<Vec<SeriesAppend>> {
+    let mut per_series: Vec<(SeriesId, Vec<Point>)> = Vec::new();
     for r in chunk {
         let id = ids[r.series];
         let point = Point::new(r.time, r.value);
-        match appends.iter_mut().find(|a| a.series == id) {
-            Some(a) => a.points.push(point),
-            None => appends.push(SeriesAppend {
-                series: id,
-                points: vec![point],
-            }),
+        match per_series.iter_mut().find(|(s, _)| *s == id) {
+            Some((_, points)) => points.push(point),
+            None => per_series.push((id, vec![point])),
         }
     }
-    appends
+    per_series
+        .into_iter()
+        .map(|(id, points)| Ok(SeriesAppend::new(id, points)?))
+        .collect()
 }
