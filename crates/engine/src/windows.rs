@@ -68,7 +68,7 @@ impl Engine {
             summary = hold_range(summary, held, start, self.hold_until(query));
         }
         let points: Vec<Point> = summary
-            .map(|s| s.answer(reduction.agg, start))
+            .map(|s| s.range_answer(reduction.agg, start))
             .into_iter()
             .collect();
         Ok(if reduction.per_second {
