@@ -153,16 +153,28 @@ impl Summary {
         }
     }
 
-    /// The aggregate's value, and the time it is reported at given the window start.
-    pub fn answer(&self, agg: Aggregate, window: i64) -> Point {
+    /// The aggregate's value.
+    pub fn value(&self, agg: Aggregate) -> f64 {
         match agg {
-            Aggregate::Avg => Point::new(window, self.sum / self.count as f64),
-            Aggregate::Min => Point::new(window, self.min),
-            Aggregate::Max => Point::new(window, self.max),
-            Aggregate::Sum => Point::new(window, self.sum),
-            Aggregate::Count => Point::new(window, self.count as f64),
+            Aggregate::Avg => self.sum / self.count as f64,
+            Aggregate::Min => self.min,
+            Aggregate::Max => self.max,
+            Aggregate::Sum => self.sum,
+            Aggregate::Count => self.count as f64,
+            Aggregate::First => self.first.value,
+            Aggregate::Last => self.last.value,
+        }
+    }
+
+    /// The answer of a whole range reduced to one point (`agg` without `step`): reported
+    /// at the range's `start`, except `first` and `last`, at the chosen point's own time
+    /// (so `agg=last` answers "the latest point", TSBS's lastpoint). A window is
+    /// reported at its start whatever the aggregate: [`answer_windows`].
+    pub fn range_answer(&self, agg: Aggregate, start: i64) -> Point {
+        match agg {
             Aggregate::First => self.first,
             Aggregate::Last => self.last,
+            _ => Point::new(start, self.value(agg)),
         }
     }
 }
@@ -182,8 +194,10 @@ pub fn select_range(sorted: &[Point], start: i64, end: i64, neighbors: bool) -> 
 }
 
 /// Aggregates the points of `sorted` in `[start, end)` over windows of `step` ns aligned to
-/// multiples of `step` since the epoch. Each window is reported at its start, except
-/// `first`/`last` (at the chosen point's time). Empty windows are left out.
+/// multiples of `step` since the epoch. Each window is reported at its start, for every
+/// aggregate (`first` and `last` too, as InfluxDB's `GROUP BY time()` does), so that
+/// the windows of several aggregates or series fall on the same times. Empty windows are
+/// left out.
 pub fn aggregate_windows(
     sorted: &[Point],
     start: i64,
@@ -224,9 +238,12 @@ pub fn window_summaries(
     out
 }
 
-/// `agg` of each window of [`window_summaries`].
+/// `agg` of each window of [`window_summaries`], reported at the window's start.
 pub fn answer_windows(windows: &[(i64, Summary)], agg: Aggregate) -> Vec<Point> {
-    windows.iter().map(|(w, s)| s.answer(agg, *w)).collect()
+    windows
+        .iter()
+        .map(|(w, s)| Point::new(*w, s.value(agg)))
+        .collect()
 }
 
 /// The summary of the points of `sorted` in `[start, end)`; `None` when there are none.
@@ -240,9 +257,10 @@ pub fn summarize_range(sorted: &[Point], start: i64, end: i64) -> Option<Summary
 }
 
 /// Reduces the points of `sorted` in `[start, end)` to one, reported at `start`
-/// (`first`/`last`: at the point's own time). `None` when the range is empty.
+/// (`first`/`last`: at the point's own time, [`Summary::range_answer`]). `None` when the
+/// range is empty.
 pub fn aggregate_all(sorted: &[Point], start: i64, end: i64, agg: Aggregate) -> Option<Point> {
-    summarize_range(sorted, start, end).map(|s| s.answer(agg, start))
+    summarize_range(sorted, start, end).map(|s| s.range_answer(agg, start))
 }
 
 fn in_range(sorted: &[Point], start: i64, end: i64) -> &[Point] {
@@ -280,7 +298,12 @@ mod tests {
         );
         assert_eq!(
             aggregate_windows(&p, 0, 100, 10, Aggregate::Last),
-            vec![Point::new(9, 9.0), Point::new(27, 27.0)]
+            vec![Point::new(0, 9.0), Point::new(20, 27.0)],
+            "first and last too, at the window's start"
+        );
+        assert_eq!(
+            aggregate_windows(&p, 0, 100, 10, Aggregate::First),
+            vec![Point::new(0, 0.0), Point::new(20, 25.0)]
         );
         assert_eq!(
             aggregate_all(&p, 1, 26, Aggregate::Count),
@@ -320,8 +343,8 @@ mod tests {
                         Aggregate::Max => Point::new(w, vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max)),
                         Aggregate::Sum => Point::new(w, vals.iter().sum()),
                         Aggregate::Count => Point::new(w, vals.len() as f64),
-                        Aggregate::First => g[0],
-                        Aggregate::Last => g[g.len() - 1],
+                        Aggregate::First => Point::new(w, vals[0]),
+                        Aggregate::Last => Point::new(w, vals[vals.len() - 1]),
                     });
                 }
                 prop_assert_eq!(got, expected);

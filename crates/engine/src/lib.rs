@@ -2,8 +2,11 @@
 //!
 //! - [`write`]: a line-protocol body becomes per-series batches; every refusal is tied
 //!   to its line number.
-//! - [`query`]: a query, its validation and the window plan it resolves to.
-//! - [`read`]: selectors and ranges become segment reads, neighbours and aggregates.
+//! - [`query`]: a query and its validation.
+//! - `plan`: the read plan, decided once per query from the query and the measurement's
+//!   schema: where each answer is read from (head, raw points, rollups, document totals).
+//! - [`read`]: finds the series and executes the plan for each; `windows` reduces a
+//!   range or its windows; `stored` reads what one series has stored.
 //! - [`series_cache`]: series ids by the raw text of a line, so the hot path of ingest
 //!   resolves a series with one hash lookup.
 //! - [`names`]: the name store's tokens, cached (seed 002).
@@ -11,9 +14,12 @@
 
 pub mod maintenance;
 pub mod names;
+mod plan;
 pub mod query;
 pub mod read;
 pub mod series_cache;
+mod stored;
+mod windows;
 pub mod write;
 
 use names::NameCache;

@@ -1,11 +1,9 @@
-//! A query as the interfaces give it (range, selector, step, aggregate, chart options),
-//! its validation, and the window plan it resolves to for one measurement's schema.
+//! A query as the interfaces give it (range, selector, step, aggregate, chart options)
+//! and its validation. How it is read for a measurement's schema: `plan.rs`.
 
 use crate::EngineError;
 use tickertape_core::query::Aggregate;
-use tickertape_core::rollup::{choose_resolution, plan_max_points, Resolution, ResolutionOrRaw};
-use tickertape_core::schema::{Kind, MeasurementSchema};
-use tickertape_core::time::format_duration;
+use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::SeriesSelector;
 
 /// A query, as `GET /api/v1/query` and `tickertape query` take it.
@@ -73,15 +71,6 @@ impl Query {
     }
 }
 
-/// How the windows of a query are computed, decided once per query.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct WindowPlan {
-    pub(crate) step: i64,
-    pub(crate) agg: Aggregate,
-    /// The resolution whose slots tile each window; sums follow its slot order.
-    pub(crate) resolution: Option<Resolution>,
-}
-
 impl Query {
     pub(crate) fn validate(&self) -> Result<(), EngineError> {
         if self.start >= self.end {
@@ -114,37 +103,5 @@ impl Query {
             ))),
             _ => Ok(()),
         }
-    }
-
-    /// The window plan for a measurement of this schema, or `None` for raw points or a
-    /// single reduction. `max_points` without `agg` charts averages, or a counter's totals.
-    pub(crate) fn window_plan(
-        &self,
-        schema: &MeasurementSchema,
-    ) -> Result<Option<WindowPlan>, EngineError> {
-        let rollups = &schema.rollups;
-        let (step, chosen) = match (self.step, self.max_points) {
-            (Some(step), _) => (step, choose_resolution(step, rollups)),
-            (None, Some(max_points)) => plan_max_points(self.start, self.end, max_points, rollups),
-            (None, None) => return Ok(None),
-        };
-        let resolution = match self.resolution {
-            None | Some(ResolutionOrRaw::Raw) => chosen,
-            Some(ResolutionOrRaw::Rollup(r)) if r.divides(step) => Some(r),
-            Some(ResolutionOrRaw::Rollup(r)) => {
-                return Err(EngineError::BadQuery(format!(
-                    "resolution {r} does not divide the step of {}",
-                    format_duration(step)
-                )))
-            }
-        };
-        Ok(Some(WindowPlan {
-            step,
-            agg: self.effective_agg().unwrap_or(match schema.kind {
-                Kind::Counter => Aggregate::Sum,
-                Kind::Gauge => Aggregate::Avg,
-            }),
-            resolution,
-        }))
     }
 }

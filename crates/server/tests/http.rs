@@ -300,6 +300,38 @@ async fn merge_puts_series_on_one_time_axis() {
     server.stop().await;
 }
 
+/// Windows are reported at their start for every aggregate, `first` and `last`
+/// included (DESIGN §5, as InfluxDB's `GROUP BY time()`), so series merged on one time
+/// axis share the rows of the windows they have points in.
+#[tokio::test]
+async fn merged_first_and_last_windows_share_the_window_start_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let body = "t,room=a c=1 5\nt,room=b c=2 12\nt,room=a c=3 25\nt,room=b c=4 38\n\
+                t,room=a c=5 39\n";
+    assert_eq!(server.write("", body).await.0, 204);
+    for (agg, a, b) in [
+        ("first", [1.0, 3.0], [2.0, 4.0]),
+        ("last", [1.0, 5.0], [2.0, 4.0]),
+    ] {
+        let (status, merged) = server
+            .get(&format!(
+                "/api/v1/query?measurement=t&start=0&end=40&step=20ns&agg={agg}&merge=true"
+            ))
+            .await;
+        assert_eq!(status, 200, "{merged}");
+        assert_eq!(merged["times"], serde_json::json!([0, 20]), "{agg}");
+        assert_eq!(merged["series"][0]["values"], serde_json::json!(a), "{agg}");
+        assert_eq!(merged["series"][1]["values"], serde_json::json!(b), "{agg}");
+    }
+    // Without a step, first and last stay at the chosen point's own time.
+    let first = server
+        .points("measurement=t&tag=room:b&start=0&end=40&agg=first")
+        .await;
+    assert_eq!(first, vec![(12, 2.0)]);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn counters_increment_over_http_and_display_totals() {
     let dir = tempfile::tempdir().unwrap();

@@ -59,8 +59,8 @@ pub fn summarize_slots(
 }
 
 /// Aggregates slot summaries over windows of `step` ns aligned to multiples of `step` since
-/// the epoch, with the conventions of [`aggregate_windows`](crate::query::aggregate_windows): each window reported at its
-/// start (`first`/`last`: at the chosen point's time), empty windows left out.
+/// the epoch, with the conventions of [`aggregate_windows`](crate::query::aggregate_windows):
+/// each window reported at its start (for every aggregate), empty windows left out.
 ///
 /// `slots` are `(slot start, summary)` in time order, from the rollup of a resolution that
 /// divides `step` (so no slot straddles two windows), with ragged edges as
