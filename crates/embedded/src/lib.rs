@@ -9,12 +9,14 @@
 //! - `buckets`: one table per bucket partition, the bucket document encoding;
 //! - `names`: the name ↔ token tables;
 //! - `writer`: the single writer thread every change goes through;
-//! - `catalog`: the in-memory series catalog.
+//! - `catalog`: the in-memory series catalog;
+//! - `faults`: I/O fault injection for tests.
 //!
 //! The byte layout of every table is in `docs/format/embedded.md`.
 
 mod buckets;
 mod catalog;
+mod faults;
 mod names;
 mod tables;
 mod writer;
@@ -36,6 +38,8 @@ use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use tokio::sync::{mpsc, oneshot};
 use writer::{storage, Job, Writer};
 
+pub use faults::IoFaults;
+
 /// The file inside the store directory.
 pub const DATA_FILE: &str = "tickertape.redb";
 
@@ -48,6 +52,9 @@ pub struct EmbeddedOptions {
     pub path: PathBuf,
     /// Points per value segment (seed 000: 160).
     pub segment_capacity: usize,
+    /// Tests only: put the data file behind a switch that makes its writes fail on a
+    /// countdown ([`IoFaults`]).
+    pub io_faults: Option<IoFaults>,
 }
 
 impl EmbeddedOptions {
@@ -55,6 +62,7 @@ impl EmbeddedOptions {
         Self {
             path: path.into(),
             segment_capacity: DEFAULT_SEGMENT_CAPACITY,
+            io_faults: None,
         }
     }
 }
@@ -82,14 +90,7 @@ impl EmbeddedBackend {
             ))
         })?;
         let file = options.path.join(DATA_FILE);
-        let db = Database::create(&file).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => BackendError::Unavailable(format!(
-                "the store {} is already open in another process",
-                file.display()
-            )),
-            e => BackendError::Storage(format!("cannot open {}: {e}", file.display())),
-        })?;
-        let db = Arc::new(db);
+        let db = Arc::new(open_database(&file, options.io_faults)?);
         create_tables(&db)?;
         let catalog = Arc::new(Catalog::default());
         catalog.insert_all(load_catalog(&db)?);
@@ -373,6 +374,31 @@ fn read_segments(db: &Database, series: SeriesId, start: i64, end: i64) -> Resul
     }
     out.reverse();
     Ok(out)
+}
+
+/// Opens (or creates) the redb file, behind the fault switch when a test gave one.
+fn open_database(file: &Path, faults: Option<IoFaults>) -> Result<Database> {
+    let opened = match faults {
+        None => Database::create(file),
+        Some(faults) => std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(file)
+            .map_err(redb::DatabaseError::from)
+            .and_then(redb::backends::FileBackend::new)
+            .and_then(|backend| {
+                Database::builder().create_with_backend(faults::FaultyFile::new(backend, faults))
+            }),
+    };
+    opened.map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => BackendError::Unavailable(format!(
+            "the store {} is already open in another process",
+            file.display()
+        )),
+        e => BackendError::Storage(format!("cannot open {}: {e}", file.display())),
+    })
 }
 
 /// Creates the fixed tables and records the format version in a new store; refuses a
