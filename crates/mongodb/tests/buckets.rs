@@ -608,10 +608,10 @@ async fn partitions_are_collections_listed_read_and_dropped() {
     b.drop_partition(Partition::new(raw_family(), 500 * D).unwrap())
         .await
         .expect("a missing partition is not an error");
-    assert!(b
-        .drop_partition(Partition::new(raw_family(), 5).unwrap())
-        .await
-        .is_err());
+    assert!(
+        Partition::new(raw_family(), 5).is_err(),
+        "a start off the boundaries names no partition"
+    );
     assert_eq!(
         b.list_partitions().await.expect("list").len(),
         want.len() - 1

@@ -26,6 +26,12 @@ impl ApiError {
             Self::Engine(EngineError::Backend(e)) => match e {
                 BackendError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 BackendError::Invalid(_) => StatusCode::BAD_REQUEST,
+                // The engine registers every series it appends to: an unknown one means
+                // the store lost what the engine cached (a dropped database), not a bad
+                // request.
+                BackendError::UnknownSeries(_) | BackendError::Storage(_) => {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                }
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },
         }
@@ -70,6 +76,10 @@ mod tests {
         assert_eq!(
             status(BackendError::Invalid("x".into())),
             StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            status(BackendError::UnknownSeries(tickertape_core::SeriesId(7))),
+            StatusCode::INTERNAL_SERVER_ERROR
         );
     }
 }
