@@ -71,11 +71,7 @@ impl Engine {
             .map(|s| s.range_answer(reduction.agg, start))
             .into_iter()
             .collect();
-        Ok(if reduction.per_second {
-            per_second(points, query, None)
-        } else {
-            points
-        })
+        Ok(displayed(points, query, None, reduction.per_second))
     }
 
     /// `agg` per window of `step`: one point per non-empty window, at the window's start.
@@ -98,11 +94,7 @@ impl Engine {
                 .map_err(|e| EngineError::BadQuery(e.to_string()))?;
         }
         let points = answer_windows(&windows, reduction.agg);
-        Ok(if reduction.per_second {
-            per_second(points, query, Some(step))
-        } else {
-            points
-        })
+        Ok(displayed(points, query, Some(step), reduction.per_second))
     }
 
     /// The summaries `source` gives over `[start, end)`. A rollup is read for its whole
@@ -199,11 +191,7 @@ impl Engine {
             let all = self.raw_points(info, schema, end_whole, query.end).await?;
             out.extend(edge(&all, end_whole, query.end));
         }
-        Ok(if per_second_asked {
-            per_second(out, query, Some(period))
-        } else {
-            out
-        })
+        Ok(displayed(out, query, Some(period), per_second_asked))
     }
 
     /// The value a change-only series holds at `start`: its last stored point before it.
@@ -220,9 +208,13 @@ impl Engine {
     }
 }
 
-/// Divides each window's count by the seconds of the window inside the query range (the
-/// whole range without a step).
-fn per_second(points: Vec<Point>, query: &Query, step: Option<i64>) -> Vec<Point> {
+/// The points as the counter display asks: with `per_second`, each window's count divided
+/// by the seconds of the window inside the query range (the whole range without a step);
+/// else as they are.
+fn displayed(points: Vec<Point>, query: &Query, step: Option<i64>, per_second: bool) -> Vec<Point> {
+    if !per_second {
+        return points;
+    }
     points
         .into_iter()
         .map(|p| {

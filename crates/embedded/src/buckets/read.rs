@@ -27,41 +27,64 @@ pub fn read_buckets(
         Some(named) => named,
         None => span.select(all_partitions(&txn)?),
     };
-    let range = (span.first(), span.end());
     let mut out = Vec::new();
     for partition in partitions {
+        let read = PartitionRead {
+            partition,
+            series,
+            first: span.first(),
+            end: span.end(),
+            part,
+        };
         if family.is_rollup() {
-            read_rows(&txn, partition, series, range, part, &mut out)?;
+            read_rows(&txn, &read, &mut out)?;
         } else {
-            read_documents(&txn, partition, series, range, part, &mut out)?;
+            read_documents(&txn, &read, &mut out)?;
         }
     }
     Ok(out)
+}
+
+/// One partition's share of a read: the documents of `series` starting in `[first, end)`.
+struct PartitionRead {
+    partition: Partition,
+    series: SeriesId,
+    first: i64,
+    end: i64,
+    part: BucketRead,
+}
+
+/// The partition's table, or `None` when it was never created.
+fn open_existing<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &ReadTransaction,
+    definition: redb::TableDefinition<K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
+    match txn.open_table(definition) {
+        Ok(table) => Ok(Some(table)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(storage(e)),
+    }
 }
 
 /// The raw documents of `series` starting in `[first, end)` in `partition`'s table,
 /// appended to `out`.
 fn read_documents(
     txn: &ReadTransaction,
-    partition: Partition,
-    series: SeriesId,
-    (first, end): (i64, i64),
-    part: BucketRead,
+    read: &PartitionRead,
     out: &mut Vec<StoredBucket>,
 ) -> Result<()> {
-    let name = partition.name();
-    let table = match txn.open_table(definition(&name)) {
-        Ok(table) => table,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
-        Err(e) => return Err(storage(e)),
+    let name = read.partition.name();
+    let Some(table) = open_existing(txn, definition(&name))? else {
+        return Ok(());
     };
+    let series = read.series;
     for entry in table
-        .range((series.0, first)..(series.0, end))
+        .range((series.0, read.first)..(series.0, read.end))
         .map_err(storage)?
     {
         let (key, value) = entry.map_err(storage)?;
-        let target = stored_target(partition, series, key.value().1)?;
-        out.push(stored(&target, value.value(), part)?);
+        let target = stored_target(read.partition, series, key.value().1)?;
+        out.push(stored(&target, value.value(), read.part)?);
     }
     Ok(())
 }
@@ -82,21 +105,17 @@ fn stored_target(partition: Partition, series: SeriesId, bucket_start: i64) -> R
 /// `name`, regrouped from their slot rows and appended to `out`.
 fn read_rows(
     txn: &ReadTransaction,
-    partition: Partition,
-    series: SeriesId,
-    (first, end): (i64, i64),
-    part: BucketRead,
+    read: &PartitionRead,
     out: &mut Vec<StoredBucket>,
 ) -> Result<()> {
-    let name = partition.name();
-    let table = match txn.open_table(row_definition(&name)) {
-        Ok(table) => table,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
-        Err(e) => return Err(storage(e)),
+    let name = read.partition.name();
+    let Some(table) = open_existing(txn, row_definition(&name))? else {
+        return Ok(());
     };
+    let (partition, series, part) = (read.partition, read.series, read.part);
     let mut current: Option<Target> = None;
     for entry in table
-        .range((series.0, first, 0)..(series.0, end, 0))
+        .range((series.0, read.first, 0)..(series.0, read.end, 0))
         .map_err(storage)?
     {
         let (key, value) = entry.map_err(storage)?;
