@@ -65,14 +65,16 @@ async fn assert_neighbours(backend: &MongoBackend, s: SeriesId, stored: &[i64]) 
             let end = start + width;
             let got = times(&read_range(backend, s, start, end).await);
             let before = stored.iter().rev().find(|&&t| t < start);
-            let after = stored.iter().find(|&&t| t > end);
+            // Half-open: the points in [start, end), the last before start and the first
+            // at or after end.
+            let after = stored.iter().find(|&&t| t >= end);
             for t in stored
                 .iter()
-                .filter(|&&t| t >= start && t <= end)
+                .filter(|&&t| t >= start && t < end)
                 .chain(before)
                 .chain(after)
             {
-                assert!(got.contains(t), "[{start}, {end}] misses {t}: {got:?}");
+                assert!(got.contains(t), "[{start}, {end}) misses {t}: {got:?}");
             }
         }
     }
