@@ -49,11 +49,8 @@ fn read_documents(
     part: BucketRead,
     out: &mut Vec<StoredBucket>,
 ) -> Result<()> {
-    let name = partition.name();
-    let table = match txn.open_table(definition(&name)) {
-        Ok(table) => table,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
-        Err(e) => return Err(storage(e)),
+    let Some(table) = open_if_exists(txn, definition(&partition.name()))? else {
+        return Ok(());
     };
     for entry in table
         .range((series.0, first)..(series.0, end))
@@ -64,6 +61,19 @@ fn read_documents(
         out.push(stored(&target, value.value(), part)?);
     }
     Ok(())
+}
+
+/// `definition`'s table, `None` when it does not exist (a partition never written or
+/// dropped: nothing to read).
+fn open_if_exists<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &ReadTransaction,
+    definition: redb::TableDefinition<K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
+    match txn.open_table(definition) {
+        Ok(table) => Ok(Some(table)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(storage(e)),
+    }
 }
 
 /// The target of a document found under `bucket_start` in `partition`'s table; `Corrupt`
@@ -89,10 +99,8 @@ fn read_rows(
     out: &mut Vec<StoredBucket>,
 ) -> Result<()> {
     let name = partition.name();
-    let table = match txn.open_table(row_definition(&name)) {
-        Ok(table) => table,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
-        Err(e) => return Err(storage(e)),
+    let Some(table) = open_if_exists(txn, row_definition(&name))? else {
+        return Ok(());
     };
     let mut current: Option<Target> = None;
     for entry in table
