@@ -29,6 +29,43 @@ pub fn assert_one_token_per_name(
     seen
 }
 
+/// Tokenizes overlapping subsets of `all` in `namespace` from `tasks` tasks at once, task
+/// `k` on handle `k % handles.len()`, in chunks of 40, every other task in reverse order;
+/// checks the answers with [`assert_one_token_per_name`] and returns the tokens by name.
+pub async fn tokenize_at_once(
+    handles: &[Arc<dyn Backend>],
+    tasks: usize,
+    namespace: NameSpace,
+    all: &[String],
+) -> BTreeMap<String, u64> {
+    let mut running = Vec::new();
+    for k in 0..tasks {
+        let b = handles[k % handles.len()].clone();
+        let mut mine: Vec<String> = all
+            .iter()
+            .skip(k * 37)
+            .step_by(1 + k % 3)
+            .cloned()
+            .collect();
+        if k % 2 == 1 {
+            mine.reverse();
+        }
+        running.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            for chunk in mine.chunks(40) {
+                let tokens = b.tokenize(namespace, chunk).await.expect("tokenize");
+                out.extend(chunk.iter().cloned().zip(tokens));
+            }
+            out
+        }));
+    }
+    let mut answers = Vec::new();
+    for task in running {
+        answers.extend(task.await.expect("task"));
+    }
+    assert_one_token_per_name(answers)
+}
+
 /// Odd names work, tokens are per namespace, stable across reopen, and concurrent callers
 /// get one token per name.
 pub async fn name_tokens_are_stable(f: &dyn StoreFactory) {
@@ -72,30 +109,7 @@ pub async fn name_tokens_are_stable(f: &dyn StoreFactory) {
 
     // Many callers at once, overlapping names, more than one name document's worth.
     let all: Vec<String> = (0..600).map(|i| format!("host-{i}")).collect();
-    let mut tasks = Vec::new();
-    for k in 0..4 {
-        let b: Arc<dyn Backend> = b.clone();
-        let mut mine: Vec<String> = all.iter().skip(k * 50).step_by(1 + k).cloned().collect();
-        if k % 2 == 1 {
-            mine.reverse();
-        }
-        tasks.push(tokio::spawn(async move {
-            let mut out = Vec::new();
-            for chunk in mine.chunks(40) {
-                let t = b
-                    .tokenize(NameSpace::TagKey, chunk)
-                    .await
-                    .expect("tokenize");
-                out.extend(chunk.iter().cloned().zip(t));
-            }
-            out
-        }));
-    }
-    let mut answers = Vec::new();
-    for task in tasks {
-        answers.extend(task.await.expect("task"));
-    }
-    let seen = assert_one_token_per_name(answers);
+    let seen = tokenize_at_once(std::slice::from_ref(&b), 4, NameSpace::TagKey, &all).await;
     drop(b);
     let b = store.open().await;
     assert_eq!(

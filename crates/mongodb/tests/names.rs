@@ -11,8 +11,8 @@ use common::*;
 use mongodb::bson::{doc, Document};
 use mongodb::Client;
 use tickertape_backend::{Backend, NameSpace, NAMES_PER_DOCUMENT};
-use tickertape_conformance::assert_one_token_per_name;
-use tickertape_mongodb::{uri_with_database, MongoBackend, SegmentProtocol};
+use tickertape_conformance::tokenize_at_once;
+use tickertape_mongodb::{uri_with_database, SegmentProtocol};
 
 fn odd_names() -> Vec<String> {
     vec![
@@ -79,35 +79,11 @@ async fn concurrent_handles_agree_on_every_token() {
         .map(|i| format!("host {i}.$x"))
         .chain(odd_names())
         .collect();
-    let mut tasks = Vec::new();
-    for k in 0..6_usize {
-        let b: Arc<MongoBackend> = handles[k % handles.len()].clone();
-        let mut mine: Vec<String> = all
-            .iter()
-            .skip(k * 37)
-            .step_by(1 + k % 3)
-            .cloned()
-            .collect();
-        if k % 2 == 1 {
-            mine.reverse();
-        }
-        tasks.push(tokio::spawn(async move {
-            let mut out = Vec::new();
-            for chunk in mine.chunks(40) {
-                let tokens = b
-                    .tokenize(NameSpace::TagKey, chunk)
-                    .await
-                    .expect("tokenize");
-                out.extend(chunk.iter().cloned().zip(tokens));
-            }
-            out
-        }));
-    }
-    let mut answers = Vec::new();
-    for task in tasks {
-        answers.extend(task.await.expect("task"));
-    }
-    let seen = assert_one_token_per_name(answers);
+    let shared: Vec<Arc<dyn Backend>> = handles
+        .iter()
+        .map(|h| h.clone() as Arc<dyn Backend>)
+        .collect();
+    let seen = tokenize_at_once(&shared, 6, NameSpace::TagKey, &all).await;
     // Every handle, and a new one, reads the same tokens and names back.
     let names: Vec<String> = seen.keys().cloned().collect();
     let tokens: Vec<u64> = seen.values().copied().collect();
