@@ -19,7 +19,7 @@ pub use buckets::{
 };
 pub use names::{
     assert_one_token_per_name, name_tokens_are_stable, name_tokens_count_from_zero_per_namespace,
-    tokenize_at_once,
+    odd_names, tokenize_at_once,
 };
 pub use rollup_merges::{
     merge_write, merges_in_one_call_apply_in_order,

@@ -29,6 +29,25 @@ pub fn assert_one_token_per_name(
     seen
 }
 
+/// Names that break naive storage: operators and dots (`$set`, `a.b.c`), spaces, non-ASCII,
+/// 1 KB and more, the empty name, JSON.
+pub fn odd_names() -> Vec<String> {
+    vec![
+        "cpu".into(),
+        "$set".into(),
+        "$".into(),
+        "a.b.c".into(),
+        ".".into(),
+        "with space".into(),
+        " ".into(),
+        "ünïcödé ✓ 東京".into(),
+        "x".repeat(1024),
+        "é".repeat(600),
+        String::new(),
+        "{\"$gt\": 1}".into(),
+    ]
+}
+
 /// Tokenizes overlapping subsets of `all` in `namespace` from `tasks` tasks at once, task
 /// `k` on handle `k % handles.len()`, in chunks of 40, every other task in reverse order;
 /// checks the answers with [`assert_one_token_per_name`] and returns the tokens by name.
@@ -71,20 +90,7 @@ pub async fn tokenize_at_once(
 pub async fn name_tokens_are_stable(f: &dyn StoreFactory) {
     let store = f.create(8).await;
     let b = store.open().await;
-    let odd: Vec<String> = vec![
-        "cpu".into(),
-        "$set".into(),
-        "$".into(),
-        "a.b.c".into(),
-        ".".into(),
-        "with space".into(),
-        " ".into(),
-        "ünïcödé ✓ 東京".into(),
-        "x".repeat(1024),
-        "é".repeat(600),
-        String::new(),
-        "{\"$gt\": 1}".into(),
-    ];
+    let odd = odd_names();
     let tokens = b
         .tokenize(NameSpace::TagValue, &odd)
         .await

@@ -11,25 +11,8 @@ use common::*;
 use mongodb::bson::{doc, Document};
 use mongodb::Client;
 use tickertape_backend::{Backend, NameSpace, NAMES_PER_DOCUMENT};
-use tickertape_conformance::tokenize_at_once;
+use tickertape_conformance::{odd_names, tokenize_at_once};
 use tickertape_mongodb::{uri_with_database, SegmentProtocol};
-
-fn odd_names() -> Vec<String> {
-    vec![
-        "cpu".into(),
-        "$set".into(),
-        "$".into(),
-        "a.b.c".into(),
-        ".".into(),
-        "with space".into(),
-        " ".into(),
-        "ünïcödé ✓ 東京".into(),
-        "x".repeat(1024),
-        "é".repeat(600),
-        String::new(),
-        "{\"$gt\": 1}".into(),
-    ]
-}
 
 /// Names are stored as values, never field names, in capped documents
 /// `{_id: {ns, lv}, ns, lv, l: [names…]}` of `NAMES_PER_DOCUMENT` names each.
