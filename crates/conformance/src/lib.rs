@@ -5,12 +5,29 @@
 //! A test gets a [`StoreFactory`], creates a fresh store with the segment capacity it wants
 //! and may reopen it to check persistence. Failures panic with a message saying what broke.
 
+mod bucket_ranges;
 mod buckets;
+mod names;
+mod rollup_merges;
+mod series;
 
+pub use bucket_ranges::bucket_reads_select_documents_overlapping_the_range;
 pub use buckets::{
-    counter_slots_accumulate, merge_write, name_tokens_are_stable,
-    partitions_are_listed_and_dropped, preallocated_slots_read_as_absent,
-    raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order, rollup_slots_match_the_reference,
+    counter_slots_accumulate, partitions_are_listed_and_dropped,
+    preallocate_off_a_document_start_is_invalid, preallocated_slots_read_as_absent,
+    raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order,
+};
+pub use names::{
+    assert_one_token_per_name, name_tokens_are_stable, name_tokens_count_from_zero_per_namespace,
+    odd_names, tokenize_at_once,
+};
+pub use rollup_merges::{
+    merge_write, merges_in_one_call_apply_in_order,
+    rollup_shells_take_merges_and_keep_negative_zero, rollup_slots_match_the_reference,
+};
+pub use series::{
+    a_read_in_a_gap_opens_only_its_neighbours, stats_count_series_and_segments,
+    unknown_series_are_refused,
 };
 
 use async_trait::async_trait;

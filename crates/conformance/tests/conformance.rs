@@ -93,7 +93,13 @@ macro_rules! suite {
                 heads_report_last_point, raw_buckets_set_once_per_slot,
                 counter_slots_accumulate, rollup_slots_match_the_reference,
                 preallocated_slots_read_as_absent, partitions_are_listed_and_dropped,
-                name_tokens_are_stable, raw_totals_sum_in_write_order);
+                name_tokens_are_stable, raw_totals_sum_in_write_order,
+                preallocate_off_a_document_start_is_invalid,
+                bucket_reads_select_documents_overlapping_the_range,
+                merges_in_one_call_apply_in_order,
+                rollup_shells_take_merges_and_keep_negative_zero,
+                name_tokens_count_from_zero_per_namespace, unknown_series_are_refused,
+                stats_count_series_and_segments, a_read_in_a_gap_opens_only_its_neighbours);
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn model_check() {

@@ -2,7 +2,6 @@
 //! `list_partitions`, `drop_partition` (`docs/format/mongodb.md`, "Time buckets").
 
 use futures::future::try_join_all;
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
 use tickertape_backend::{BucketFamily, BucketRead, DocumentSpan, Partition, Result, StoredBucket};
 use tickertape_core::SeriesId;
@@ -12,6 +11,7 @@ use crate::bucket_layout::{
 };
 use crate::bulk;
 use crate::error::map_err;
+use crate::find::find_all;
 use crate::layout::sid;
 use crate::MongoBackend;
 
@@ -74,11 +74,7 @@ impl MongoBackend {
         } else {
             find.projection(doc! { "n": 1, "sum": 1, "mn": 1, "mx": 1 })
         };
-        find.await
-            .map_err(|e| map_err("read buckets", e))?
-            .try_collect()
-            .await
-            .map_err(|e| map_err("read buckets", e))
+        find_all(find, "read buckets").await
     }
 
     /// Every bucket partition collection, by family, then start.

@@ -23,14 +23,14 @@
 use std::collections::{BTreeMap, HashSet};
 
 use futures::future::try_join_all;
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{BackendError, BucketWrite, BucketWriteOutcome, Result, SlotChange};
 use tickertape_core::query::Summary;
 
 use crate::bucket_layout::{bucket_id, collection_name, slot_path, summary_doc};
 use crate::bulk;
-use crate::error::{map_err, DUPLICATE_KEY};
+use crate::error::DUPLICATE_KEY;
+use crate::find::find_all;
 use crate::layout::sid;
 use crate::MongoBackend;
 
@@ -194,16 +194,14 @@ impl MongoBackend {
                 ids.push(Bson::Document((*id).clone()));
             }
         }
-        let docs: Vec<Document> = self
-            .db
-            .collection::<Document>(collection)
-            .find(doc! { "_id": { "$in": ids } })
-            .projection(doc! { "v": 1 })
-            .await
-            .map_err(|e| map_err("read taken slots", e))?
-            .try_collect()
-            .await
-            .map_err(|e| map_err("read taken slots", e))?;
+        let docs = find_all(
+            self.db
+                .collection::<Document>(collection)
+                .find(doc! { "_id": { "$in": ids } })
+                .projection(doc! { "v": 1 }),
+            "read taken slots",
+        )
+        .await?;
         let by_id: BTreeMap<String, &Document> = docs
             .iter()
             .filter_map(|d| d.get_document("_id").ok().map(|id| (id.to_string(), d)))

@@ -27,6 +27,30 @@ use crate::error::{is_transient_code, map_err, DUPLICATE_KEY};
 /// segment-sized statements (≤ a few KiB), below the 16 MiB command size.
 const CHUNK: usize = 500;
 
+/// A write command as [`run`] sends it: its name, whether it is ordered, and the field
+/// holding its statements.
+struct Command {
+    name: &'static str,
+    ordered: bool,
+    items_field: &'static str,
+}
+
+const INSERT: Command = Command {
+    name: "insert",
+    ordered: false,
+    items_field: "documents",
+};
+const UPDATE: Command = Command {
+    name: "update",
+    ordered: false,
+    items_field: "updates",
+};
+const UPDATE_ORDERED: Command = Command {
+    name: "update",
+    ordered: true,
+    items_field: "updates",
+};
+
 /// One statement of an `update` command.
 pub(crate) struct Update {
     pub q: Document,
@@ -56,15 +80,7 @@ pub(crate) async fn update(
             })
         })
         .collect();
-    let failures = run(
-        db,
-        write_concern,
-        ("update", false),
-        collection,
-        "updates",
-        statements,
-    )
-    .await?;
+    let failures = run(db, write_concern, UPDATE, collection, statements).await?;
     updates
         .iter()
         .zip(failures)
@@ -85,15 +101,7 @@ pub(crate) async fn insert(
     documents: Vec<Document>,
 ) -> Result<Vec<bool>> {
     let documents = documents.into_iter().map(Bson::Document).collect();
-    let failures = run(
-        db,
-        write_concern,
-        ("insert", false),
-        collection,
-        "documents",
-        documents,
-    )
-    .await?;
+    let failures = run(db, write_concern, INSERT, collection, documents).await?;
     failures
         .into_iter()
         .map(|failure| match failure {
@@ -137,15 +145,7 @@ pub(crate) async fn update_ordered(
     updates: Vec<Document>,
 ) -> Result<Option<(usize, i32, String)>> {
     let statements = updates.into_iter().map(Bson::Document).collect();
-    let failures = run(
-        db,
-        write_concern,
-        ("update", true),
-        collection,
-        "updates",
-        statements,
-    )
-    .await?;
+    let failures = run(db, write_concern, UPDATE_ORDERED, collection, statements).await?;
     Ok(failures
         .into_iter()
         .enumerate()
@@ -153,17 +153,21 @@ pub(crate) async fn update_ordered(
 }
 
 /// Runs one write command per chunk; per item, `None` or its `(code, errmsg)`. Ordered
-/// (`(command, true)`): the chunks run in order and the first failure ends the run (the
+/// (`command.ordered`): the chunks run in order and the first failure ends the run (the
 /// items after it report no failure but did not run; [`update_ordered`] reports only the
 /// first failure).
 async fn run(
     db: &Database,
     write_concern: &Document,
-    (command, ordered): (&str, bool),
+    command: Command,
     collection: &str,
-    items_field: &str,
     items: Vec<Bson>,
 ) -> Result<Vec<Option<(i32, String)>>> {
+    let Command {
+        name: command,
+        ordered,
+        items_field,
+    } = command;
     let mut out = vec![None; items.len()];
     for (chunk_no, chunk) in items.chunks(CHUNK).enumerate() {
         if ordered && out.iter().any(Option::is_some) {

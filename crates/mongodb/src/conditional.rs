@@ -35,13 +35,13 @@
 //! switches. One that stops before 6 leaves a closed open segment, sealed by the next tidy.
 
 use futures::future::try_join_all;
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{AppendOutcome, BackendError, Result, SeriesAppend};
 use tickertape_core::{Point, SeriesId};
 
 use crate::bulk::{self, Update};
 use crate::error::{corrupt, map_err};
+use crate::find::find_all;
 use crate::layout::{self, segment_id, sid, SEGMENTS, SERIES};
 use crate::{FaultPoint, MongoBackend};
 
@@ -141,15 +141,13 @@ impl MongoBackend {
         if missing.is_empty() {
             return Ok(());
         }
-        let heads: Vec<Document> = self
-            .collection(SERIES)
-            .find(doc! { "_id": { "$in": &missing } })
-            .projection(doc! { "sg": 1 })
-            .await
-            .map_err(|e| map_err("read series heads", e))?
-            .try_collect()
-            .await
-            .map_err(|e| map_err("read series heads", e))?;
+        let heads = find_all(
+            self.collection(SERIES)
+                .find(doc! { "_id": { "$in": &missing } })
+                .projection(doc! { "sg": 1 }),
+            "read series heads",
+        )
+        .await?;
         for head in &heads {
             self.cache_active(
                 layout::need_i64(head, "_id")?,

@@ -26,6 +26,7 @@ mod bucket_write;
 mod bulk;
 mod conditional;
 mod error;
+mod find;
 pub mod layout;
 mod names;
 pub mod options;
@@ -237,48 +238,39 @@ impl MongoBackend {
 
     /// The indexes the queries need (`docs/format/mongodb.md`, "Indexes").
     async fn create_indexes(&self) -> Result<()> {
-        let index = |keys: Document, name: &str, unique: bool| {
-            IndexModel::builder()
-                .keys(keys)
-                .options(
-                    IndexOptions::builder()
-                        .name(name.to_owned())
-                        .unique(unique)
-                        .build(),
-                )
-                .build()
-        };
-        let series = self.db.collection::<Document>(SERIES);
-        series
-            .create_index(index(doc! { "ck": 1 }, "key_unique", true))
-            .await
-            .map_err(|e| map_err("create index series.ck", e))?;
-        series
-            .create_index(index(
+        // (collection, keys, index name, unique)
+        let indexes = [
+            (SERIES, doc! { "ck": 1 }, "key_unique", true),
+            (
+                SERIES,
                 doc! { "k.m": 1, "k.f": 1 },
                 "measurement_field",
                 false,
-            ))
-            .await
-            .map_err(|e| map_err("create index series.k", e))?;
-        self.db
-            .collection::<Document>(SEGMENTS)
-            .create_index(index(
+            ),
+            (
+                SEGMENTS,
                 doc! { "s": 1, "ns": 1, "pe": 1 },
                 "series_range",
                 false,
-            ))
-            .await
-            .map_err(|e| map_err("create index segments", e))?;
-        // Name lookups by value; the newest document is found through `_id`. A multikey
-        // index, one key per name: lookups of many names at once stay index scans.
-        self.db
-            .collection::<Document>(NAMES)
-            .create_index(index(doc! { "ns": 1, "l": 1 }, "namespace_name", false))
-            .await
-            .map_err(|e| map_err("create index names", e))?;
+            ),
+            // Name lookups by value; the newest document is found through `_id`. A
+            // multikey index, one key per name: lookups of many names at once stay index
+            // scans.
+            (NAMES, doc! { "ns": 1, "l": 1 }, "namespace_name", false),
+        ];
         // The counters collection is only ever read by `_id`; bucket partitions are read
         // and written through `_id` ranges and equalities, which the built-in index serves.
+        for (collection, keys, name, unique) in indexes {
+            let options = IndexOptions::builder()
+                .name(name.to_owned())
+                .unique(unique)
+                .build();
+            self.db
+                .collection::<Document>(collection)
+                .create_index(IndexModel::builder().keys(keys).options(options).build())
+                .await
+                .map_err(|e| map_err(&format!("create index {collection}.{name}"), e))?;
+        }
         Ok(())
     }
 

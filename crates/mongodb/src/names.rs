@@ -18,12 +18,12 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{BackendError, NameSpace, Result, TokenRequest, NAMES_PER_DOCUMENT};
 
 use crate::bulk;
 use crate::error::{corrupt, map_err};
+use crate::find::find_all;
 use crate::layout::{need_i64, NAMES};
 use crate::MongoBackend;
 
@@ -84,15 +84,13 @@ impl MongoBackend {
         let mut tokens: HashMap<String, u64> = HashMap::new();
         for chunk in names.chunks(LOOKUP_CHUNK) {
             let wanted: HashSet<&str> = chunk.iter().copied().collect();
-            let docs: Vec<Document> = self
-                .db
-                .collection::<Document>(NAMES)
-                .find(doc! { "ns": namespace.code(), "l": { "$in": chunk.to_vec() } })
-                .await
-                .map_err(|e| map_err("look up names", e))?
-                .try_collect()
-                .await
-                .map_err(|e| map_err("look up names", e))?;
+            let docs = find_all(
+                self.db
+                    .collection::<Document>(NAMES)
+                    .find(doc! { "ns": namespace.code(), "l": { "$in": chunk.to_vec() } }),
+                "look up names",
+            )
+            .await?;
             for d in &docs {
                 let (lv, list) = parse_name_doc(d)?;
                 for (i, name) in list.iter().enumerate() {
@@ -179,15 +177,13 @@ impl MongoBackend {
             .into_iter()
             .map(|lv| Bson::Document(name_doc_id(namespace, lv)))
             .collect();
-        let docs: Vec<Document> = self
-            .db
-            .collection::<Document>(NAMES)
-            .find(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(|e| map_err("read names", e))?
-            .try_collect()
-            .await
-            .map_err(|e| map_err("read names", e))?;
+        let docs = find_all(
+            self.db
+                .collection::<Document>(NAMES)
+                .find(doc! { "_id": { "$in": ids } }),
+            "read names",
+        )
+        .await?;
         let mut lists: BTreeMap<i64, Vec<Bson>> = BTreeMap::new();
         for d in &docs {
             let (lv, l) = parse_name_doc(d)?;

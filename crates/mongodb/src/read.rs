@@ -2,13 +2,13 @@
 
 use std::collections::HashMap;
 
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{Result, SeriesHead, StorageStats};
 use tickertape_core::segment::Segment;
 use tickertape_core::{Point, SeriesId};
 
 use crate::error::map_err;
+use crate::find::find_all;
 use crate::layout::{self, segment_id, sid, SEGMENTS, SERIES};
 use crate::{MongoBackend, SegmentProtocol};
 
@@ -27,20 +27,18 @@ impl MongoBackend {
         if start > end {
             return Ok(Vec::new());
         }
-        let docs: Vec<Document> = self
-            .read_db
-            .collection::<Document>(SEGMENTS)
-            .find(doc! {
-                "s": sid(series)?,
-                "pe": { "$lt": end },
-                "ns": { "$gte": start },
-            })
-            .sort(doc! { "ns": 1, "pe": 1 })
-            .await
-            .map_err(|e| map_err("read segments", e))?
-            .try_collect()
-            .await
-            .map_err(|e| map_err("read segments", e))?;
+        let docs = find_all(
+            self.read_db
+                .collection::<Document>(SEGMENTS)
+                .find(doc! {
+                    "s": sid(series)?,
+                    "pe": { "$lt": end },
+                    "ns": { "$gte": start },
+                })
+                .sort(doc! { "ns": 1, "pe": 1 }),
+            "read segments",
+        )
+        .await?;
         let mut segments = docs
             .iter()
             .map(layout::parse_segment)
@@ -119,16 +117,14 @@ impl MongoBackend {
     async fn read_by_id(&self, collection: &str, ids: Vec<Bson>) -> Result<Vec<Document>> {
         let mut out = Vec::new();
         for chunk in ids.chunks(1000) {
-            let docs: Vec<Document> = self
-                .read_db
-                .collection::<Document>(collection)
-                .find(doc! { "_id": { "$in": chunk.to_vec() } })
-                .projection(doc! { "t": 0, "v": 0, "z": 0, "k": 0 })
-                .await
-                .map_err(|e| map_err("read heads", e))?
-                .try_collect()
-                .await
-                .map_err(|e| map_err("read heads", e))?;
+            let docs = find_all(
+                self.read_db
+                    .collection::<Document>(collection)
+                    .find(doc! { "_id": { "$in": chunk.to_vec() } })
+                    .projection(doc! { "t": 0, "v": 0, "z": 0, "k": 0 }),
+                "read heads",
+            )
+            .await?;
             out.extend(docs);
         }
         Ok(out)

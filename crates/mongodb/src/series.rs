@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::ReturnDocument;
 use tickertape_backend::{BackendError, Result, SeriesInfo};
@@ -14,6 +13,7 @@ use tickertape_core::segment::NO_PREVIOUS;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 use crate::error::{is_duplicate_key, map_err};
+use crate::find::find_all;
 use crate::layout::{self, canonical_key, key_doc, COUNTERS, SEGMENTS, SERIES};
 use crate::{bulk, MongoBackend, SegmentProtocol};
 
@@ -48,15 +48,13 @@ impl MongoBackend {
     async fn ids_of(&self, canonical: &[String]) -> Result<HashMap<String, SeriesId>> {
         let mut out = HashMap::new();
         for chunk in canonical.chunks(1000) {
-            let docs: Vec<Document> = self
-                .collection(SERIES)
-                .find(doc! { "ck": { "$in": chunk.to_vec() } })
-                .projection(doc! { "_id": 1, "ck": 1 })
-                .await
-                .map_err(|e| map_err("look up series", e))?
-                .try_collect()
-                .await
-                .map_err(|e| map_err("look up series", e))?;
+            let docs = find_all(
+                self.collection(SERIES)
+                    .find(doc! { "ck": { "$in": chunk.to_vec() } })
+                    .projection(doc! { "_id": 1, "ck": 1 }),
+                "look up series",
+            )
+            .await?;
             for d in docs {
                 let id = layout::need_i64(&d, "_id")?;
                 let ck = d
@@ -157,17 +155,15 @@ impl MongoBackend {
         if let Some(field) = &selector.field {
             filter.insert("k.f", field);
         }
-        let docs: Vec<Document> = self
-            .read_db
-            .collection::<Document>(SERIES)
-            .find(filter)
-            .projection(doc! { "_id": 1, "k": 1 })
-            .sort(doc! { "_id": 1 })
-            .await
-            .map_err(|e| map_err("find series", e))?
-            .try_collect()
-            .await
-            .map_err(|e| map_err("find series", e))?;
+        let docs = find_all(
+            self.read_db
+                .collection::<Document>(SERIES)
+                .find(filter)
+                .projection(doc! { "_id": 1, "k": 1 })
+                .sort(doc! { "_id": 1 }),
+            "find series",
+        )
+        .await?;
         let mut out = Vec::new();
         for d in docs {
             let key = layout::parse_key(&d)?;

@@ -20,13 +20,12 @@
 
 use std::collections::HashMap;
 
-use futures::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::Result;
 use tickertape_core::codec;
 
 use crate::bulk::{self, Update};
-use crate::error::map_err;
+use crate::find::find_all;
 use crate::layout::{self, block, segment_id, StoredSegment, SEGMENTS};
 use crate::MongoBackend;
 
@@ -51,14 +50,12 @@ impl MongoBackend {
                 ids.push(Bson::Document(segment_id(series, gen)));
             }
         }
-        let docs: Vec<Document> = self
-            .collection(SEGMENTS)
-            .find(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(|e| map_err("read segments to seal", e))?
-            .try_collect()
-            .await
-            .map_err(|e| map_err("read segments to seal", e))?;
+        let docs = find_all(
+            self.collection(SEGMENTS)
+                .find(doc! { "_id": { "$in": ids } }),
+            "read segments to seal",
+        )
+        .await?;
         let mut stored: HashMap<(i64, i64), StoredSegment> = HashMap::new();
         for d in &docs {
             let s = layout::parse_segment(d)?;

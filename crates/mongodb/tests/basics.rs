@@ -1,4 +1,8 @@
-//! Registration, appends, refusals, range reads, heads and stats, on both protocols.
+//! What is MongoDB's own about registration and connections: several clients (handles)
+//! agree on series ids, a database keeps its protocol and capacity, write concerns are
+//! used, and an unreachable or lost server is `Unavailable`. Appends, refusals, range
+//! reads, heads and stats are checked on every backend (both protocols) by the
+//! conformance suite.
 
 mod common;
 
@@ -6,12 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tickertape_backend::{AppendOutcome, Backend, BackendError};
-use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
+use tickertape_backend::{Backend, BackendError};
+use tickertape_core::SeriesKey;
 use tickertape_mongodb::{MongoBackend, MongoOptions, SegmentProtocol};
 
 #[tokio::test]
-async fn series_ids_are_stable_and_unique_per_key() {
+async fn a_second_client_sees_the_same_series_ids() {
     let db = fresh_db("ids");
     let backend = open(&db, SegmentProtocol::Reserve, 4).await;
     let a = key("cpu", "a", "user");
@@ -39,30 +43,6 @@ async fn series_ids_are_stable_and_unique_per_key() {
         again.resolve_series(&[odd, reordered, b]).await.unwrap(),
         vec![ids[3], ids[3], ids[1]]
     );
-
-    let found = backend
-        .find_series(&SeriesSelector {
-            measurement: "cpu".into(),
-            field: None,
-            tags: vec![("host".into(), "b".into())],
-        })
-        .await
-        .unwrap();
-    assert_eq!(found.len(), 1);
-    assert_eq!(found[0].id, ids[1]);
-    assert_eq!(found[0].key, key("cpu", "b", "user"));
-    let all = backend
-        .find_series(&SeriesSelector {
-            measurement: "cpu".into(),
-            field: Some("user".into()),
-            tags: vec![],
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        all.iter().map(|s| s.id).collect::<Vec<_>>(),
-        vec![ids[0], ids[1]]
-    );
 }
 
 #[tokio::test]
@@ -85,196 +65,6 @@ async fn concurrent_registration_yields_one_id() {
         .unwrap();
     assert!(outcomes.iter().all(|o| o.refused == 0));
     assert_eq!(handles[0].stats().await.unwrap().series, 6);
-}
-
-async fn appends_and_reads(protocol: SegmentProtocol) {
-    let db = fresh_db(&format!("rw_{protocol}"));
-    let backend = open(&db, protocol, 4).await;
-    let ids = backend
-        .resolve_series(&[key("cpu", "a", "u"), key("cpu", "b", "u")])
-        .await
-        .unwrap();
-    let (a, b) = (ids[0], ids[1]);
-
-    // A point at the epoch and negative times survive (holes are null, not 0).
-    let out = backend
-        .append(vec![append(a, [-5, 0, 3]), append(b, [10])])
-        .await
-        .unwrap();
-    assert_eq!(
-        out,
-        vec![
-            AppendOutcome {
-                refused: 0,
-                last_time: None
-            };
-            2
-        ]
-    );
-    assert_eq!(times(&read_all(&backend, a).await), vec![-5, 0, 3]);
-
-    // Straddling the segment boundary, then more than a whole segment in one batch.
-    backend
-        .append(vec![append(a, [4, 5]), append(b, 11..=20)])
-        .await
-        .unwrap();
-    assert_eq!(times(&read_all(&backend, a).await), vec![-5, 0, 3, 4, 5]);
-    assert_eq!(
-        times(&read_all(&backend, b).await),
-        (10..=20).collect::<Vec<_>>()
-    );
-
-    // Refusals form a prefix; the rest is stored.
-    let out = backend.append(vec![append(a, [0, 5, 6, 7])]).await.unwrap();
-    assert_eq!(
-        out,
-        vec![AppendOutcome {
-            refused: 2,
-            last_time: Some(5)
-        }]
-    );
-    let out = backend.append(vec![append(a, [1, 2])]).await.unwrap();
-    assert_eq!(
-        out,
-        vec![AppendOutcome {
-            refused: 2,
-            last_time: Some(7)
-        }]
-    );
-    // Two appends of one series in one call apply in order.
-    let out = backend
-        .append(vec![append(a, [8, 9]), append(a, [9, 10]), append(b, [21])])
-        .await
-        .unwrap();
-    assert_eq!(out[0].refused, 0);
-    assert_eq!(
-        out[1],
-        AppendOutcome {
-            refused: 1,
-            last_time: Some(9)
-        }
-    );
-    let all = read_all(&backend, a).await;
-    assert_eq!(times(&all), vec![-5, 0, 3, 4, 5, 6, 7, 8, 9, 10]);
-    assert!(all
-        .iter()
-        .all(|p| p.value.to_bits() == (p.time as f64 * 0.5).to_bits()));
-
-    // Values are stored bit for bit.
-    let c = backend
-        .resolve_series(&[key("cpu", "c", "u")])
-        .await
-        .unwrap()[0];
-    let odd = vec![
-        Point::new(1, f64::NAN),
-        Point::new(2, -0.0),
-        Point::new(3, f64::INFINITY),
-        Point::new(4, f64::MIN_POSITIVE),
-    ];
-    backend
-        .append(vec![
-            tickertape_backend::SeriesAppend::new(c, odd.clone()).expect("in order")
-        ])
-        .await
-        .unwrap();
-    let back = read_all(&backend, c).await;
-    assert_eq!(back.len(), 4);
-    assert!(back
-        .iter()
-        .zip(&odd)
-        .all(|(x, y)| x.bit_eq(y) || (x.value.is_nan() && y.value.is_nan() && x.time == y.time)));
-
-    // Heads and stats.
-    let heads = backend.heads(&[a, b, SeriesId(999_999)]).await.unwrap();
-    assert_eq!(heads[0].map(|h| (h.last.time, h.count)), Some((10, 10)));
-    assert_eq!(heads[1].map(|h| (h.last.time, h.count)), Some((21, 12)));
-    assert_eq!(heads[2], None);
-    let stats = backend.stats().await.unwrap();
-    assert_eq!(stats.series, 3);
-    assert!(stats.segments >= 6, "{stats:?}");
-    assert!(stats.bytes > 0);
-    backend.drop_database().await.unwrap();
-}
-
-#[tokio::test]
-async fn appends_and_reads_reserve() {
-    appends_and_reads(SegmentProtocol::Reserve).await;
-}
-
-#[tokio::test]
-async fn appends_and_reads_conditional() {
-    appends_and_reads(SegmentProtocol::Conditional).await;
-}
-
-/// Every range — inside a gap, across boundaries, before and after all points — yields
-/// its points and both neighbours; full segments are sealed.
-async fn ranges_select_neighbours(protocol: SegmentProtocol) {
-    let db = fresh_db(&format!("ranges_{protocol}"));
-    let backend = open(&db, protocol, 4).await;
-    let s = backend
-        .resolve_series(&[key("disk", "a", "free")])
-        .await
-        .unwrap()[0];
-    let all: Vec<i64> = (1..=14).map(|i| i * 10).collect();
-    for chunk in all.chunks(3) {
-        backend
-            .append(vec![append(s, chunk.iter().copied())])
-            .await
-            .unwrap();
-    }
-    let segments = backend.read_segments(s, i64::MIN, i64::MAX).await.unwrap();
-    assert_chain(&segments);
-    // Both protocols split batches at segment boundaries: 3 full segments and the active one.
-    assert_eq!(segments.len(), 4);
-    assert_eq!(sealed_count(&segments), 3, "full segments are sealed");
-    for full in &segments[..3] {
-        assert_eq!(full.points().unwrap().len(), 4);
-    }
-    for start in (0..=150).step_by(5) {
-        for end in (start..=150).step_by(5) {
-            let got = times(&read_range(&backend, s, start, end).await);
-            let before = all.iter().rev().find(|&&t| t < start);
-            let after = all.iter().find(|&&t| t >= end);
-            for t in all
-                .iter()
-                .filter(|&&t| t >= start && t < end)
-                .chain(before)
-                .chain(after)
-            {
-                assert!(got.contains(t), "[{start}, {end}) misses {t}: {got:?}");
-            }
-        }
-    }
-    // A range inside a gap reads only the segment(s) around the gap.
-    let gap = backend.read_segments(s, 41, 49).await.unwrap();
-    assert!(gap.len() <= 2, "{gap:?}");
-    assert!(backend.read_segments(s, 10, 5).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn ranges_select_neighbours_reserve() {
-    ranges_select_neighbours(SegmentProtocol::Reserve).await;
-}
-
-#[tokio::test]
-async fn ranges_select_neighbours_conditional() {
-    ranges_select_neighbours(SegmentProtocol::Conditional).await;
-}
-
-#[tokio::test]
-async fn unknown_series_are_refused() {
-    for protocol in PROTOCOLS {
-        let db = fresh_db("invalid");
-        let backend = open(&db, protocol, 4).await;
-        let err = backend
-            .append(vec![append(SeriesId(77), [1])])
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(err, BackendError::UnknownSeries(SeriesId(77))),
-            "{err}"
-        );
-    }
 }
 
 #[tokio::test]

@@ -65,6 +65,8 @@ async fn assert_neighbours(backend: &MongoBackend, s: SeriesId, stored: &[i64]) 
             let end = start + width;
             let got = times(&read_range(backend, s, start, end).await);
             let before = stored.iter().rev().find(|&&t| t < start);
+            // Half-open: the points in [start, end), the last before start and the first
+            // at or after end.
             let after = stored.iter().find(|&&t| t >= end);
             for t in stored
                 .iter()

@@ -76,26 +76,6 @@ impl fmt::Display for Resolution {
     }
 }
 
-impl FromStr for Resolution {
-    type Err = ResolutionError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
-
-impl Serialize for Resolution {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Resolution {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::parse(&text).map_err(serde::de::Error::custom)
-    }
-}
-
 /// Raw points or one rollup resolution: a retention key (`raw = "7d"`, `"1m" = "90d"`) and
 /// the value of the `resolution=` query parameter. Raw sorts before every resolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -124,28 +104,37 @@ impl fmt::Display for ResolutionOrRaw {
     }
 }
 
-impl FromStr for ResolutionOrRaw {
-    type Err = ResolutionError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
-
 impl From<Resolution> for ResolutionOrRaw {
     fn from(r: Resolution) -> Self {
         Self::Rollup(r)
     }
 }
 
-impl Serialize for ResolutionOrRaw {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
+/// `FromStr`, `Serialize` and `Deserialize` through the type's `parse` and `Display`, so
+/// that configuration files, query parameters and messages spell a value one way.
+macro_rules! text_form {
+    ($t:ty) => {
+        impl FromStr for $t {
+            type Err = ResolutionError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s)
+            }
+        }
+
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                Self::parse(&text).map_err(serde::de::Error::custom)
+            }
+        }
+    };
 }
 
-impl<'de> Deserialize<'de> for ResolutionOrRaw {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::parse(&text).map_err(serde::de::Error::custom)
-    }
-}
+text_form!(Resolution);
+text_form!(ResolutionOrRaw);

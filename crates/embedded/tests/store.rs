@@ -1,0 +1,292 @@
+//! What only the embedded backend does: stored bytes that do not decode are `Corrupt`
+//! for their series only, files of other formats are refused, raw points and their
+//! rollups commit in one transaction, and its single writer issues tokens densely also
+//! under concurrent callers. Every rule of the `Backend` trait itself is checked on every
+//! backend by the conformance suite (`crates/conformance`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tickertape_backend::{
+    Backend, BackendError, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, NameSpace,
+    SlotChange, StoredBucket,
+};
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::{rollup_updates, Resolution};
+use tickertape_core::{Point, SeriesId};
+use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions, DATA_FILE};
+
+const S: i64 = 1_000_000_000;
+const H: i64 = 3_600 * S;
+const D: i64 = 24 * H;
+
+/// Raw 1 s buckets: hour documents of 3600 slots, day partitions.
+fn raw_family() -> BucketFamily {
+    BucketFamily::raw(3, S).unwrap()
+}
+
+fn rollup(r: Resolution) -> BucketFamily {
+    BucketFamily::rollup(3, r)
+}
+
+fn open(dir: &tempfile::TempDir) -> EmbeddedBackend {
+    EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).unwrap()
+}
+
+fn write(series: u64, bucket_start: i64, slot: u32, change: SlotChange) -> BucketWrite {
+    BucketWrite::new(raw_family(), SeriesId(series), bucket_start, slot, change).unwrap()
+}
+
+async fn read(
+    b: &EmbeddedBackend,
+    family: BucketFamily,
+    series: u64,
+    start: i64,
+    end: i64,
+) -> Vec<StoredBucket> {
+    b.read_buckets(family, SeriesId(series), start, end, BucketRead::Full)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn undecodable_bytes_are_corrupt_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(&dir);
+    b.write_buckets(vec![write(1, 0, 0, SlotChange::Set(1.0))])
+        .await
+        .unwrap();
+    drop(b);
+    {
+        let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<(u64, i64), &[u8]> =
+                redb::TableDefinition::new("bk.3.raw.1000000000.0");
+            let mut table = txn.open_table(def).unwrap();
+            table
+                .insert((1, 0), [1u8, 0, 16, 14, 0, 0, 1].as_slice())
+                .unwrap();
+            table
+                .insert((2, 0), [2u8, 0, 60, 0, 0, 0].as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let b = open(&dir);
+    for series in [1, 2] {
+        let read = b
+            .read_buckets(raw_family(), SeriesId(series), 0, H, BucketRead::Full)
+            .await;
+        assert!(matches!(read, Err(BackendError::Corrupt(_))), "{read:?}");
+    }
+    let written = b
+        .write_buckets(vec![write(1, 0, 1, SlotChange::Set(1.0))])
+        .await;
+    assert!(
+        matches!(written, Err(BackendError::Corrupt(_))),
+        "{written:?}"
+    );
+    // The store still works for everything else.
+    b.write_buckets(vec![write(3, 0, 1, SlotChange::Set(1.0))])
+        .await
+        .unwrap();
+}
+
+/// Rollup partitions hold rows of slots, `(series, bucket start, row index)`; a bad row is
+/// corrupt data, reported for that series only.
+#[tokio::test]
+async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let minute = rollup(Resolution::MINUTE);
+    let merge = |series, slot| {
+        BucketWrite::new(
+            minute,
+            SeriesId(series),
+            0,
+            slot,
+            SlotChange::Merge {
+                summary: Summary::of(Point::new(i64::from(slot) * 60 * S, 1.0)),
+                values: vec![1.0],
+            },
+        )
+        .unwrap()
+    };
+    let b = open(&dir);
+    b.write_buckets(vec![merge(1, 0), merge(4, 0)])
+        .await
+        .unwrap();
+    drop(b);
+    {
+        let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<(u64, i64, u32), &[u8]> =
+                redb::TableDefinition::new("bk.3.roll.60000000000.0");
+            let mut table = txn.open_table(def).unwrap();
+            // Too short; a row past the document's 60 slots; a shell row with a value.
+            table.insert((1, 0, 0), [6u8, 0].as_slice()).unwrap();
+            table.insert((2, 0, 60), [0u8; 43].as_slice()).unwrap();
+            table.insert((3, 0, u32::MAX), [0u8].as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let b = open(&dir);
+    for series in [1, 2, 3] {
+        let got = b
+            .read_buckets(minute, SeriesId(series), 0, H, BucketRead::Full)
+            .await;
+        assert!(matches!(got, Err(BackendError::Corrupt(_))), "{got:?}");
+    }
+    let written = b.write_buckets(vec![merge(4, 1), merge(1, 0)]).await;
+    assert!(
+        matches!(written, Err(BackendError::Corrupt(_))),
+        "{written:?}"
+    );
+    // Nothing of the refused call was stored; the store still works for everything else.
+    assert_eq!(read(&b, minute, 4, 0, H).await[0].slots.len(), 1);
+    b.write_buckets(vec![merge(4, 1)]).await.unwrap();
+    assert_eq!(read(&b, minute, 4, 0, H).await[0].slots.len(), 2);
+}
+
+/// A file written by the format 1 layout (no `format_version`) or by an unknown format is
+/// refused with a message that says so, and left as it was.
+#[test]
+fn other_formats_are_refused() {
+    for version in [None, Some(1u64), Some(3)] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+                let mut meta = txn.open_table(meta).unwrap();
+                meta.insert("next_series_id", 2).unwrap();
+                if let Some(v) = version {
+                    meta.insert("format_version", v).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        }
+        match EmbeddedBackend::open(EmbeddedOptions::new(dir.path())) {
+            Err(BackendError::Corrupt(msg)) => assert!(msg.contains("format"), "{msg}"),
+            Err(e) => panic!("{version:?}: {e}"),
+            Ok(_) => panic!("{version:?}: opened"),
+        }
+    }
+    // A new store records its format and opens again.
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(&dir));
+    drop(open(&dir));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_tokenize_gives_one_token_per_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Arc::new(open(&dir));
+    let all: Vec<String> = (0..300).map(|i| format!("host {i}")).collect();
+    let mut tasks = Vec::new();
+    for k in 0..8 {
+        let b = b.clone();
+        let mut mine = all.clone();
+        mine.rotate_left(k * 37);
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            for chunk in mine.chunks(25) {
+                let t = b.tokenize(NameSpace::TagValue, chunk).await.unwrap();
+                got.extend(chunk.iter().cloned().zip(t));
+            }
+            got
+        }));
+    }
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    for task in tasks {
+        for (name, token) in task.await.unwrap() {
+            assert_eq!(*seen.entry(name.clone()).or_insert(token), token, "{name}");
+        }
+    }
+    let mut tokens: Vec<u64> = seen.values().copied().collect();
+    tokens.sort_unstable();
+    assert_eq!(
+        tokens,
+        (0..300).collect::<Vec<u64>>(),
+        "dense, one per name"
+    );
+}
+
+/// Raw points and their rollups are one transaction: when the rollups cannot be written,
+/// the raw points of the same call are not committed either (whatever the error), and
+/// the store goes on from what was committed.
+#[tokio::test]
+async fn raw_writes_are_not_committed_without_their_rollups() {
+    use tickertape_backend::{RawBatch, SeriesAppend};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let key = tickertape_core::SeriesKey::new("m", vec![], "f");
+    let series = store.resolve_series(&[key]).await.unwrap()[0];
+    let batch = RawBatch {
+        appends: vec![SeriesAppend::new(
+            series,
+            vec![Point::new(10 * S, 1.0), Point::new(20 * S, 2.0)],
+        )
+        .unwrap()],
+        buckets: vec![write(2, 0, 5, SlotChange::Set(7.0))],
+    };
+    let failed = store
+        .write_with_rollups(
+            batch.clone(),
+            Box::new(|_| Err(BackendError::Invalid("no rollups today".into()))),
+        )
+        .await;
+    assert!(
+        matches!(&failed, Err(BackendError::Invalid(m)) if m.contains("no rollups today")),
+        "the caller hears its own error: {failed:?}"
+    );
+    drop(store);
+
+    let store = open(&dir);
+    assert_eq!(store.heads(&[series]).await.unwrap(), vec![None]);
+    let raw = store
+        .read_buckets(raw_family(), SeriesId(2), 0, H, BucketRead::Full)
+        .await
+        .unwrap();
+    assert!(raw.is_empty(), "{raw:?}");
+
+    // The same call with its rollups: raw points and rollup slot in one commit.
+    let hour = Resolution::parse("1h").unwrap();
+    let outcome = store
+        .write_with_rollups(
+            batch,
+            Box::new(move |outcome| {
+                assert_eq!(outcome.appends[0].refused, 0);
+                let updates = rollup_updates(&[Point::new(10 * S, 1.0)], &[hour]).unwrap();
+                Ok(updates
+                    .into_iter()
+                    .map(|u| {
+                        BucketWrite::new(
+                            rollup(hour),
+                            series,
+                            u.bucket_start,
+                            u.slot,
+                            SlotChange::Merge {
+                                summary: u.summary,
+                                values: vec![1.0],
+                            },
+                        )
+                        .unwrap()
+                    })
+                    .collect())
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.buckets, vec![BucketWriteOutcome::Applied]);
+    drop(store);
+    let store = open(&dir);
+    let heads = store.heads(&[series]).await.unwrap();
+    assert_eq!(heads[0].map(|h| h.last), Some(Point::new(20 * S, 2.0)));
+    let rolled = store
+        .read_buckets(rollup(hour), series, 0, D, BucketRead::Full)
+        .await
+        .unwrap();
+    assert_eq!(rolled.len(), 1);
+}
