@@ -396,6 +396,16 @@ pub struct StoredBucket {
     pub slots: Vec<(u32, SlotValue)>,
 }
 
+/// The bucket documents a read asks for: those of `series` in `family` whose period
+/// overlaps the half-open `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketRange {
+    pub family: BucketFamily,
+    pub series: SeriesId,
+    pub start: i64,
+    pub end: i64,
+}
+
 /// Which part of bucket documents a read wants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BucketRead {

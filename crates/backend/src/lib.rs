@@ -23,8 +23,8 @@ pub mod names;
 pub mod partitions;
 
 pub use buckets::{
-    BucketFamily, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome, Partition, SlotChange,
-    SlotKind, SlotValue, StoredBucket,
+    BucketFamily, BucketRange, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome,
+    Partition, SlotChange, SlotKind, SlotValue, StoredBucket,
 };
 pub use names::{NameSpace, TokenRequest, NAMES_PER_DOCUMENT};
 pub use partitions::DocumentSpan;
@@ -246,16 +246,10 @@ pub trait Backend: Send + Sync + 'static {
         Ok(outcome)
     }
 
-    /// The documents of `series` in `family` whose period overlaps `[start, end)`, by
-    /// start ascending. Documents never written are absent.
-    async fn read_buckets(
-        &self,
-        family: BucketFamily,
-        series: SeriesId,
-        start: i64,
-        end: i64,
-        part: BucketRead,
-    ) -> Result<Vec<StoredBucket>>;
+    /// The documents of `range.series` in `range.family` whose period overlaps
+    /// `[range.start, range.end)`, by start ascending. Documents never written are absent.
+    async fn read_buckets(&self, range: BucketRange, part: BucketRead)
+        -> Result<Vec<StoredBucket>>;
 
     /// Writes empty shell documents for `series` at `bucket_start` in `family` (every slot
     /// present but unwritten), so that later slot writes update a document in place rather

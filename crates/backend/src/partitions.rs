@@ -1,7 +1,7 @@
 //! Which partitions a read of a time range opens: the one algorithm both backends use, so
 //! that they read the same documents for the same range.
 
-use crate::buckets::{BucketFamily, Partition};
+use crate::buckets::{BucketFamily, BucketRange, Partition};
 use tickertape_core::rollup::MIN_BUCKET_TIME;
 use tickertape_core::time::window_start;
 
@@ -23,6 +23,11 @@ pub struct DocumentSpan {
 }
 
 impl DocumentSpan {
+    /// The documents a bucket read covers; `None` when none can.
+    pub fn of(range: BucketRange) -> Option<Self> {
+        Self::new(range.family, range.start, range.end)
+    }
+
     /// The documents of `family` overlapping `[start, end)`; `None` when none can.
     pub fn new(family: BucketFamily, start: i64, end: i64) -> Option<Self> {
         if end <= start || end <= MIN_BUCKET_TIME {

@@ -7,6 +7,7 @@
 use crate::buckets::{raw, read, rollup, set, write, D, H};
 use crate::StoreFactory;
 use tickertape_backend::partitions::MAX_NAMED_PARTITIONS;
+use tickertape_backend::BucketRange;
 use tickertape_backend::BucketRead;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::SeriesId;
@@ -55,7 +56,15 @@ pub async fn bucket_reads_select_documents_overlapping_the_range(f: &dyn StoreFa
             .collect();
         for part in [BucketRead::Full, BucketRead::TotalsOnly] {
             let got: Vec<i64> = b
-                .read_buckets(raw(), s, start, end, part)
+                .read_buckets(
+                    BucketRange {
+                        family: raw(),
+                        series: s,
+                        start,
+                        end,
+                    },
+                    part,
+                )
                 .await
                 .expect("read_buckets")
                 .iter()

@@ -6,6 +6,7 @@
 use crate::StoreFactory;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
+use tickertape_backend::BucketRange;
 use tickertape_backend::{
     Backend, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, Partition, SlotChange,
     SlotValue, StoredBucket,
@@ -53,9 +54,17 @@ pub(crate) async fn read(
     start: i64,
     end: i64,
 ) -> Vec<StoredBucket> {
-    b.read_buckets(family, series, start, end, BucketRead::Full)
-        .await
-        .expect("read_buckets")
+    b.read_buckets(
+        BucketRange {
+            family,
+            series,
+            start,
+            end,
+        },
+        BucketRead::Full,
+    )
+    .await
+    .expect("read_buckets")
 }
 
 /// A raw document's slots as `(slot, value bits)`, so that NaN and -0.0 compare exactly.
@@ -145,7 +154,15 @@ pub async fn raw_buckets_set_once_per_slot(f: &dyn StoreFactory) {
     assert_eq!(odd[0].totals.map(|t| t.count), Some(3));
 
     let totals_only = b
-        .read_buckets(raw(), s1, 0, H, BucketRead::TotalsOnly)
+        .read_buckets(
+            BucketRange {
+                family: raw(),
+                series: s1,
+                start: 0,
+                end: H,
+            },
+            BucketRead::TotalsOnly,
+        )
         .await
         .expect("totals");
     assert_eq!(totals_only.len(), 1);
@@ -270,7 +287,15 @@ pub async fn preallocated_slots_read_as_absent(f: &dyn StoreFactory) {
     );
     assert_eq!(shell[0].totals, None, "a shell has no totals");
     let shell_totals = b
-        .read_buckets(raw(), s3, 0, H, BucketRead::TotalsOnly)
+        .read_buckets(
+            BucketRange {
+                family: raw(),
+                series: s3,
+                start: 0,
+                end: H,
+            },
+            BucketRead::TotalsOnly,
+        )
         .await
         .expect("totals of a shell");
     assert_eq!(shell_totals.len(), 1);

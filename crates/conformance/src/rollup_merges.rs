@@ -7,6 +7,7 @@ use crate::buckets::{awkward_value, read, rollup, write, H, MEASUREMENT, S};
 use crate::StoreFactory;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
+use tickertape_backend::BucketRange;
 use tickertape_backend::{
     Backend, BucketRead, BucketWrite, BucketWriteOutcome, SlotChange, SlotValue,
 };
@@ -209,7 +210,15 @@ pub async fn rollup_shells_take_merges_and_keep_negative_zero(f: &dyn StoreFacto
         0
     );
     let totals_only = b
-        .read_buckets(minute, shelled, H, 2 * H, BucketRead::TotalsOnly)
+        .read_buckets(
+            BucketRange {
+                family: minute,
+                series: shelled,
+                start: H,
+                end: 2 * H,
+            },
+            BucketRead::TotalsOnly,
+        )
         .await
         .expect("totals only");
     assert_eq!(totals_only.len(), 1);

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, BucketFamily, BucketRead, BucketWrite,
+    AppendOutcome, Backend, BackendError, BucketFamily, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, NameSpace, Partition, RawBatch, RawOutcome, Result,
     SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket, TokenRequest,
 };
@@ -272,13 +272,10 @@ impl Backend for EmbeddedBackend {
 
     async fn read_buckets(
         &self,
-        family: BucketFamily,
-        series: SeriesId,
-        start: i64,
-        end: i64,
+        range: BucketRange,
         part: BucketRead,
     ) -> Result<Vec<StoredBucket>> {
-        self.read(move |db| buckets::read_buckets(db, family, series, start, end, part))
+        self.read(move |db| buckets::read_buckets(db, range, part))
             .await
     }
 

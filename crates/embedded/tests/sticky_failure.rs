@@ -7,6 +7,7 @@
 //! exactly what was acknowledged before, plus the failed batch only if redb had in fact
 //! made it durable — whole, never in part.
 
+use tickertape_backend::BucketRange;
 use tickertape_backend::{
     Backend, BackendError, BucketFamily, BucketRead, BucketWrite, SlotChange,
 };
@@ -135,10 +136,12 @@ async fn a_fault_anywhere_in_a_commit_keeps_acknowledged_data_and_no_half_batch(
         let got = stored(&b, s).await;
         let docs = b
             .read_buckets(
-                BucketFamily::raw(1, S).expect("1 s buckets"),
-                SeriesId(1),
-                0,
-                3_600 * S,
+                BucketRange {
+                    family: BucketFamily::raw(1, S).expect("1 s buckets"),
+                    series: SeriesId(1),
+                    start: 0,
+                    end: 3_600 * S,
+                },
                 BucketRead::Full,
             )
             .await

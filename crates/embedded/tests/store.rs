@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tickertape_backend::BucketRange;
 use tickertape_backend::{
     Backend, BackendError, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, NameSpace,
     SlotChange, StoredBucket,
@@ -43,9 +44,17 @@ async fn read(
     start: i64,
     end: i64,
 ) -> Vec<StoredBucket> {
-    b.read_buckets(family, SeriesId(series), start, end, BucketRead::Full)
-        .await
-        .unwrap()
+    b.read_buckets(
+        BucketRange {
+            family,
+            series: SeriesId(series),
+            start,
+            end,
+        },
+        BucketRead::Full,
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
@@ -75,7 +84,15 @@ async fn undecodable_bytes_are_corrupt_not_a_panic() {
     let b = open(&dir);
     for series in [1, 2] {
         let read = b
-            .read_buckets(raw_family(), SeriesId(series), 0, H, BucketRead::Full)
+            .read_buckets(
+                BucketRange {
+                    family: raw_family(),
+                    series: SeriesId(series),
+                    start: 0,
+                    end: H,
+                },
+                BucketRead::Full,
+            )
             .await;
         assert!(matches!(read, Err(BackendError::Corrupt(_))), "{read:?}");
     }
@@ -133,7 +150,15 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
     let b = open(&dir);
     for series in [1, 2, 3] {
         let got = b
-            .read_buckets(minute, SeriesId(series), 0, H, BucketRead::Full)
+            .read_buckets(
+                BucketRange {
+                    family: minute,
+                    series: SeriesId(series),
+                    start: 0,
+                    end: H,
+                },
+                BucketRead::Full,
+            )
             .await;
         assert!(matches!(got, Err(BackendError::Corrupt(_))), "{got:?}");
     }
@@ -246,7 +271,15 @@ async fn raw_writes_are_not_committed_without_their_rollups() {
     let store = open(&dir);
     assert_eq!(store.heads(&[series]).await.unwrap(), vec![None]);
     let raw = store
-        .read_buckets(raw_family(), SeriesId(2), 0, H, BucketRead::Full)
+        .read_buckets(
+            BucketRange {
+                family: raw_family(),
+                series: SeriesId(2),
+                start: 0,
+                end: H,
+            },
+            BucketRead::Full,
+        )
         .await
         .unwrap();
     assert!(raw.is_empty(), "{raw:?}");
@@ -285,7 +318,15 @@ async fn raw_writes_are_not_committed_without_their_rollups() {
     let heads = store.heads(&[series]).await.unwrap();
     assert_eq!(heads[0].map(|h| h.last), Some(Point::new(20 * S, 2.0)));
     let rolled = store
-        .read_buckets(rollup(hour), series, 0, D, BucketRead::Full)
+        .read_buckets(
+            BucketRange {
+                family: rollup(hour),
+                series,
+                start: 0,
+                end: D,
+            },
+            BucketRead::Full,
+        )
         .await
         .unwrap();
     assert_eq!(rolled.len(), 1);

@@ -3,6 +3,7 @@
 //! range. The read plan (`plan.rs`) decides which of these a query reads.
 
 use crate::{Engine, EngineError};
+use tickertape_backend::BucketRange;
 use tickertape_backend::{
     BackendError, BucketFamily, BucketRead, SeriesInfo, SlotValue, StoredBucket,
 };
@@ -41,7 +42,15 @@ impl Engine {
         let raw = BucketFamily::raw(token, interval_ns)?;
         let docs = self
             .backend
-            .read_buckets(raw, info.id, start, end, BucketRead::Full)
+            .read_buckets(
+                BucketRange {
+                    family: raw,
+                    series: info.id,
+                    start,
+                    end,
+                },
+                BucketRead::Full,
+            )
             .await?;
         slots_in_range(docs, raw.geometry(), start, end, info)?
             .into_iter()
@@ -67,10 +76,12 @@ impl Engine {
         let docs = self
             .backend
             .read_buckets(
-                BucketFamily::rollup(token, r),
-                info.id,
-                start,
-                end,
+                BucketRange {
+                    family: BucketFamily::rollup(token, r),
+                    series: info.id,
+                    start,
+                    end,
+                },
                 BucketRead::Full,
             )
             .await?;
@@ -96,10 +107,12 @@ impl Engine {
         let docs = self
             .backend
             .read_buckets(
-                BucketFamily::raw(token, interval_ns)?,
-                info.id,
-                start,
-                end,
+                BucketRange {
+                    family: BucketFamily::raw(token, interval_ns)?,
+                    series: info.id,
+                    start,
+                    end,
+                },
                 BucketRead::TotalsOnly,
             )
             .await?;

@@ -3,7 +3,9 @@
 
 use futures::future::try_join_all;
 use mongodb::bson::{doc, Document};
-use tickertape_backend::{BucketFamily, BucketRead, DocumentSpan, Partition, Result, StoredBucket};
+use tickertape_backend::{
+    BucketFamily, BucketRange, BucketRead, DocumentSpan, Partition, Result, StoredBucket,
+};
 use tickertape_core::SeriesId;
 
 use crate::bucket_layout::{
@@ -25,16 +27,14 @@ impl MongoBackend {
     /// dotted `_id.s`/`_id.b` conditions would need a second index on every partition.
     pub(crate) async fn read_bucket_range(
         &self,
-        family: BucketFamily,
-        series: SeriesId,
-        start: i64,
-        end: i64,
+        range: BucketRange,
         part: BucketRead,
     ) -> Result<Vec<StoredBucket>> {
-        let Some(span) = DocumentSpan::new(family, start, end) else {
+        let Some(span) = DocumentSpan::of(range) else {
             return Ok(Vec::new());
         };
-        let series = sid(series)?;
+        let family = range.family;
+        let series = sid(range.series)?;
         let filter = doc! { "_id": {
             "$gte": bucket_id(series, span.first()),
             "$lt": bucket_id(series, span.end()),

@@ -46,7 +46,7 @@ use mongodb::options::{
 };
 use mongodb::{Client, Database, IndexModel};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, BucketFamily, BucketRead, BucketWrite,
+    AppendOutcome, Backend, BackendError, BucketFamily, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
     StorageStats, StoredBucket,
 };
@@ -407,14 +407,10 @@ impl Backend for MongoBackend {
 
     async fn read_buckets(
         &self,
-        family: BucketFamily,
-        series: SeriesId,
-        start: i64,
-        end: i64,
+        range: BucketRange,
         part: BucketRead,
     ) -> Result<Vec<StoredBucket>> {
-        self.read_bucket_range(family, series, start, end, part)
-            .await
+        self.read_bucket_range(range, part).await
     }
 
     async fn preallocate(

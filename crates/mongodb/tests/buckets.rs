@@ -7,6 +7,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use tickertape_backend::BucketRange;
 
 use common::*;
 use mongodb::bson::{doc, Bson, Document};
@@ -176,10 +177,12 @@ async fn racing_sets_apply_once_per_slot() {
     for round in 0..6_i64 {
         let got = b
             .read_buckets(
-                raw_family(),
-                SeriesId(1),
-                round * H,
-                round * H + 1,
+                BucketRange {
+                    family: raw_family(),
+                    series: SeriesId(1),
+                    start: round * H,
+                    end: round * H + 1,
+                },
                 BucketRead::Full,
             )
             .await

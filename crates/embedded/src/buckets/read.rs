@@ -5,21 +5,18 @@ use super::{definition, parse_table_name, Bucket, Target};
 use crate::writer::storage;
 use redb::{Database, ReadTransaction, ReadableTableMetadata, TableError};
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketRead, DocumentSpan, Partition, Result, SlotValue,
-    StoredBucket,
+    BackendError, BucketRange, BucketRead, DocumentSpan, Partition, Result, SlotValue, StoredBucket,
 };
 use tickertape_core::SeriesId;
 
-/// The documents of `series` in `family` whose period overlaps `[start, end)`, by start.
+/// The documents of the range, by start.
 pub fn read_buckets(
     db: &Database,
-    family: BucketFamily,
-    series: SeriesId,
-    start: i64,
-    end: i64,
+    range: BucketRange,
     part: BucketRead,
 ) -> Result<Vec<StoredBucket>> {
-    let Some(span) = DocumentSpan::new(family, start, end) else {
+    let BucketRange { family, series, .. } = range;
+    let Some(span) = DocumentSpan::of(range) else {
         return Ok(Vec::new());
     };
     let txn = db.begin_read().map_err(storage)?;
