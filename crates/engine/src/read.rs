@@ -113,17 +113,17 @@ impl Engine {
             ReadPlan::LatestFromHead(reduction) => {
                 match head.and_then(|head| self.head_answer(query, head, reduction)) {
                     Some(points) => points,
-                    None => self.reduce_range(query, &info, schema, reduction).await?,
+                    None => self.reduce(query, &info, schema, None, reduction).await?,
                 }
             }
             ReadPlan::LatestFromPartitions { .. } => {
                 self.last_in_spans(&info, schema, latest_spans).await?
             }
             ReadPlan::Range(reduction) => {
-                self.reduce_range(query, &info, schema, reduction).await?
+                self.reduce(query, &info, schema, None, reduction).await?
             }
             ReadPlan::Windows { step, reduction } => {
-                self.reduce_windows(query, &info, schema, step, reduction)
+                self.reduce(query, &info, schema, Some(step), reduction)
                     .await?
             }
             ReadPlan::WindowsFromTotals(totals) => {

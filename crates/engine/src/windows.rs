@@ -48,53 +48,48 @@ impl Summaries {
 }
 
 impl Engine {
-    /// `agg` over the whole range: one point, at `start` (`first`/`last` at the chosen
-    /// point's own time). Read like one window, so rollups that outlive the raw points'
-    /// retention still answer, and `resolution=raw` gives the same bits.
-    pub(crate) async fn reduce_range(
-        &self,
-        query: &Query,
-        info: &SeriesInfo,
-        schema: &MeasurementSchema,
-        reduction: Reduction,
-    ) -> Result<Vec<Point>, EngineError> {
-        let (start, end) = (query.start, query.end);
-        let summaries = self
-            .summaries(info, schema, reduction.source, start, end)
-            .await?;
-        let mut summary = summaries.whole(start, end);
-        if reduction.hold {
-            let held = self.held_at(info, schema, start).await?;
-            summary = hold_range(summary, held, start, self.hold_until(query));
-        }
-        let points: Vec<Point> = summary
-            .map(|s| s.range_answer(reduction.agg, start))
-            .into_iter()
-            .collect();
-        Ok(displayed(points, query, None, reduction.per_second))
-    }
-
+    /// `agg` over the whole range (`step` `None`): one point, at `start` (`first`/`last`
+    /// at the chosen point's own time), read like one window, so rollups that outlive the
+    /// raw points' retention still answer and `resolution=raw` gives the same bits. Or
     /// `agg` per window of `step`: one point per non-empty window, at the window's start.
-    pub(crate) async fn reduce_windows(
+    pub(crate) async fn reduce(
         &self,
         query: &Query,
         info: &SeriesInfo,
         schema: &MeasurementSchema,
-        step: i64,
+        step: Option<i64>,
         reduction: Reduction,
     ) -> Result<Vec<Point>, EngineError> {
         let (start, end) = (query.start, query.end);
         let summaries = self
             .summaries(info, schema, reduction.source, start, end)
             .await?;
-        let mut windows = summaries.per_window(start, end, step);
-        if reduction.hold {
-            let held = self.held_at(info, schema, start).await?;
-            windows = hold_windows(windows, held, start, self.hold_until(query), step)
-                .map_err(|e| EngineError::BadQuery(e.to_string()))?;
-        }
-        let points = answer_windows(&windows, reduction.agg);
-        Ok(displayed(points, query, Some(step), reduction.per_second))
+        let held = match reduction.hold {
+            true => Some(self.held_at(info, schema, start).await?),
+            false => None,
+        };
+        let until = self.hold_until(query);
+        let points = match step {
+            None => {
+                let mut summary = summaries.whole(start, end);
+                if let Some(held) = held {
+                    summary = hold_range(summary, held, start, until);
+                }
+                summary
+                    .map(|s| s.range_answer(reduction.agg, start))
+                    .into_iter()
+                    .collect()
+            }
+            Some(step) => {
+                let mut windows = summaries.per_window(start, end, step);
+                if let Some(held) = held {
+                    windows = hold_windows(windows, held, start, until, step)
+                        .map_err(|e| EngineError::BadQuery(e.to_string()))?;
+                }
+                answer_windows(&windows, reduction.agg)
+            }
+        };
+        Ok(displayed(points, query, step, reduction.per_second))
     }
 
     /// The summaries `source` gives over `[start, end)`. A rollup is read for its whole
