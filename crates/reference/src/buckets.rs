@@ -1,7 +1,7 @@
 //! Time buckets (seeds 001, 003, 004): documents in partitions, slot writes, reads,
 //! shells and partition drops, each as the backend crate's docs state it.
 
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 use tickertape_backend::{
     BackendError, BucketFamily, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome,
     Partition, Result, SlotChange, SlotValue, StoredBucket,
@@ -128,8 +128,8 @@ impl Buckets {
         let mut created = 0;
         for &s in series {
             let documents = self.partitions.entry(partition).or_default();
-            if !documents.contains_key(&(s, bucket_start)) {
-                documents.insert((s, bucket_start), Document::default());
+            if let btree_map::Entry::Vacant(absent) = documents.entry((s, bucket_start)) {
+                absent.insert(Document::default());
                 created += 1;
             }
         }
