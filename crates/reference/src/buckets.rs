@@ -79,7 +79,8 @@ impl Buckets {
     /// "The documents of `series` in `family` whose period overlaps `[start, end)`, by
     /// start ascending. Documents never written are absent." (`Backend::read_buckets`).
     /// Computed from the definition — a document `[s, s + period)` overlaps `[start, end)`
-    /// when `s < end` and `s + period > start` — over every document of the family, not
+    /// when the range is not empty, `s < end` and `s + period > start` — over every
+    /// document of the family, not
     /// through [`tickertape_backend::DocumentSpan`], so that the conformance suite checks
     /// the backends' shared partition enumeration against it.
     pub fn read(
@@ -93,7 +94,7 @@ impl Buckets {
         let period = i128::from(family.geometry().period_ns());
         let overlaps = |s: i64| {
             let s = i128::from(s);
-            s < i128::from(end) && s + period > i128::from(start)
+            start < end && s < i128::from(end) && s + period > i128::from(start)
         };
         let mut out: Vec<StoredBucket> = self
             .partitions
@@ -250,6 +251,10 @@ mod tests {
         assert_eq!((t.count, t.sum, t.min, t.max), (3, 5.0, -0.0, 4.0));
         assert!(buckets
             .read(raw(), SeriesId(1), HOUR, 2 * HOUR, BucketRead::Full)
+            .is_empty());
+        // An empty range overlaps no document, not even the one holding its start.
+        assert!(buckets
+            .read(raw(), SeriesId(1), 5, 5, BucketRead::Full)
             .is_empty());
     }
 
