@@ -6,12 +6,14 @@
 //! and may reopen it to check persistence. Failures panic with a message saying what broke.
 
 mod buckets;
+mod model;
 
 pub use buckets::{
     counter_slots_accumulate, merge_write, name_tokens_are_stable,
     partitions_are_listed_and_dropped, preallocated_slots_read_as_absent,
     raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order, rollup_slots_match_the_reference,
 };
+pub use model::matches_the_reference;
 
 use async_trait::async_trait;
 use rand::{rngs::StdRng, Rng, SeedableRng};
