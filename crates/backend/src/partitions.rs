@@ -30,11 +30,13 @@ impl DocumentSpan {
 
     /// The documents of `family` overlapping `[start, end)`; `None` when none can.
     pub fn new(family: BucketFamily, start: i64, end: i64) -> Option<Self> {
-        if end <= start || end <= MIN_BUCKET_TIME {
+        if end <= start {
             return None;
         }
+        // The document of MIN_BUCKET_TIME starts before it, so a range ending at or just
+        // before MIN_BUCKET_TIME can still overlap that document's period.
         let first = window_start(start.max(MIN_BUCKET_TIME), family.geometry().period_ns());
-        Some(Self { family, first, end })
+        (first < end).then_some(Self { family, first, end })
     }
 
     /// Start of the first document in the span.
@@ -142,6 +144,18 @@ mod tests {
         let family = BucketFamily::rollup(1, Resolution::HOUR);
         assert_eq!(DocumentSpan::new(family, 5, 5), None);
         assert_eq!(DocumentSpan::new(family, 5, 4), None);
-        assert_eq!(DocumentSpan::new(family, i64::MIN, MIN_BUCKET_TIME), None);
+        let first = window_start(MIN_BUCKET_TIME, family.geometry().period_ns());
+        assert_eq!(DocumentSpan::new(family, i64::MIN, first), None);
+    }
+
+    /// The document holding MIN_BUCKET_TIME starts before it: a range that ends at
+    /// MIN_BUCKET_TIME overlaps that document's period, so it is in the span.
+    #[test]
+    fn the_earliest_document_overlaps_ranges_ending_before_its_points() {
+        let family = BucketFamily::rollup(1, Resolution::HOUR);
+        let first = window_start(MIN_BUCKET_TIME, family.geometry().period_ns());
+        assert!(first < MIN_BUCKET_TIME);
+        let span = DocumentSpan::new(family, i64::MIN, MIN_BUCKET_TIME).expect("a span");
+        assert_eq!((span.first(), span.end()), (first, MIN_BUCKET_TIME));
     }
 }

@@ -7,6 +7,7 @@
 
 mod bucket_ranges;
 mod buckets;
+mod model;
 mod names;
 mod rollup_merges;
 mod series;
@@ -17,6 +18,7 @@ pub use buckets::{
     preallocate_off_a_document_start_is_invalid, preallocated_slots_read_as_absent,
     raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order,
 };
+pub use model::matches_the_reference;
 pub use names::{
     assert_one_token_per_name, name_tokens_are_stable, name_tokens_count_from_zero_per_namespace,
     odd_names, tokenize_at_once,

@@ -1,4 +1,6 @@
-//! Runs the conformance suite against every backend: the list of factories is here.
+//! Runs the conformance suite against every backend: the list of factories is here. The
+//! in-memory reference backend is one of them, and `matches_the_reference` compares each
+//! other backend with a reference over random sequences of every operation.
 //!
 //! The MongoDB factory needs a server: `TICKERTAPE_MONGODB_URI` (the README's test command
 //! starts one). Without it the MongoDB tests fail; they never pass silently.
@@ -10,6 +12,27 @@ use tickertape_backend::Backend;
 use tickertape_conformance::{StoreFactory, StoreHandle};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_mongodb::{MongoBackend, MongoOptions, SegmentProtocol};
+use tickertape_reference::ReferenceBackend;
+
+/// The reference backend; "reopening" hands out another backend on the same state.
+struct Reference;
+
+struct ReferenceStore(ReferenceBackend);
+
+#[async_trait]
+impl StoreFactory for Reference {
+    async fn create(&self, segment_capacity: usize) -> Box<dyn StoreHandle> {
+        let backend = ReferenceBackend::new(segment_capacity).expect("a valid capacity");
+        Box::new(ReferenceStore(backend))
+    }
+}
+
+#[async_trait]
+impl StoreHandle for ReferenceStore {
+    async fn open(&self) -> Arc<dyn Backend> {
+        Arc::new(self.0.reopen())
+    }
+}
 
 struct Embedded;
 
@@ -82,6 +105,11 @@ impl StoreHandle for MongoStore {
     }
 }
 
+/// Seeds and steps of `matches_the_reference` per backend: every operation is drawn a few
+/// dozen times per seed, and a seed stays quick on the MongoDB test server.
+const MODEL_SEEDS: u64 = 4;
+const MODEL_STEPS: usize = 300;
+
 macro_rules! suite {
     ($module:ident, $factory:expr) => {
         mod $module {
@@ -107,6 +135,14 @@ macro_rules! suite {
                     tickertape_conformance::model_check(&$factory, seed, 150).await;
                 }
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn matches_the_reference() {
+                for seed in 0..MODEL_SEEDS {
+                    tickertape_conformance::matches_the_reference(&$factory, seed, MODEL_STEPS)
+                        .await;
+                }
+            }
         }
     };
     (@tests $factory:expr; $($test:ident),*) => {
@@ -119,6 +155,7 @@ macro_rules! suite {
     };
 }
 
+suite!(reference, Reference);
 suite!(embedded, Embedded);
 suite!(mongodb_reserve, Mongo(SegmentProtocol::Reserve));
 suite!(mongodb_conditional, Mongo(SegmentProtocol::Conditional));

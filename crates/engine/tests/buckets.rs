@@ -1,5 +1,6 @@
 //! Buckets, counters, rollups, retention and pre-allocation through the engine, over the
-//! embedded backend (the backend side of each is in the conformance suite, on both).
+//! reference backend (the backend side of each is in the conformance suite, on every
+//! backend).
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
@@ -9,16 +10,16 @@ use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::schema::Schema;
 use tickertape_core::time::{ManualClock, Precision, NANOS_PER_SECOND};
 use tickertape_core::{Point, SeriesSelector};
-use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_engine::{CounterDisplay, Engine, Query, WriteMode};
+use tickertape_reference::ReferenceBackend;
 
 const S: i64 = NANOS_PER_SECOND;
 const M: i64 = 60 * S;
 const H: i64 = 60 * M;
 const D: i64 = 24 * H;
 
-fn open(dir: &std::path::Path) -> Arc<dyn Backend> {
-    Arc::new(EmbeddedBackend::open(EmbeddedOptions::new(dir)).expect("open"))
+fn open() -> Arc<dyn Backend> {
+    Arc::new(ReferenceBackend::default())
 }
 
 fn engine_on(backend: Arc<dyn Backend>, config: &str, clock: Arc<ManualClock>) -> Engine {
@@ -70,9 +71,8 @@ rollups = ["1m", "1h"]
 /// cut slots.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollup_answers_equal_raw_answers() {
-    let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(0));
-    let e = engine_on(open(dir.path()), CONFIG, clock);
+    let e = engine_on(open(), CONFIG, clock);
     let mut rng = StdRng::seed_from_u64(7);
     let mut t_seg = -3 * H;
     let mut t_bkt = -3 * H;
@@ -133,9 +133,8 @@ async fn rollup_answers_equal_raw_answers() {
 async fn whole_range_aggregates_outlive_raw_retention() {
     let config = "[measurements.bkt]\nlayout = \"buckets\"\ninterval = \"10s\"\n\
                   rollups = [\"1h\"]\nretention = { raw = \"1d\" }\n";
-    let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(0));
-    let e = engine_on(open(dir.path()), config, clock.clone());
+    let e = engine_on(open(), config, clock.clone());
     let body: String = (0..360)
         .map(|i| format!("bkt v={} {}\n", i % 7, i * 20 * S))
         .collect();
@@ -159,8 +158,7 @@ async fn whole_range_aggregates_outlive_raw_retention() {
 /// no rollup are missing from the rollup answer and present in the raw one.
 #[tokio::test]
 async fn windows_are_read_from_the_rollups() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = open(dir.path());
+    let backend = open();
     let clock = Arc::new(ManualClock::new(0));
     let without = engine_on(
         backend.clone(),
@@ -190,8 +188,7 @@ async fn windows_are_read_from_the_rollups() {
 /// refused with its line number, the rest of the body stored.
 #[tokio::test]
 async fn gauge_buckets_take_one_value_per_slot() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine_on(open(dir.path()), CONFIG, Arc::new(ManualClock::new(0)));
+    let e = engine_on(open(), CONFIG, Arc::new(ManualClock::new(0)));
     let r = e
         .write_lines(
             "bkt v=1 12000000000\nbkt v=2 15000000000\nbkt v=0 20000000000\nbkt v=5 3\n",
@@ -228,9 +225,8 @@ rollups = ["1m", "1h"]
 /// increments to a gauge are refused per line; `display` shows totals or rates.
 #[tokio::test]
 async fn counters_add_and_display() {
-    let dir = tempfile::tempdir().unwrap();
     let config = format!("{COUNTERS}\n[measurements.temp]\n");
-    let e = engine_on(open(dir.path()), &config, Arc::new(ManualClock::new(0)));
+    let e = engine_on(open(), &config, Arc::new(ManualClock::new(0)));
     let inc = |body: &'static str| {
         let e = e.clone();
         async move {
@@ -283,12 +279,11 @@ async fn counters_add_and_display() {
 /// documents' totals for `step=1h` where it may).
 #[tokio::test]
 async fn counter_windows_answer_over_slot_totals_not_increments() {
-    let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "{COUNTERS}\n[measurements.bare]\nlayout = \"buckets\"\ninterval = \"1s\"\n\
          kind = \"counter\"\nrollups = []\n"
     );
-    let e = engine_on(open(dir.path()), &config, Arc::new(ManualClock::new(0)));
+    let e = engine_on(open(), &config, Arc::new(ManualClock::new(0)));
     let mut rng = StdRng::seed_from_u64(3);
     let mut totals = std::collections::BTreeMap::<i64, f64>::new();
     // 40 requests of 1–5 increments each into 30 seconds spread over three hours.
@@ -352,8 +347,7 @@ retention = { raw = "2d", "1m" = "10d" }
 /// retention, per resolution; time comes from the injected clock.
 #[tokio::test]
 async fn retention_drops_whole_partitions_by_resolution() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = open(dir.path());
+    let backend = open();
     let clock = Arc::new(ManualClock::new(0));
     let e = engine_on(backend.clone(), RETAINED, clock.clone());
     // One point a day for 6 days, at noon.
@@ -416,8 +410,7 @@ async fn retention_drops_whole_partitions_by_resolution() {
 /// Pre-allocated documents read as nothing; a written 0 reads as 0.
 #[tokio::test]
 async fn preallocated_buckets_hold_no_points() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = open(dir.path());
+    let backend = open();
     let clock = Arc::new(ManualClock::new(30 * M));
     let config =
         "[measurements.bkt]\nlayout = \"buckets\"\ninterval = \"1s\"\npreallocate = true\n";
@@ -444,9 +437,8 @@ async fn preallocated_buckets_hold_no_points() {
 /// `n`/`sum`/`min`/`max`; the answer equals the raw one, ragged edges included.
 #[tokio::test]
 async fn whole_documents_answer_from_their_totals() {
-    let dir = tempfile::tempdir().unwrap();
     let config = "[measurements.bkt]\nlayout = \"buckets\"\ninterval = \"10s\"\nrollups = []\n";
-    let e = engine_on(open(dir.path()), config, Arc::new(ManualClock::new(0)));
+    let e = engine_on(open(), config, Arc::new(ManualClock::new(0)));
     let mut rng = StdRng::seed_from_u64(3);
     let body: String = (0..1_500)
         .map(|i| {
@@ -486,8 +478,7 @@ async fn whole_documents_answer_from_their_totals() {
 /// series, found partition by partition from the end of the range.
 #[tokio::test]
 async fn last_point_of_bucket_series() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine_on(open(dir.path()), CONFIG, Arc::new(ManualClock::new(0)));
+    let e = engine_on(open(), CONFIG, Arc::new(ManualClock::new(0)));
     let body = format!(
         "bkt,h=a v=1 {}\nbkt,h=a v=2 {}\nbkt,h=b v=3 {}\nbkt,h=a v=4 {}\n",
         -3 * D,
@@ -515,8 +506,7 @@ async fn last_point_of_bucket_series() {
 /// between the raw and the rollup write) are computed again from raw points.
 #[tokio::test]
 async fn rebuilt_rollups_match_raw_points_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = open(dir.path());
+    let backend = open();
     let clock = Arc::new(ManualClock::new(0));
     let without = engine_on(
         backend.clone(),

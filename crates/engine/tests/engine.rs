@@ -7,11 +7,11 @@ use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::schema::Schema;
 use tickertape_core::time::{Precision, NANOS_PER_SECOND};
 use tickertape_core::{Point, SeriesSelector};
-use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_engine::{Engine, Query};
+use tickertape_reference::ReferenceBackend;
 
-fn engine(dir: &std::path::Path, config: &str) -> Engine {
-    let backend = EmbeddedBackend::open(EmbeddedOptions::new(dir)).expect("open");
+fn engine(config: &str) -> Engine {
+    let backend = ReferenceBackend::default();
     Engine::new(Arc::new(backend)).with_schema(Schema::from_toml(config).expect("config"))
 }
 
@@ -33,8 +33,7 @@ async fn raw(engine: &Engine, measurement: &str) -> Vec<(i64, f64)> {
 
 #[tokio::test]
 async fn change_only_skips_repeated_values_but_not_late_points() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine(dir.path(), "[measurements.followers]\nchange_only = true\n");
+    let e = engine("[measurements.followers]\nchange_only = true\n");
     let r = e
         .write_lines(
             "followers v=10 1\nfollowers v=10 2\nfollowers v=11 3\nfollowers v=11 4\nother v=1 1\nother v=1 2\n",
@@ -68,8 +67,7 @@ async fn change_only_skips_repeated_values_but_not_late_points() {
 
 #[tokio::test]
 async fn max_points_bounds_the_answer_and_resolution_is_checked() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine(dir.path(), "");
+    let e = engine("");
     let body: String = (0..600)
         .map(|i| format!("m v={} {}\n", i % 7, i * 10 * NANOS_PER_SECOND))
         .collect();
@@ -101,8 +99,7 @@ async fn max_points_bounds_the_answer_and_resolution_is_checked() {
 #[tokio::test]
 async fn change_only_windows_hold_the_value_until_now() {
     const MIN: i64 = 60 * NANOS_PER_SECOND;
-    let dir = tempfile::tempdir().unwrap();
-    let backend = EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open");
+    let backend = ReferenceBackend::default();
     let clock = Arc::new(tickertape_core::time::ManualClock::new(0));
     let e = Engine::with_clock(Arc::new(backend), clock.clone())
         .with_schema(Schema::from_toml("[measurements.followers]\nchange_only = true\n").unwrap());
@@ -186,8 +183,7 @@ async fn change_only_windows_hold_the_value_until_now() {
 #[tokio::test]
 async fn max_points_closes_an_open_end_at_now() {
     const HOUR: i64 = 3_600 * NANOS_PER_SECOND;
-    let dir = tempfile::tempdir().unwrap();
-    let backend = EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open");
+    let backend = ReferenceBackend::default();
     let clock = Arc::new(tickertape_core::time::ManualClock::new(10 * HOUR - 1));
     let e = Engine::with_clock(Arc::new(backend), clock);
     let body: String = (0..10).map(|i| format!("m v={i} {}\n", i * HOUR)).collect();

@@ -8,20 +8,19 @@ use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::schema::Schema;
 use tickertape_core::time::{ManualClock, Precision, NANOS_PER_SECOND};
 use tickertape_core::{Point, SeriesSelector};
-use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_engine::{Engine, Query, WriteMode};
+use tickertape_reference::ReferenceBackend;
 
 const S: i64 = NANOS_PER_SECOND;
 const M: i64 = 60 * S;
 
-fn engine(dir: &std::path::Path, config: &str) -> Engine {
-    engine_at(dir, config, 0)
+fn engine(config: &str) -> Engine {
+    engine_at(config, 0)
 }
 
 /// An engine whose clock says `now`.
-fn engine_at(dir: &std::path::Path, config: &str, now: i64) -> Engine {
-    let backend: Arc<dyn Backend> =
-        Arc::new(EmbeddedBackend::open(EmbeddedOptions::new(dir)).expect("open"));
+fn engine_at(config: &str, now: i64) -> Engine {
+    let backend: Arc<dyn Backend> = Arc::new(ReferenceBackend::default());
     Engine::with_clock(backend, Arc::new(ManualClock::new(now)))
         .with_schema(Schema::from_toml(config).expect("config"))
 }
@@ -49,10 +48,9 @@ async fn points(e: &Engine, q: &Query) -> Vec<Point> {
 /// total of 3, not a maximum of 1.
 #[tokio::test]
 async fn a_forced_rollup_does_not_answer_a_counters_max() {
-    let dir = tempfile::tempdir().unwrap();
     let config = "[measurements.hits]\nlayout = \"buckets\"\ninterval = \"1s\"\n\
                   kind = \"counter\"\nrollups = [\"1m\"]\n";
-    let e = engine(dir.path(), config);
+    let e = engine(config);
     let body = "hits n=1 5\nhits n=1 5\nhits n=1 5\nhits n=2 70\n";
     let r = e
         .write_lines_as(body, Precision::Seconds, WriteMode::Increment)
@@ -130,8 +128,7 @@ fn assert_same(got: &[Point], expected: &[Point], label: &str) {
 /// through `resolution=raw`, which agree bit for bit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windowed_first_and_last_are_reported_at_the_window_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine(dir.path(), WINDOWED);
+    let e = engine(WINDOWED);
     let written: Vec<Point> = (0..26 * 360)
         .map(|i: i64| Point::new(i * 10 * S + 3 * S, ((i * 7) % 13) as f64 + 0.5))
         .collect();
@@ -190,8 +187,7 @@ async fn windowed_first_and_last_are_reported_at_the_window_start() {
 /// `last` included, on the rollup and the raw path alike.
 #[tokio::test]
 async fn held_windows_are_reported_at_the_window_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine_at(dir.path(), WINDOWED, 5 * M);
+    let e = engine_at(WINDOWED, 5 * M);
     // Changes at 0:20 (to 1), 2:30 (to 2) and 2:45 (to 3); "now" is 5:00, the last
     // window the value is held into.
     let body = format!(

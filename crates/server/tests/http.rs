@@ -1,12 +1,15 @@
-//! End-to-end tests through the real interface: a server on 127.0.0.1:0 over a fresh
-//! embedded store, spoken to over HTTP.
+//! End-to-end tests through the real interface: a server on 127.0.0.1:0 spoken to over
+//! HTTP. The tests of the API run over the in-memory reference backend; the tests of what
+//! a real store adds — the first end-to-end test, a restart — over a fresh embedded store.
 
 use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
+use tickertape_backend::Backend;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_engine::Engine;
+use tickertape_reference::ReferenceBackend;
 use tickertape_server::ServerConfig;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -18,17 +21,33 @@ struct TestServer {
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
 
+/// Small segments, so that a few points already span several.
+const SEGMENT_CAPACITY: usize = 4;
+
+/// The embedded store in `dir`.
+fn embedded(dir: &Path) -> Arc<dyn Backend> {
+    let mut options = EmbeddedOptions::new(dir);
+    options.segment_capacity = SEGMENT_CAPACITY;
+    Arc::new(EmbeddedBackend::open(options).expect("open store"))
+}
+
+/// A fresh in-memory reference store.
+fn reference() -> Arc<dyn Backend> {
+    Arc::new(ReferenceBackend::new(SEGMENT_CAPACITY).expect("a valid capacity"))
+}
+
 impl TestServer {
-    async fn start(dir: &Path, config: ServerConfig) -> Self {
-        Self::start_with_schema(dir, config, "").await
+    async fn start(backend: Arc<dyn Backend>, config: ServerConfig) -> Self {
+        Self::start_with_schema(backend, config, "").await
     }
 
     /// A server whose engine uses the TOML schema `schema` (as `--config` gives it).
-    async fn start_with_schema(dir: &Path, config: ServerConfig, schema: &str) -> Self {
+    async fn start_with_schema(
+        backend: Arc<dyn Backend>,
+        config: ServerConfig,
+        schema: &str,
+    ) -> Self {
         let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
-        let mut options = EmbeddedOptions::new(dir);
-        options.segment_capacity = 4;
-        let backend = Arc::new(EmbeddedBackend::open(options).expect("open store"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -105,7 +124,7 @@ cpu,dc=eu,host=a usage=4.5 30
 #[tokio::test]
 async fn write_then_query_raw_aggregates_and_neighbors() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let server = TestServer::start(embedded(dir.path()), ServerConfig::default()).await;
     let (status, _) = server.write("", BODY).await;
     assert_eq!(status, 204);
 
@@ -151,8 +170,7 @@ async fn write_then_query_raw_aggregates_and_neighbors() {
 
 #[tokio::test]
 async fn partial_failure_names_lines_and_keeps_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let server = TestServer::start(reference(), ServerConfig::default()).await;
     assert_eq!(server.write("", "m,h=a v=1 100\n").await.0, 204);
     let body = "\
 m,h=a v=2 200
@@ -201,9 +219,8 @@ m,h=a v=4 400
 
 #[tokio::test]
 async fn gzip_precision_and_body_limit() {
-    let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(
-        dir.path(),
+        reference(),
         ServerConfig {
             max_body_bytes: 1_000,
         },
@@ -235,8 +252,7 @@ async fn gzip_precision_and_body_limit() {
 
 #[tokio::test]
 async fn bad_query_parameters_are_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let server = TestServer::start(reference(), ServerConfig::default()).await;
     for (query, name) in [
         ("field=v", "measurement"),
         ("measurement=m&step=10s", "agg"),
@@ -250,10 +266,11 @@ async fn bad_query_parameters_are_named() {
             "{query}: {body}"
         );
     }
+    // /health names the backend the server runs on.
     let (status, health) = server.get("/health").await;
     assert_eq!(
         (status, health["backend"].as_str()),
-        (200, Some("embedded"))
+        (200, Some("reference"))
     );
     server.stop().await;
 }
@@ -261,12 +278,12 @@ async fn bad_query_parameters_are_named() {
 #[tokio::test]
 async fn restart_keeps_acknowledged_points() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let server = TestServer::start(embedded(dir.path()), ServerConfig::default()).await;
     let body: String = (1..=10).map(|t| format!("r,k=v x={t} {t}\n")).collect();
     assert_eq!(server.write("", &body).await.0, 204);
     server.stop().await;
 
-    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let server = TestServer::start(embedded(dir.path()), ServerConfig::default()).await;
     let want: Vec<(i64, f64)> = (1..=10).map(|t| (t, t as f64)).collect();
     assert_eq!(server.points("measurement=r").await, want);
     let (status, report) = server.write("", "r,k=v x=0 10\nr,k=v x=11 11\n").await;
@@ -277,8 +294,7 @@ async fn restart_keeps_acknowledged_points() {
 
 #[tokio::test]
 async fn merge_puts_series_on_one_time_axis() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let server = TestServer::start(reference(), ServerConfig::default()).await;
     let body = "t,room=a c=1 10\nt,room=b c=2 20\nt,room=a c=3 30\nt,room=b c=4 30\n";
     assert_eq!(server.write("", body).await.0, 204);
     let (status, merged) = server.get("/api/v1/query?measurement=t&merge=true").await;
@@ -305,8 +321,7 @@ async fn merge_puts_series_on_one_time_axis() {
 /// axis share the rows of the windows they have points in.
 #[tokio::test]
 async fn merged_first_and_last_windows_share_the_window_start_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(dir.path(), ServerConfig::default()).await;
+    let server = TestServer::start(reference(), ServerConfig::default()).await;
     let body = "t,room=a c=1 5\nt,room=b c=2 12\nt,room=a c=3 25\nt,room=b c=4 38\n\
                 t,room=a c=5 39\n";
     assert_eq!(server.write("", body).await.0, 204);
@@ -334,10 +349,9 @@ async fn merged_first_and_last_windows_share_the_window_start_rows() {
 
 #[tokio::test]
 async fn counters_increment_over_http_and_display_totals() {
-    let dir = tempfile::tempdir().unwrap();
     let schema =
         "[measurements.pageviews]\nlayout = \"buckets\"\ninterval = \"1s\"\nkind = \"counter\"\n";
-    let server = TestServer::start_with_schema(dir.path(), ServerConfig::default(), schema).await;
+    let server = TestServer::start_with_schema(reference(), ServerConfig::default(), schema).await;
     let (status, _) = server
         .write(
             "?mode=inc&precision=s",

@@ -1,0 +1,63 @@
+//! The series registry: keys ↔ ids.
+
+use std::collections::BTreeMap;
+use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
+
+/// Every registered series, both ways.
+///
+/// Ids are issued from 1 upward in the order keys are first seen, as the embedded store
+/// issues them. The trait promises only that ids are stable and distinct
+/// ([`Backend::resolve_series`](tickertape_backend::Backend::resolve_series)), so the
+/// conformance suite compares ids between backends through a mapping, never by value.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    ids: BTreeMap<SeriesKey, SeriesId>,
+    keys: BTreeMap<SeriesId, SeriesKey>,
+    next: u64,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            ids: BTreeMap::new(),
+            keys: BTreeMap::new(),
+            next: 1,
+        }
+    }
+}
+
+impl Registry {
+    /// The id of each key, registering the keys not seen before: "Ids are stable forever:
+    /// the same key gets the same id" (`resolve_series`).
+    pub fn resolve(&mut self, keys: &[SeriesKey]) -> Vec<SeriesId> {
+        keys.iter().map(|key| self.resolve_one(key)).collect()
+    }
+
+    fn resolve_one(&mut self, key: &SeriesKey) -> SeriesId {
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        let id = SeriesId(self.next);
+        self.next += 1;
+        self.ids.insert(key.clone(), id);
+        self.keys.insert(id, key.clone());
+        id
+    }
+
+    /// "Every registered series the selector matches, in id order" (`find_series`).
+    pub fn matching(&self, selector: &SeriesSelector) -> Vec<(SeriesId, SeriesKey)> {
+        self.keys
+            .iter()
+            .filter(|(_, key)| selector.matches(key))
+            .map(|(id, key)| (*id, key.clone()))
+            .collect()
+    }
+
+    pub fn is_registered(&self, id: SeriesId) -> bool {
+        self.keys.contains_key(&id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+}
