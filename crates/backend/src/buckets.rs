@@ -206,6 +206,39 @@ impl Partition {
     }
 }
 
+/// Where one document of a family starts: a multiple of the family's period that has a
+/// partition ([`Partition::of_document`]), checked once by [`DocumentStart::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocumentStart {
+    partition: Partition,
+    start: i64,
+}
+
+impl DocumentStart {
+    /// The document of `family` starting at `bucket_start`; `Invalid` unless that is a
+    /// document start with a partition.
+    pub fn new(family: BucketFamily, bucket_start: i64) -> Result<Self, BackendError> {
+        Ok(Self {
+            partition: Partition::of_document(family, bucket_start)?,
+            start: bucket_start,
+        })
+    }
+
+    pub fn family(self) -> BucketFamily {
+        self.partition.family
+    }
+
+    /// The partition holding the document.
+    pub fn partition(self) -> Partition {
+        self.partition
+    }
+
+    /// The document's first time, ns.
+    pub fn start(self) -> i64 {
+        self.start
+    }
+}
+
 /// A change to one slot of one bucket document. The document is created when missing
 /// (upsert); documents of a family live in the partition of their start.
 ///
@@ -493,6 +526,25 @@ mod tests {
                 other => panic!("{word}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn document_starts_off_the_period_are_refused() {
+        let hour = 3_600 * SECOND;
+        let minute = BucketFamily::rollup(7, Resolution::MINUTE);
+        for (family, start) in [
+            (raw_seconds(), 5),
+            (raw_seconds(), hour + SECOND),
+            (minute, 60 * SECOND),
+        ] {
+            match DocumentStart::new(family, start) {
+                Err(BackendError::Invalid(msg)) => assert!(msg.contains("bucket_start"), "{msg}"),
+                other => panic!("{start}: {other:?}"),
+            }
+        }
+        let document = DocumentStart::new(minute, -hour).unwrap();
+        assert_eq!((document.family(), document.start()), (minute, -hour));
+        assert!(document.partition().start() <= -hour && -hour < document.partition().end());
     }
 
     #[test]

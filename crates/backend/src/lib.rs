@@ -24,7 +24,7 @@ pub mod partitions;
 
 pub use buckets::{
     BucketFamily, BucketRange, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome,
-    Partition, SlotChange, SlotKind, SlotValue, StoredBucket,
+    DocumentStart, Partition, SlotChange, SlotKind, SlotValue, StoredBucket,
 };
 pub use names::{NameSpace, TokenRequest, NAMES_PER_DOCUMENT};
 pub use partitions::DocumentSpan;
@@ -255,12 +255,7 @@ pub trait Backend: Send + Sync + 'static {
     /// present but unwritten), so that later slot writes update a document in place rather
     /// than grow it. A document that exists already is left as it is. Returns how many
     /// shells were created.
-    async fn preallocate(
-        &self,
-        family: BucketFamily,
-        series: &[SeriesId],
-        bucket_start: i64,
-    ) -> Result<u64>;
+    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64>;
 
     /// Every partition holding at least one document (pre-allocated ones included), by
     /// family, then start.

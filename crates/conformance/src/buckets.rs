@@ -7,6 +7,7 @@ use crate::StoreFactory;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use tickertape_backend::BucketRange;
+use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     Backend, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, Partition, SlotChange,
     SlotValue, StoredBucket,
@@ -181,7 +182,10 @@ pub async fn counter_slots_accumulate(f: &dyn StoreFactory) {
     let b = store.open().await;
     let (shelled, fresh) = (SeriesId(3), SeriesId(4));
     let created = b
-        .preallocate(raw(), &[shelled], -H)
+        .preallocate(
+            DocumentStart::new(raw(), -H).expect("a document start"),
+            &[shelled],
+        )
         .await
         .expect("preallocate");
     assert_eq!(created, 1);
@@ -273,7 +277,10 @@ pub async fn preallocated_slots_read_as_absent(f: &dyn StoreFactory) {
     let (s1, s2, s3) = (SeriesId(1), SeriesId(2), SeriesId(3));
     write(&*b, vec![set(s2, 0, 3, 0.0)]).await;
     let created = b
-        .preallocate(raw(), &[s1, s2, s3, s1], 0)
+        .preallocate(
+            DocumentStart::new(raw(), 0).expect("a document start"),
+            &[s1, s2, s3, s1],
+        )
         .await
         .expect("preallocate");
     assert_eq!(created, 2, "s2's document existed; s1 is named twice");
@@ -314,12 +321,28 @@ pub async fn preallocated_slots_read_as_absent(f: &dyn StoreFactory) {
     let got = read(&*b, raw(), s1, 0, H).await;
     assert_eq!(value_bits(&got[0]), bits(&[(7, 0.0), (8, -0.0)]));
     assert_eq!(totals(&got[0]), (2, 0.0, 0.0, 0.0));
-    assert_eq!(b.preallocate(raw(), &[s1], 0).await.expect("again"), 0);
+    assert_eq!(
+        b.preallocate(
+            DocumentStart::new(raw(), 0).expect("a document start"),
+            &[s1]
+        )
+        .await
+        .expect("again"),
+        0
+    );
     assert_eq!(read(&*b, raw(), s1, 0, H).await, got);
 
     let hour = rollup(Resolution::HOUR);
     let period = hour.geometry().period_ns();
-    assert_eq!(b.preallocate(hour, &[s1], period).await.expect("rollup"), 1);
+    assert_eq!(
+        b.preallocate(
+            DocumentStart::new(hour, period).expect("a document start"),
+            &[s1]
+        )
+        .await
+        .expect("rollup"),
+        1
+    );
     let rollup_shell = read(&*b, hour, s1, period, period + 1).await;
     assert_eq!(rollup_shell.len(), 1);
     assert!(rollup_shell[0].slots.is_empty() && rollup_shell[0].totals.is_none());
@@ -331,23 +354,6 @@ pub async fn preallocated_slots_read_as_absent(f: &dyn StoreFactory) {
             Partition::of_document(hour, period).expect("a document start"),
         ]
     );
-}
-
-/// A pre-allocation at a time that is not a document start of the family is refused as
-/// `Invalid` and creates nothing.
-pub async fn preallocate_off_a_document_start_is_invalid(f: &dyn StoreFactory) {
-    let store = f.create(8).await;
-    let b = store.open().await;
-    let minute = rollup(Resolution::MINUTE);
-    for (family, start) in [(raw(), 5), (raw(), H + S), (minute, 60 * S)] {
-        match b.preallocate(family, &[SeriesId(1)], start).await {
-            Err(tickertape_backend::BackendError::Invalid(msg)) => {
-                assert!(msg.contains("bucket_start"), "{msg}")
-            }
-            other => panic!("preallocate at {start}: {other:?}"),
-        }
-    }
-    assert_eq!(b.list_partitions().await.expect("list"), vec![]);
 }
 
 /// Documents live in partitions by start; listing is by family, then start; dropping one

@@ -14,8 +14,7 @@ mod series;
 
 pub use bucket_ranges::bucket_reads_select_documents_overlapping_the_range;
 pub use buckets::{
-    counter_slots_accumulate, partitions_are_listed_and_dropped,
-    preallocate_off_a_document_start_is_invalid, preallocated_slots_read_as_absent,
+    counter_slots_accumulate, partitions_are_listed_and_dropped, preallocated_slots_read_as_absent,
     raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order,
 };
 pub use model::matches_the_reference;

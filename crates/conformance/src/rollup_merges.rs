@@ -8,6 +8,7 @@ use crate::StoreFactory;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use tickertape_backend::BucketRange;
+use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     Backend, BucketRead, BucketWrite, BucketWriteOutcome, SlotChange, SlotValue,
 };
@@ -93,9 +94,12 @@ pub async fn rollup_slots_match_the_reference(f: &dyn StoreFactory) {
         let store = f.create(8).await;
         let b = store.open().await;
         let mut rng = StdRng::seed_from_u64(seed);
-        b.preallocate(rollup(Resolution::HOUR), &[series], 0)
-            .await
-            .expect("shell");
+        b.preallocate(
+            DocumentStart::new(rollup(Resolution::HOUR), 0).expect("a document start"),
+            &[series],
+        )
+        .await
+        .expect("shell");
         let mut reference = Reference::default();
         let mut t = -H / 2;
         let mut long_merges = 0;
@@ -139,9 +143,12 @@ pub async fn merges_in_one_call_apply_in_order(f: &dyn StoreFactory) {
     let b = store.open().await;
     let minute = [Resolution::MINUTE];
     let (eight, nine) = (SeriesId(8), SeriesId(9));
-    b.preallocate(rollup(Resolution::MINUTE), &[nine], 0)
-        .await
-        .expect("shell");
+    b.preallocate(
+        DocumentStart::new(rollup(Resolution::MINUTE), 0).expect("a document start"),
+        &[nine],
+    )
+    .await
+    .expect("shell");
     let mut rng = StdRng::seed_from_u64(7);
     let mut reference = Reference::default();
     for call in 0..8 {
@@ -188,7 +195,10 @@ pub async fn rollup_shells_take_merges_and_keep_negative_zero(f: &dyn StoreFacto
     };
     assert_applied(&write(&*b, vec![merge(fresh)]).await, "fresh");
     let created = b
-        .preallocate(minute, &[shelled, fresh, shelled], H)
+        .preallocate(
+            DocumentStart::new(minute, H).expect("a document start"),
+            &[shelled, fresh, shelled],
+        )
         .await
         .expect("preallocate");
     assert_eq!(created, 1, "the fresh series' document existed");
@@ -206,7 +216,12 @@ pub async fn rollup_shells_take_merges_and_keep_negative_zero(f: &dyn StoreFacto
         assert_eq!(s.to_bits(), Summary::of(p).to_bits(), "{series:?}");
     }
     assert_eq!(
-        b.preallocate(minute, &[shelled], H).await.expect("again"),
+        b.preallocate(
+            DocumentStart::new(minute, H).expect("a document start"),
+            &[shelled]
+        )
+        .await
+        .expect("again"),
         0
     );
     let totals_only = b

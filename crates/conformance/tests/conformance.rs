@@ -122,7 +122,6 @@ macro_rules! suite {
                 counter_slots_accumulate, rollup_slots_match_the_reference,
                 preallocated_slots_read_as_absent, partitions_are_listed_and_dropped,
                 name_tokens_are_stable, raw_totals_sum_in_write_order,
-                preallocate_off_a_document_start_is_invalid,
                 bucket_reads_select_documents_overlapping_the_range,
                 merges_in_one_call_apply_in_order,
                 rollup_shells_take_merges_and_keep_negative_zero,

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::RwLock;
+use tickertape_backend::SeriesInfo;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 #[derive(Default)]
@@ -38,13 +39,16 @@ impl Catalog {
         ids.into_iter().find(|id| !inner.keys.contains_key(id))
     }
 
-    pub fn matching(&self, selector: &SeriesSelector) -> Vec<(SeriesId, SeriesKey)> {
+    pub fn matching(&self, selector: &SeriesSelector) -> Vec<SeriesInfo> {
         let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
         inner
             .keys
             .iter()
             .filter(|(_, k)| selector.matches(k))
-            .map(|(id, k)| (*id, k.clone()))
+            .map(|(id, k)| SeriesInfo {
+                id: *id,
+                key: k.clone(),
+            })
             .collect()
     }
 

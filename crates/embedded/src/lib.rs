@@ -29,9 +29,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, BucketFamily, BucketRange, BucketRead, BucketWrite,
-    BucketWriteOutcome, DeriveRollups, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket, TokenRequest,
+    AppendOutcome, Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
+    DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome, Result, SeriesAppend,
+    SeriesHead, SeriesInfo, StorageStats, StoredBucket, TokenRequest,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -177,12 +177,7 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn find_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>> {
-        Ok(self
-            .catalog
-            .matching(selector)
-            .into_iter()
-            .map(|(id, key)| SeriesInfo { id, key })
-            .collect())
+        Ok(self.catalog.matching(selector))
     }
 
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
@@ -279,19 +274,13 @@ impl Backend for EmbeddedBackend {
             .await
     }
 
-    async fn preallocate(
-        &self,
-        family: BucketFamily,
-        series: &[SeriesId],
-        bucket_start: i64,
-    ) -> Result<u64> {
-        let partition = Partition::of_document(family, bucket_start)?;
+    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64> {
         if series.is_empty() {
             return Ok(0);
         }
         let targets = series
             .iter()
-            .map(|&s| buckets::Target::new(partition, s, bucket_start))
+            .map(|&s| buckets::Target::new(document.partition(), s, document.start()))
             .collect();
         self.submit(|reply| Job::Preallocate { targets, reply })
             .await

@@ -5,6 +5,7 @@
 
 use crate::{Engine, EngineError};
 use std::collections::HashMap;
+use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     BackendError, BucketFamily, BucketWrite, NameSpace, Partition, SeriesInfo,
 };
@@ -149,7 +150,10 @@ impl Engine {
                 continue;
             }
             let family = BucketFamily::raw(self.measurement_token(name).await?, interval_ns)?;
-            created += self.backend.preallocate(family, &series, next).await?;
+            created += self
+                .backend
+                .preallocate(DocumentStart::new(family, next)?, &series)
+                .await?;
         }
         Ok(created)
     }

@@ -40,19 +40,8 @@ impl Engine {
         };
         let token = self.measurement_token(&info.key.measurement).await?;
         let raw = BucketFamily::raw(token, interval_ns)?;
-        let docs = self
-            .backend
-            .read_buckets(
-                BucketRange {
-                    family: raw,
-                    series: info.id,
-                    start,
-                    end,
-                },
-                BucketRead::Full,
-            )
-            .await?;
-        slots_in_range(docs, raw.geometry(), start, end, info)?
+        self.slots(info, raw, start, end)
+            .await?
             .into_iter()
             .map(|(time, value)| match value {
                 SlotValue::Value(v) => Ok(Point::new(time, v)),
@@ -73,25 +62,33 @@ impl Engine {
             return Ok(Vec::new());
         }
         let token = self.measurement_token(&info.key.measurement).await?;
-        let docs = self
-            .backend
-            .read_buckets(
-                BucketRange {
-                    family: BucketFamily::rollup(token, r),
-                    series: info.id,
-                    start,
-                    end,
-                },
-                BucketRead::Full,
-            )
-            .await?;
-        slots_in_range(docs, r.geometry(), start, end, info)?
+        self.slots(info, BucketFamily::rollup(token, r), start, end)
+            .await?
             .into_iter()
             .map(|(time, value)| match value {
                 SlotValue::Summary(summary) => Ok((time, summary)),
                 SlotValue::Value(_) => Err(corrupt(info, "a rollup slot holds a raw value")),
             })
             .collect()
+    }
+
+    /// The written slots of the series in `family` whose start lies in `[start, end)`, in
+    /// time order, each at its start time.
+    async fn slots(
+        &self,
+        info: &SeriesInfo,
+        family: BucketFamily,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, SlotValue)>, EngineError> {
+        let range = BucketRange {
+            family,
+            series: info.id,
+            start,
+            end,
+        };
+        let docs = self.backend.read_buckets(range, BucketRead::Full).await?;
+        slots_in_range(docs, family.geometry(), start, end, info)
     }
 
     /// The totals of the raw bucket documents of a series that start in `[start, end)`

@@ -4,7 +4,7 @@
 use futures::future::try_join_all;
 use mongodb::bson::{doc, Document};
 use tickertape_backend::{
-    BucketFamily, BucketRange, BucketRead, DocumentSpan, Partition, Result, StoredBucket,
+    BucketRange, BucketRead, DocumentSpan, DocumentStart, Partition, Result, StoredBucket,
 };
 use tickertape_core::SeriesId;
 
@@ -111,11 +111,11 @@ impl MongoBackend {
     /// and is left as it is). Returns how many were inserted.
     pub(crate) async fn preallocate_shells(
         &self,
-        family: BucketFamily,
+        document: DocumentStart,
         series: &[SeriesId],
-        bucket_start: i64,
     ) -> Result<u64> {
-        let partition = Partition::of_document(family, bucket_start)?;
+        let (family, partition, bucket_start) =
+            (document.family(), document.partition(), document.start());
         if series.is_empty() {
             return Ok(0);
         }

@@ -46,8 +46,8 @@ use mongodb::options::{
 };
 use mongodb::{Client, Database, IndexModel};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, BucketFamily, BucketRange, BucketRead, BucketWrite,
-    BucketWriteOutcome, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
+    AppendOutcome, Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
+    DocumentStart, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
     StorageStats, StoredBucket,
 };
 use tickertape_core::segment::Segment;
@@ -413,13 +413,8 @@ impl Backend for MongoBackend {
         self.read_bucket_range(range, part).await
     }
 
-    async fn preallocate(
-        &self,
-        family: BucketFamily,
-        series: &[SeriesId],
-        bucket_start: i64,
-    ) -> Result<u64> {
-        self.preallocate_shells(family, series, bucket_start).await
+    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64> {
+        self.preallocate_shells(document, series).await
     }
 
     async fn list_partitions(&self) -> Result<Vec<Partition>> {

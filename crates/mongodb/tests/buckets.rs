@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use tickertape_backend::BucketRange;
+use tickertape_backend::DocumentStart;
 
 use common::*;
 use mongodb::bson::{doc, Bson, Document};
@@ -95,9 +96,12 @@ async fn raw_documents_have_the_seed_shape() {
 #[tokio::test]
 async fn shells_hold_every_slot_as_null() {
     let b = open(&fresh_db("bk_shell"), SegmentProtocol::Reserve, 8).await;
-    b.preallocate(raw_family(), &[SeriesId(1)], 0)
-        .await
-        .expect("preallocate");
+    b.preallocate(
+        DocumentStart::new(raw_family(), 0).expect("a document start"),
+        &[SeriesId(1)],
+    )
+    .await
+    .expect("preallocate");
     let shell = stored(&b, raw_family(), 1, 0).await.expect("shell");
     let nulls: usize = shell
         .get_document("v")
@@ -118,9 +122,12 @@ async fn shells_hold_every_slot_as_null() {
 async fn long_merges_leave_no_temporary_field() {
     let b = open(&fresh_db("bk_long"), SegmentProtocol::Reserve, 8).await;
     let minute = BucketFamily::rollup(3, Resolution::MINUTE);
-    b.preallocate(minute, &[SeriesId(1)], 0)
-        .await
-        .expect("shell");
+    b.preallocate(
+        DocumentStart::new(minute, 0).expect("a document start"),
+        &[SeriesId(1)],
+    )
+    .await
+    .expect("shell");
     let batch: Vec<Point> = (0..90)
         .map(|i| Point::new(i * S / 2, i as f64 / 7.0))
         .collect();

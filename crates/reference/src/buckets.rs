@@ -3,8 +3,8 @@
 
 use std::collections::{btree_map, BTreeMap};
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketRange, BucketRead, BucketTotals, BucketWrite,
-    BucketWriteOutcome, Partition, Result, SlotChange, SlotValue, StoredBucket,
+    BackendError, BucketRange, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome,
+    DocumentStart, Partition, Result, SlotChange, SlotValue, StoredBucket,
 };
 use tickertape_core::query::{keep_max, keep_min, Summary};
 use tickertape_core::SeriesId;
@@ -118,13 +118,8 @@ impl Buckets {
 
     /// Empty shells for `series` at `bucket_start`; "A document that exists already is
     /// left as it is. Returns how many shells were created" (`Backend::preallocate`).
-    pub fn preallocate(
-        &mut self,
-        family: BucketFamily,
-        series: &[SeriesId],
-        bucket_start: i64,
-    ) -> Result<u64> {
-        let partition = Partition::of_document(family, bucket_start)?;
+    pub fn preallocate(&mut self, document: DocumentStart, series: &[SeriesId]) -> u64 {
+        let (partition, bucket_start) = (document.partition(), document.start());
         let mut created = 0;
         for &s in series {
             let documents = self.partitions.entry(partition).or_default();
@@ -133,7 +128,7 @@ impl Buckets {
                 created += 1;
             }
         }
-        Ok(created)
+        created
     }
 
     /// "Every partition holding at least one document (pre-allocated ones included), by
@@ -213,6 +208,7 @@ fn kind_mismatch(write: &BucketWrite) -> BackendError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tickertape_backend::BucketFamily;
     use tickertape_core::rollup::Resolution;
     use tickertape_core::Point;
 
@@ -286,9 +282,10 @@ mod tests {
         let mut buckets = Buckets::default();
         let minute = BucketFamily::rollup(1, Resolution::MINUTE);
         assert_eq!(
-            buckets
-                .preallocate(minute, &[SeriesId(1), SeriesId(1)], 0)
-                .unwrap(),
+            buckets.preallocate(
+                DocumentStart::new(minute, 0).unwrap(),
+                &[SeriesId(1), SeriesId(1)]
+            ),
             1
         );
         let shell = buckets.read(

@@ -26,9 +26,9 @@ mod segments;
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, BucketFamily, BucketRange, BucketRead, BucketWrite,
-    BucketWriteOutcome, DeriveRollups, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
+    AppendOutcome, Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
+    DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome, Result, SeriesAppend,
+    SeriesHead, SeriesInfo, StorageStats, StoredBucket,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -197,15 +197,8 @@ impl Backend for ReferenceBackend {
         Ok(self.state().buckets.read(range, part))
     }
 
-    async fn preallocate(
-        &self,
-        family: BucketFamily,
-        series: &[SeriesId],
-        bucket_start: i64,
-    ) -> Result<u64> {
-        self.state()
-            .buckets
-            .preallocate(family, series, bucket_start)
+    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64> {
+        Ok(self.state().buckets.preallocate(document, series))
     }
 
     async fn list_partitions(&self) -> Result<Vec<Partition>> {

@@ -4,6 +4,7 @@
 use super::{families, Check, BUCKET_ANCHORS, DERIVED_MEASUREMENT, DERIVED_SERIES_BASE, H, S};
 use rand::seq::SliceRandom;
 use rand::Rng;
+use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, DeriveRollups, Partition,
     RawBatch, RawOutcome, SeriesAppend, SlotChange, SlotValue, StoredBucket,
@@ -173,10 +174,19 @@ impl Check {
         let series: Vec<SeriesId> = (0..self.rng.gen_range(1..=3))
             .map(|_| SeriesId(self.rng.gen_range(1..=3)))
             .collect();
-        let real = self.real().preallocate(family, &series, bucket_start).await;
+        let real = self
+            .real()
+            .preallocate(
+                DocumentStart::new(family, bucket_start).expect("a document start"),
+                &series,
+            )
+            .await;
         let reference = self
             .reference
-            .preallocate(family, &series, bucket_start)
+            .preallocate(
+                DocumentStart::new(family, bucket_start).expect("a document start"),
+                &series,
+            )
             .await;
         let context = self.context(&format!("preallocate {family:?} {series:?} {bucket_start}"));
         assert_eq!(

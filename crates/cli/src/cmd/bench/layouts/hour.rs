@@ -6,6 +6,7 @@
 //! same documents.
 
 use std::sync::Arc;
+use tickertape_backend::DocumentStart;
 
 use anyhow::{bail, Context, Result};
 use tickertape_backend::{
@@ -111,7 +112,9 @@ async fn preallocate(
 ) -> Result<u64> {
     let mut created = 0;
     for start in geometry.bucket_starts(START_NS, end) {
-        created += backend.preallocate(family, ids, start).await?;
+        created += backend
+            .preallocate(DocumentStart::new(family, start)?, ids)
+            .await?;
     }
     Ok(created)
 }
