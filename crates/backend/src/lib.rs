@@ -163,7 +163,7 @@ pub struct RawOutcome {
 /// writer thread, so it must not block; an `Err` means the rollups cannot be written.
 pub type DeriveRollups = Box<dyn FnOnce(&RawOutcome) -> Result<Vec<BucketWrite>> + Send>;
 
-/// Space used by a store, for `bench` and `/metrics`.
+/// Space used by a store, for `tickertape-bench` and `/metrics`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StorageStats {
     /// Bytes the store occupies (file sizes; data + index bytes on MongoDB).

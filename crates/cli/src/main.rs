@@ -28,9 +28,6 @@ enum Command {
     Import(cmd::import::Args),
     /// Query a store or a running server; prints a table, CSV or JSON.
     Query(cmd::query::Args),
-    /// Benchmarks: ingest and query speed, bytes on disk.
-    #[command(subcommand)]
-    Bench(cmd::bench::Command),
     /// Operations on a store's deployment (MongoDB sharding).
     #[command(subcommand)]
     Admin(cmd::admin::Command),
@@ -58,7 +55,6 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => cmd::serve::run(args).await,
             Command::Import(args) => cmd::import::run(args).await,
             Command::Query(args) => cmd::query::run(args).await,
-            Command::Bench(command) => cmd::bench::run(command).await,
             Command::Admin(command) => cmd::admin::run(command).await,
         }
     });

@@ -45,19 +45,6 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
-    /// An embedded store at `path` with default options.
-    pub fn embedded(path: impl Into<String>, segment_capacity: usize) -> Self {
-        Self {
-            store: path.into(),
-            segment_capacity: Some(segment_capacity),
-            segment_protocol: None,
-            write_concern: None,
-            journal: None,
-            read_preference: None,
-            config: None,
-        }
-    }
-
     /// The MongoDB options these flags ask for. Without `--segment-capacity` and
     /// `--segment-protocol`, an existing database keeps the layout it was written with.
     pub fn mongo_options(&self) -> MongoOptions {

@@ -54,8 +54,6 @@ use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 pub use admin::{ensure_mongos, segments_shard_key, ShardReport};
-/// The driver, for tools that also talk to MongoDB directly (`tickertape bench layouts`).
-pub use mongodb as driver;
 pub use options::{
     uri_with_database, FaultPlan, FaultPoint, MongoOptions, ReadMode, SegmentProtocol,
 };
@@ -176,7 +174,8 @@ impl MongoBackend {
         self.db.name()
     }
 
-    /// Drops the whole database. For tests and `bench`, which work in throw-away databases.
+    /// Drops the whole database. For tests and `tickertape-bench`, which work in throw-away
+    /// databases.
     pub async fn drop_database(&self) -> Result<()> {
         self.db
             .drop()

@@ -24,7 +24,7 @@ pub enum SegmentProtocol {
     /// One conditional update of the active segment itself per series per batch (room left,
     /// last time older than the batch), appending with `$push`/`$each`; every series of a
     /// batch goes out in one `update` command. No head round trip on the fast path.
-    /// The default: `tickertape bench layouts` measured it faster (docs/BENCHMARKS.md).
+    /// The default: `tickertape-bench layouts` measured it faster (docs/BENCHMARKS.md).
     #[default]
     Conditional,
 }

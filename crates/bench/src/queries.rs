@@ -5,7 +5,7 @@
 //! [`scan_points`]), not through serde_json, whose default float parsing may be one ulp
 //! off: a bit-for-bit check must not depend on it.
 
-use super::dataset::{Dataset, Reference, HOUR_NS};
+use crate::dataset::{Dataset, Reference, HOUR_NS};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! `tickertape bench layouts` on the embedded store, through the real binary, at sizes
+//! `tickertape-bench layouts` on the embedded store, through the real binary, at sizes
 //! that take a moment: every row runs, reports its points and queries, and leaves nothing
 //! behind. (The MongoDB rows need a server; they are run by hand, see docs/BENCHMARKS.md.)
 
@@ -8,8 +8,8 @@ use std::process::Command;
 fn embedded_rows_run_and_clean_up() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("layouts");
-    let output = Command::new(env!("CARGO_BIN_EXE_tickertape"))
-        .args(["bench", "layouts", "--store"])
+    let output = Command::new(env!("CARGO_BIN_EXE_tickertape-bench"))
+        .args(["layouts", "--store"])
         .arg(&store)
         .args([
             "--series",
@@ -25,7 +25,7 @@ fn embedded_rows_run_and_clean_up() {
         ])
         .env("TICKERTAPE_LOG", "warn")
         .output()
-        .expect("run tickertape");
+        .expect("run tickertape-bench");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -62,11 +62,11 @@ fn embedded_rows_run_and_clean_up() {
 #[test]
 fn an_unknown_row_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_tickertape"))
-        .args(["bench", "layouts", "--only", "a", "--store"])
+    let output = Command::new(env!("CARGO_BIN_EXE_tickertape-bench"))
+        .args(["layouts", "--only", "a", "--store"])
         .arg(dir.path())
         .output()
-        .expect("run tickertape");
+        .expect("run tickertape-bench");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

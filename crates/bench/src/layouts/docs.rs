@@ -4,12 +4,12 @@
 
 use anyhow::{Context, Result};
 use futures::TryStreamExt;
-use tickertape_mongodb::driver::bson::{doc, Bson, DateTime, Document};
-use tickertape_mongodb::driver::{Collection, Database, IndexModel};
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::{Collection, Database, IndexModel};
 
-use super::super::dataset::{FIELDS, HOUR_NS};
 use super::queries::{median_of, q1_end};
 use super::{mongo, Ctx, Data, Outcome, Row, MINUTE_NS, START_NS};
+use crate::dataset::{FIELDS, HOUR_NS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Shape {

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use mongodb::bson::{doc, Bson};
+use mongodb::{Client, Database};
 use tickertape_backend::Backend;
-use tickertape_mongodb::driver::bson::{doc, Bson};
-use tickertape_mongodb::driver::{Client, Database};
 use tickertape_mongodb::{uri_with_database, MongoBackend, MongoOptions, SegmentProtocol};
 
 use super::relay::Relay;

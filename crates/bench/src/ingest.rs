@@ -1,4 +1,4 @@
-//! `tickertape bench ingest`: the devops cpu dataset through `POST /write` with concurrent
+//! `tickertape-bench ingest`: the devops cpu dataset through `POST /write` with concurrent
 //! keep-alive clients; points/s, bytes on disk, the four reference queries, and a
 //! bit-for-bit read-back.
 //!
@@ -6,10 +6,10 @@
 //! the bodies and the server's answers are timed. With `--target-url` the same client
 //! measures another store (VictoriaMetrics, InfluxDB 1.x) on the same data.
 
-use super::dataset::{Dataset, Shape, MAX_HOSTS, MAX_HOURS};
-use super::disk::{self, DiskUsage};
-use super::queries::{self, Lossless, QueryOutcome};
-use crate::store::StoreArgs;
+use crate::dataset::{Dataset, Shape, MAX_HOSTS, MAX_HOURS};
+use crate::disk::{self, DiskUsage};
+use crate::queries::{self, Lossless, QueryOutcome};
+use crate::store;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -298,9 +298,7 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
             (temp.path().to_path_buf(), Some(temp))
         }
     };
-    let mut store = StoreArgs::embedded(dir.display().to_string(), args.segment_capacity);
-    store.config = args.config.clone();
-    let engine = store.engine().await?;
+    let engine = store::open_engine(&dir, args.segment_capacity, args.config.as_deref()).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

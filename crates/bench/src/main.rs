@@ -1,22 +1,38 @@
-//! `tickertape bench`: benchmarks as programs (DESIGN §6), with their results and commands
-//! recorded in `docs/BENCHMARKS.md`.
+//! `tickertape-bench`: benchmarks as programs (DESIGN §6), with their results and commands
+//! recorded in `docs/BENCHMARKS.md`. A binary of its own, so that the shipped `tickertape`
+//! carries none of it (nor rand, nor direct use of the MongoDB driver).
 //!
 //! # Layout
 //! - `ingest.rs`: the command, the concurrent write clients and the report.
+//! - `store.rs`: the in-process embedded store `ingest` writes to.
 //! - `dataset.rs`: the devops cpu dataset of `shared/bench/` (generated, or a gen.py file).
 //! - `queries.rs`: the four reference queries and the bit-for-bit read-back.
 //! - `disk.rs`: allocated bytes of a directory.
-//! - `layouts/`: seed 003's schema simulator (`bench layouts`), one file per family of
-//!   layouts.
+//! - `layouts/`: seed 003's schema simulator (`tickertape-bench layouts`), one file per
+//!   family of layouts.
 
 mod dataset;
 mod disk;
 mod ingest;
 mod layouts;
 mod queries;
+mod store;
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(
+    name = "tickertape-bench",
+    version,
+    about = "tickertape's benchmarks: ingest speed and bytes on disk, storage layouts."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
 #[derive(clap::Subcommand, Debug)]
-pub enum Command {
+enum Command {
     /// Ingest the devops cpu dataset over HTTP, then report points/s, bytes on disk per
     /// point, the median latency of the four reference queries and a bit-for-bit read-back.
     ///
@@ -47,9 +63,34 @@ pub enum Command {
     Layouts(layouts::Args),
 }
 
-pub async fn run(command: Command) -> anyhow::Result<()> {
-    match command {
-        Command::Ingest(args) => ingest::run(args).await,
-        Command::Layouts(args) => layouts::run(args).await,
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TICKERTAPE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Ingest(args) => ingest::run(args).await,
+            Command::Layouts(args) => layouts::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }

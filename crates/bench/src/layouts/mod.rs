@@ -1,4 +1,4 @@
-//! `tickertape bench layouts`: seed 003's schema simulator. The same small devops-like
+//! `tickertape-bench layouts`: seed 003's schema simulator. The same small devops-like
 //! dataset is written in several layouts, each into its own fresh store (a MongoDB
 //! database, or an embedded store directory, removed afterwards), and each is measured the
 //! same way: write throughput and per-request latency, what it takes on the server or on
@@ -40,7 +40,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tickertape_core::SeriesKey;
 
-use super::dataset::FIELDS;
+use crate::dataset::FIELDS;
 
 /// 2016-01-01T00:00:00Z, the start of `shared/bench/gen.py`'s data, in nanoseconds.
 /// A whole hour (and minute), so the data starts at a bucket boundary.

@@ -25,12 +25,12 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 use futures::future::try_join_all;
 use futures::TryStreamExt;
-use tickertape_mongodb::driver::bson::{doc, Bson, Document};
-use tickertape_mongodb::driver::{Collection, Database, IndexModel};
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::{Collection, Database, IndexModel};
 
-use super::super::dataset::HOUR_NS;
 use super::queries::{median_of, q1_end};
 use super::{mongo, Ctx, Data, Outcome, Row, INTERVAL_NS, MINUTE_NS, START_NS};
+use crate::dataset::HOUR_NS;
 
 const COLLECTION: &str = "minutes";
 /// Slots per minute document at the dataset's 10 s interval.

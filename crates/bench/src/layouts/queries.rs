@@ -10,8 +10,8 @@ use tickertape_core::query::Aggregate;
 use tickertape_core::SeriesSelector;
 use tickertape_engine::{Engine, Query};
 
-use super::super::dataset::{FIELDS, HOUR_NS};
 use super::{ms, Data, MEASUREMENT, MINUTE_NS, START_NS};
+use crate::dataset::{FIELDS, HOUR_NS};
 
 /// The exclusive end of Q1's range: the middle of the data.
 pub(super) fn q1_end(data: &Data) -> i64 {

@@ -1,0 +1,39 @@
+//! The store `ingest` runs its in-process server on: an embedded store in a fresh
+//! directory, with the schema of `--config` (the defaults without it).
+//!
+//! The bench opens the library crates directly rather than through the CLI's `--store`
+//! handling: it only ever needs a local embedded store, and the CLI is a binary, not a
+//! library.
+
+use anyhow::{Context, Result};
+use std::path::Path;
+use std::sync::Arc;
+use tickertape_core::schema::Schema;
+use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
+use tickertape_engine::Engine;
+
+/// The embedded store at `dir` opened, with the engine over it.
+pub async fn open_engine(
+    dir: &Path,
+    segment_capacity: usize,
+    config: Option<&Path>,
+) -> Result<Engine> {
+    let schema = match config {
+        Some(path) => read_schema(path)?,
+        None => Schema::default(),
+    };
+    let mut options = EmbeddedOptions::new(dir);
+    options.segment_capacity = segment_capacity;
+    let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(options))
+        .await
+        .context("opening the store")?
+        .with_context(|| format!("cannot open the store at {}", dir.display()))?;
+    Ok(Engine::new(Arc::new(backend)).with_schema(schema))
+}
+
+/// The schema of a TOML config; a bad config is refused with its key.
+fn read_schema(path: &Path) -> Result<Schema> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the config {}", path.display()))?;
+    Schema::from_toml(&text).with_context(|| format!("config {}", path.display()))
+}
