@@ -173,40 +173,32 @@ enum Layout {
 }
 
 impl Layout {
+    /// The row's name in the report, `(tag) description`.
     fn name(self) -> &'static str {
-        match self {
-            Layout::PointDocs => "(a) doc per point, insert_many",
-            Layout::SegmentsReserve => "(b) segments, reserve",
-            Layout::SegmentsConditional => "(c) segments, conditional",
-            Layout::Native => "(d) native time series",
-            Layout::SinglePoints => "(e) doc per point, 1 per request",
-            Layout::MinuteBuckets {
-                preallocated: false,
-            } => "(f) minute buckets v.S, upsert",
-            Layout::MinuteBuckets { preallocated: true } => "(g) minute buckets v.S, pre-allocated",
-            Layout::HourBuckets {
-                preallocated: false,
-            } => "(h) hour buckets v.M.S, upsert",
-            Layout::HourBuckets { preallocated: true } => "(i) hour buckets v.M.S, pre-allocated",
-            Layout::EmbeddedSegments => "(s) segments, append",
-        }
+        self.tag_and_name().1
     }
+
+    /// The row's letter, as `--only` takes it.
     fn tag(self) -> &'static str {
+        self.tag_and_name().0
+    }
+
+    fn tag_and_name(self) -> (&'static str, &'static str) {
         match self {
-            Layout::PointDocs => "a",
-            Layout::SegmentsReserve => "b",
-            Layout::SegmentsConditional => "c",
-            Layout::Native => "d",
-            Layout::SinglePoints => "e",
-            Layout::MinuteBuckets {
-                preallocated: false,
-            } => "f",
-            Layout::MinuteBuckets { preallocated: true } => "g",
-            Layout::HourBuckets {
-                preallocated: false,
-            } => "h",
-            Layout::HourBuckets { preallocated: true } => "i",
-            Layout::EmbeddedSegments => "s",
+            Layout::PointDocs => ("a", "(a) doc per point, insert_many"),
+            Layout::SegmentsReserve => ("b", "(b) segments, reserve"),
+            Layout::SegmentsConditional => ("c", "(c) segments, conditional"),
+            Layout::Native => ("d", "(d) native time series"),
+            Layout::SinglePoints => ("e", "(e) doc per point, 1 per request"),
+            Layout::MinuteBuckets { preallocated } => match preallocated {
+                false => ("f", "(f) minute buckets v.S, upsert"),
+                true => ("g", "(g) minute buckets v.S, pre-allocated"),
+            },
+            Layout::HourBuckets { preallocated } => match preallocated {
+                false => ("h", "(h) hour buckets v.M.S, upsert"),
+                true => ("i", "(i) hour buckets v.M.S, pre-allocated"),
+            },
+            Layout::EmbeddedSegments => ("s", "(s) segments, append"),
         }
     }
 }

@@ -58,9 +58,11 @@ pub fn summarize_slots(
     out
 }
 
-/// Aggregates slot summaries over windows of `step` ns aligned to multiples of `step` since
+/// Summarises slot summaries per window of `step` ns aligned to multiples of `step` since
 /// the epoch, with the conventions of [`aggregate_windows`](crate::query::aggregate_windows):
-/// each window reported at its start (for every aggregate), empty windows left out.
+/// each window keyed by its start, empty windows left out; the caller answers
+/// them ([`answer_windows`](crate::query::answer_windows)), after a change-only series'
+/// holds ([`crate::hold`]) where they apply.
 ///
 /// `slots` are `(slot start, summary)` in time order, from the rollup of a resolution that
 /// divides `step` (so no slot straddles two windows), with ragged edges as
@@ -71,18 +73,6 @@ pub fn summarize_slots(
 ///
 /// A window's summary is its slots' merged left to right, so its sum is the left-to-right
 /// sum of the slot sums; see the module docs for why that equals the raw answer.
-pub fn aggregate_from_rollup(
-    slots: &[(i64, Summary)],
-    start: i64,
-    end: i64,
-    step: i64,
-    agg: Aggregate,
-) -> Vec<Point> {
-    answer_windows(&rollup_window_summaries(slots, start, end, step), agg)
-}
-
-/// The window summaries [`aggregate_from_rollup`] answers from, for callers that adjust
-/// them before answering (a change-only series, [`crate::hold`]).
 pub fn rollup_window_summaries(
     slots: &[(i64, Summary)],
     start: i64,
@@ -105,7 +95,7 @@ pub fn rollup_window_summaries(
 
 /// The raw answer to a windowed query, summed in the order tickertape defines for
 /// `resolution` (module docs): with `Some(r)`, the points are summarised per slot of `r`
-/// and the slots merged per window, exactly as [`aggregate_from_rollup`] does with stored
+/// and the slots merged per window, exactly as [`rollup_window_summaries`] does with stored
 /// slots, so both give identical bits; with `None`, it is [`aggregate_windows`](crate::query::aggregate_windows).
 ///
 /// `resolution`, when given, must divide `step`.

@@ -2,7 +2,7 @@
 //! documents (which document and slot hold a timestamp), the per-slot summaries a write
 //! adds to each rollup, the choice of resolution and step for a query, and the answer of a
 //! windowed query from rollup slots. No I/O: backends store what [`rollup_updates`]
-//! computes, the engine reads with [`aligned_span`] and [`aggregate_from_rollup`].
+//! computes, the engine reads with [`aligned_span`] and [`rollup_window_summaries`].
 //!
 //! All times are `i64` ns since the Unix epoch; ranges are `[start, end)`. Slots,
 //! documents and query windows are all aligned to multiples of their width since the
@@ -14,7 +14,7 @@
 //! coarsest rollup whose slots tile every window. [`aligned_span`] splits the range into
 //! whole slots of `r`, read from the rollup, and two ragged edges shorter than a slot,
 //! read as raw points and summarised with [`summarize_slots`]. The three lists of
-//! `(slot start, Summary)` are concatenated and handed to [`aggregate_from_rollup`].
+//! `(slot start, Summary)` are concatenated and handed to [`rollup_window_summaries`].
 //!
 //! # Why the rollup answer is the raw answer, bit for bit
 //!
@@ -30,7 +30,7 @@
 //!    this across write batches because an update continues the stored sum point by point
 //!    ([`RollupUpdate::apply_to`]), and [`summarize_slots`] computes it from raw points.
 //! 2. **A window's sum at resolution `r`** is its slot sums added left to right in time
-//!    order ([`aggregate_from_rollup`]). The raw path, for a query answered at `r`, must
+//!    order ([`rollup_window_summaries`]). The raw path, for a query answered at `r`, must
 //!    group the same way: [`aggregate_by_slots`]`(points, …, Some(r))`, which builds the
 //!    slots from raw points and calls the same function. So the engine passes the
 //!    resolution it would read even when it reads raw points (`resolution=raw`, or a
@@ -74,8 +74,8 @@ mod update;
 mod tests;
 
 pub use aggregate::{
-    aggregate_by_slots, aggregate_from_rollup, aligned_span, raw_window_summaries,
-    rollup_window_summaries, summarize_slots,
+    aggregate_by_slots, aligned_span, raw_window_summaries, rollup_window_summaries,
+    summarize_slots,
 };
 pub use geometry::{BucketGeometry, MAX_PERIOD_NS, MIN_BUCKET_TIME};
 pub use plan::{

@@ -10,6 +10,17 @@ const M: i64 = 60 * S;
 const H: i64 = 60 * M;
 const D: i64 = 24 * H;
 
+/// Windows of `step` answered from rollup slots, as the engine reads them.
+fn aggregate_from_rollup(
+    slots: &[(i64, Summary)],
+    start: i64,
+    end: i64,
+    step: i64,
+    agg: Aggregate,
+) -> Vec<Point> {
+    crate::query::answer_windows(&rollup_window_summaries(slots, start, end, step), agg)
+}
+
 fn geometry(slot: i64) -> (i64, u32) {
     let g = BucketGeometry::for_slot(slot).unwrap();
     (g.period_ns(), g.slots())
