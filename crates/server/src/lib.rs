@@ -7,6 +7,7 @@
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
 //! status codes.
 
+pub mod binary;
 pub mod error;
 pub mod metrics;
 pub mod query;
