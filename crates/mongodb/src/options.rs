@@ -30,12 +30,14 @@ pub enum SegmentProtocol {
 }
 
 impl SegmentProtocol {
+    const NAMES: [(Self, &'static str); 2] = [
+        (SegmentProtocol::Reserve, "reserve"),
+        (SegmentProtocol::Conditional, "conditional"),
+    ];
+
     /// The name used on the command line and in the `meta` collection.
     pub fn as_str(self) -> &'static str {
-        match self {
-            SegmentProtocol::Reserve => "reserve",
-            SegmentProtocol::Conditional => "conditional",
-        }
+        name_of(&Self::NAMES, self)
     }
 }
 
@@ -49,13 +51,7 @@ impl FromStr for SegmentProtocol {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "reserve" => Ok(SegmentProtocol::Reserve),
-            "conditional" => Ok(SegmentProtocol::Conditional),
-            other => Err(format!(
-                "unknown segment protocol {other:?} (expected reserve or conditional)"
-            )),
-        }
+        named(&Self::NAMES, s, "segment protocol")
     }
 }
 
@@ -71,20 +67,43 @@ pub enum ReadMode {
     Nearest,
 }
 
+impl ReadMode {
+    /// The names of MongoDB's read preference modes.
+    const NAMES: [(Self, &'static str); 5] = [
+        (ReadMode::Primary, "primary"),
+        (ReadMode::PrimaryPreferred, "primaryPreferred"),
+        (ReadMode::Secondary, "secondary"),
+        (ReadMode::SecondaryPreferred, "secondaryPreferred"),
+        (ReadMode::Nearest, "nearest"),
+    ];
+}
+
 impl FromStr for ReadMode {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "primary" => Ok(ReadMode::Primary),
-            "primaryPreferred" => Ok(ReadMode::PrimaryPreferred),
-            "secondary" => Ok(ReadMode::Secondary),
-            "secondaryPreferred" => Ok(ReadMode::SecondaryPreferred),
-            "nearest" => Ok(ReadMode::Nearest),
-            other => Err(format!(
-                "unknown read preference {other:?} (expected primary, primaryPreferred, \
-                 secondary, secondaryPreferred or nearest)"
-            )),
+        named(&Self::NAMES, s, "read preference")
+    }
+}
+
+/// The name of `value` in a table of (value, name).
+fn name_of<T: Copy + PartialEq>(names: &[(T, &'static str)], value: T) -> &'static str {
+    names
+        .iter()
+        .find(|(v, _)| *v == value)
+        .map_or("?", |(_, name)| name)
+}
+
+/// The value named `text` in a table of (value, name); the error lists the names.
+fn named<T: Copy>(names: &[(T, &'static str)], text: &str, what: &str) -> Result<T, String> {
+    match names.iter().find(|(_, name)| *name == text) {
+        Some((value, _)) => Ok(*value),
+        None => {
+            let expected: Vec<&str> = names.iter().map(|(_, name)| *name).collect();
+            Err(format!(
+                "unknown {what} {text:?} (expected one of {})",
+                expected.join(", ")
+            ))
         }
     }
 }

@@ -3,7 +3,7 @@
 use super::rows::{self, row_definition, SHELL_SLOT};
 use super::{definition, parse_table_name, Bucket, Target};
 use crate::writer::storage;
-use redb::{Database, ReadTransaction, ReadableTableMetadata, TableError};
+use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableTableMetadata, TableError};
 use tickertape_backend::{
     BackendError, BucketRange, BucketRead, DocumentSpan, Partition, Result, SlotValue, StoredBucket,
 };
@@ -33,10 +33,13 @@ pub fn read_buckets(
             end: span.end(),
             part,
         };
+        let name = partition.name();
         if family.is_rollup() {
-            read_rows(&txn, &read, &mut out)?;
-        } else {
-            read_documents(&txn, &read, &mut out)?;
+            if let Some(table) = open_existing(&txn, row_definition(&name))? {
+                read_rows(&table, &read, &mut out)?;
+            }
+        } else if let Some(table) = open_existing(&txn, definition(&name))? {
+            read_documents(&table, &read, &mut out)?;
         }
     }
     Ok(out)
@@ -66,14 +69,10 @@ fn open_existing<K: redb::Key + 'static, V: redb::Value + 'static>(
 /// The raw documents of `series` starting in `[first, end)` in `partition`'s table,
 /// appended to `out`.
 fn read_documents(
-    txn: &ReadTransaction,
+    table: &ReadOnlyTable<(u64, i64), &'static [u8]>,
     read: &PartitionRead,
     out: &mut Vec<StoredBucket>,
 ) -> Result<()> {
-    let name = read.partition.name();
-    let Some(table) = open_existing(txn, definition(&name))? else {
-        return Ok(());
-    };
     let series = read.series;
     for entry in table
         .range((series.0, read.first)..(series.0, read.end))
@@ -101,14 +100,11 @@ fn stored_target(partition: Partition, series: SeriesId, bucket_start: i64) -> R
 /// The rollup documents of `series` starting in `[first, end)` in the partition table
 /// `name`, regrouped from their slot rows and appended to `out`.
 fn read_rows(
-    txn: &ReadTransaction,
+    table: &ReadOnlyTable<(u64, i64, u32), &'static [u8]>,
     read: &PartitionRead,
     out: &mut Vec<StoredBucket>,
 ) -> Result<()> {
     let name = read.partition.name();
-    let Some(table) = open_existing(txn, row_definition(&name))? else {
-        return Ok(());
-    };
     let (partition, series, part) = (read.partition, read.series, read.part);
     let mut current: Option<Target> = None;
     for entry in table
