@@ -131,16 +131,51 @@ impl SeriesAppend {
     }
 }
 
+/// How a backend treats a point at or before its series' last stored time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendRule {
+    /// Refused (seed 000's chain of segments only grows at its end): the refused points
+    /// form a prefix of the append, reported in [`AppendOutcome::refused`].
+    RefuseOlder,
+    /// Stored wherever it falls in time; a point at a time the series already holds
+    /// replaces that value (InfluxDB's rule: the last write wins), and an exact
+    /// duplicate changes nothing. Such points are listed in [`AppendOutcome::existing`].
+    LastWriteWins,
+}
+
 /// What became of one [`SeriesAppend`].
 ///
-/// Points at or before the series' last stored time are refused; since the batch is
-/// strictly increasing they form a prefix: `points[..refused]` were refused and
-/// `points[refused..]` stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// [`AppendRule::RefuseOlder`]: points at or before the series' last stored time are
+/// refused; since the batch is strictly increasing they form a prefix: `points[..refused]`
+/// were refused and `points[refused..]` stored.
+///
+/// [`AppendRule::LastWriteWins`]: nothing is refused; `existing` lists the points whose
+/// time the series held already (replaced or equal), so they are not new points: the
+/// rollups of the write skip them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AppendOutcome {
     pub refused: usize,
     /// The series' last stored time before this append, when it refused anything.
     pub last_time: Option<i64>,
+    /// Indexes into the append's points of those at a time the series already held,
+    /// increasing. Always empty under [`AppendRule::RefuseOlder`].
+    pub existing: Vec<usize>,
+}
+
+impl AppendOutcome {
+    /// Every point stored, all of them new.
+    pub fn all_new() -> Self {
+        Self::default()
+    }
+
+    /// A prefix of `refused` points refused after the series' last time `last_time`.
+    pub fn refused_prefix(refused: usize, last_time: Option<i64>) -> Self {
+        Self {
+            refused,
+            last_time: last_time.filter(|_| refused > 0),
+            existing: Vec::new(),
+        }
+    }
 }
 
 /// The raw writes of one body: value-segment appends and raw bucket-slot writes.
@@ -178,6 +213,12 @@ pub trait Backend: Send + Sync + 'static {
     /// A short name for logs and errors: `embedded`, `mongodb`.
     fn kind(&self) -> &'static str;
 
+    /// What [`append`](Self::append) does with a point at or before its series' last
+    /// stored time.
+    fn append_rule(&self) -> AppendRule {
+        AppendRule::RefuseOlder
+    }
+
     /// The id of each key, registering the keys not seen before. Ids are stable forever:
     /// the same key gets the same id from every client, across restarts, also when
     /// several writers register it at once.
@@ -192,6 +233,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Every series must be registered: an unknown id fails the call with
     /// [`BackendError::UnknownSeries`] (as on any `Err`, appends to other series of the call
     /// may have been stored; the embedded and reference backends check before storing any).
+    ///
+    /// Points at or before the series' last stored time follow the backend's
+    /// [`append_rule`](Self::append_rule).
     ///
     /// Returns one outcome per append, in order. When this returns `Ok`, every point not
     /// refused is durable (survives a crash of the process or the machine) and readable.
@@ -271,4 +315,25 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The names of tokens issued in `namespace` (`None` for a token never issued).
     async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>>;
+
+    /// Merges what the store keeps in pieces (recent points, small files) into its final,
+    /// smallest form, and answers when everything mergeable is merged. A store that keeps
+    /// no pieces has nothing to do.
+    async fn compact(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Drops the raw points of `measurement`'s value segments in whole time partitions
+    /// that end at or before `cutoff` (never a point at or after `cutoff`; points of a
+    /// partition that `cutoff` cuts are kept). Returns how many partitions were dropped.
+    /// A store whose value segments are not time-partitioned refuses with `Invalid`.
+    async fn drop_raw_before(&self, measurement: &str, cutoff: i64) -> Result<u64> {
+        let _ = cutoff;
+        Err(BackendError::Invalid(format!(
+            "raw retention for measurement {measurement:?}: the {} store keeps value \
+             segments in one chain per series, not in time partitions; use layout = \
+             \"buckets\" for raw retention there",
+            self.kind()
+        )))
+    }
 }

@@ -16,7 +16,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tickertape_core::segment::DEFAULT_SEGMENT_CAPACITY;
 use tickertape_core::time::format_rfc3339;
 use tickertape_server::ServerConfig;
 
@@ -58,9 +57,6 @@ pub struct Args {
     /// Default: a fresh temporary directory, removed at the end unless --keep.
     #[arg(long)]
     pub store: Option<PathBuf>,
-    /// Points per value segment of the store.
-    #[arg(long, default_value_t = DEFAULT_SEGMENT_CAPACITY)]
-    pub segment_capacity: usize,
     /// Per-measurement schema of the in-process store (TOML, as `serve --config`); the
     /// default keeps the 1m, 5m, 1h and 1d rollups of every measurement at write time.
     #[arg(long)]
@@ -298,7 +294,7 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
             (temp.path().to_path_buf(), Some(temp))
         }
     };
-    let engine = store::open_engine(&dir, args.segment_capacity, args.config.as_deref()).await?;
+    let engine = store::open_engine(&dir, args.config.as_deref()).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -360,7 +356,6 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
             "points": dataset.points,
             "clients": args.clients,
             "batch_lines": args.batch_lines,
-            "segment_capacity": args.segment_capacity,
             "ingest": ingest,
             "bytes_allocated": usage.allocated,
             "bytes_per_point": usage.allocated as f64 / dataset.points as f64,

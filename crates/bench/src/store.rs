@@ -15,15 +15,13 @@ use tickertape_engine::Engine;
 /// The embedded store at `dir` opened, with the engine over it.
 pub async fn open_engine(
     dir: &Path,
-    segment_capacity: usize,
     config: Option<&Path>,
 ) -> Result<Engine> {
     let schema = match config {
         Some(path) => read_schema(path)?,
         None => Schema::default(),
     };
-    let mut options = EmbeddedOptions::new(dir);
-    options.segment_capacity = segment_capacity;
+    let options = EmbeddedOptions::new(dir);
     let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(options))
         .await
         .context("opening the store")?

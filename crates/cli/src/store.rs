@@ -18,10 +18,15 @@ pub struct StoreArgs {
     /// (mongodb://HOST:PORT/DB).
     #[arg(long, env = "TICKERTAPE_STORE", default_value = "./tickertape-data")]
     pub store: String,
-    /// Points per value segment [default: 160]. Embedded: applies to new segments.
-    /// MongoDB: fixed when a database is first written; an existing one keeps its own.
+    /// MongoDB: points per value segment [default: 160], fixed when a database is first
+    /// written; an existing one keeps its own. (The embedded store keeps raw points in
+    /// time-partitioned part files instead.)
     #[arg(long)]
     pub segment_capacity: Option<usize>,
+    /// Embedded store: the width of a time partition of raw points (retention drops whole
+    /// partitions), fixed when the store is created; an existing store keeps its own.
+    #[arg(long, default_value = "1d", value_parser = parse_width)]
+    pub partition: i64,
     /// MongoDB: how batches are appended to value segments, fixed when a database is first
     /// written (an existing one keeps its own): `conditional` (the default: one conditional
     /// `$push` update per series, all series in one bulk command) or `reserve` (seed 000:
@@ -85,13 +90,29 @@ impl StoreArgs {
         if self.is_mongodb() {
             return crate::store::open_mongodb(self).await;
         }
+        if self.segment_capacity.is_some() {
+            anyhow::bail!(
+                "--segment-capacity applies to MongoDB stores only: the embedded store at {} \
+                 keeps raw points in time-partitioned part files, not in segments",
+                self.store
+            );
+        }
         let mut options = EmbeddedOptions::new(&self.store);
-        options.segment_capacity = self.segment_capacity.unwrap_or(DEFAULT_SEGMENT_CAPACITY);
+        options.partition_ns = self.partition;
         let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(options))
             .await
             .context("opening the store")?
             .with_context(|| format!("cannot open the store at {}", self.store))?;
         Ok(Arc::new(backend))
+    }
+}
+
+/// A partition width: a duration such as `1d` or `6h`.
+fn parse_width(text: &str) -> Result<i64, String> {
+    match tickertape_core::time::parse_duration(text) {
+        Ok(ns) if ns > 0 => Ok(ns),
+        Ok(_) => Err("a partition must be longer than 0".into()),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -35,7 +35,7 @@ use async_trait::async_trait;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tickertape_backend::{AppendOutcome, Backend, SeriesAppend};
+use tickertape_backend::{AppendOutcome, AppendRule, Backend, SeriesAppend};
 use tickertape_core::query::select_range;
 use tickertape_core::segment::{collect_points, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
@@ -72,13 +72,13 @@ async fn one_series(backend: &dyn Backend) -> SeriesId {
 }
 
 async fn append(backend: &dyn Backend, series: SeriesId, times: &[i64]) -> AppendOutcome {
-    let out = backend
+    let mut out = backend
         .append(vec![
             SeriesAppend::new(series, points(times)).expect("points in time order")
         ])
         .await
         .expect("append");
-    out[0]
+    out.swap_remove(0)
 }
 
 async fn read_all(backend: &dyn Backend, series: SeriesId) -> Vec<Point> {
@@ -100,13 +100,7 @@ pub async fn append_then_read(f: &dyn StoreFactory) {
     let b = store.open().await;
     let s = one_series(&*b).await;
     let out = append(&*b, s, &[1, 2, 3]).await;
-    assert_eq!(
-        out,
-        AppendOutcome {
-            refused: 0,
-            last_time: None
-        }
-    );
+    assert_eq!(out, AppendOutcome::all_new());
     append(&*b, s, &[4, 5]).await;
     assert_bits_eq(
         &read_all(&*b, s).await,
@@ -139,7 +133,9 @@ pub async fn any_value_any_time(f: &dyn StoreFactory) {
 }
 
 /// A full segment rolls over; the chain's `prev_end`/`next_start` are kept right and full
-/// segments are sealed into compressed blocks.
+/// segments are sealed into compressed blocks. The chain is seed 000's, kept by the
+/// backends that refuse older points; one where the last write wins keeps points its own
+/// way (the embedded store: a head and part files) and is held to the points only.
 pub async fn rollover_keeps_chain_and_seals(f: &dyn StoreFactory) {
     let store = f.create(4).await;
     let b = store.open().await;
@@ -150,6 +146,14 @@ pub async fn rollover_keeps_chain_and_seals(f: &dyn StoreFactory) {
     append(&*b, s, &times[3..6]).await;
     append(&*b, s, &times[6..]).await;
     let segments = b.read_segments(s, i64::MIN, i64::MAX).await.expect("read");
+    if b.append_rule() == AppendRule::LastWriteWins {
+        assert_bits_eq(
+            &collect_points(&segments).expect("decode"),
+            &points(&times),
+            "points",
+        );
+        return;
+    }
     assert_eq!(segments.len(), 3, "10 points at capacity 4 make 3 segments");
     assert_eq!(segments[0].prev_end, NO_PREVIOUS);
     assert_eq!(segments.last().map(|s| s.next_start), Some(NO_NEXT));
@@ -203,33 +207,71 @@ pub async fn neighbors_across_boundaries_and_gaps(f: &dyn StoreFactory) {
     }
 }
 
-/// A point at or before the series' last time is refused; the rest of the batch is kept.
-pub async fn out_of_order_is_refused(f: &dyn StoreFactory) {
+/// Points at or before the series' last time follow the backend's rule:
+/// [`AppendRule::RefuseOlder`] (MongoDB, for now) refuses them as a prefix and keeps the
+/// rest of the batch; [`AppendRule::LastWriteWins`] (the embedded store) stores them in
+/// time order, replaces the value at a time already held and lists those points as
+/// `existing`; an exact duplicate changes nothing.
+pub async fn older_points_follow_the_append_rule(f: &dyn StoreFactory) {
     let store = f.create(4).await;
     let b = store.open().await;
     let s = one_series(&*b).await;
     append(&*b, s, &[10, 20]).await;
-    let out = append(&*b, s, &[15, 20, 30]).await;
-    assert_eq!(
-        out,
-        AppendOutcome {
-            refused: 2,
-            last_time: Some(20)
+    let late = vec![
+        Point::new(15, 1.5),
+        Point::new(20, -2.0),
+        Point::new(30, 3.0),
+    ];
+    let out = b
+        .append(vec![SeriesAppend::new(s, late).expect("in order")])
+        .await
+        .expect("append")
+        .remove(0);
+    let again = append(&*b, s, &[30]).await;
+    match b.append_rule() {
+        AppendRule::RefuseOlder => {
+            assert_eq!(out, AppendOutcome::refused_prefix(2, Some(20)));
+            assert_eq!(again, AppendOutcome::refused_prefix(1, Some(30)));
+            let want = vec![
+                Point::new(10, 5.0),
+                Point::new(20, 10.0),
+                Point::new(30, 3.0),
+            ];
+            assert_bits_eq(&read_all(&*b, s).await, &want, "after refusals");
         }
-    );
-    let out = append(&*b, s, &[30]).await;
-    assert_eq!(
-        out,
-        AppendOutcome {
-            refused: 1,
-            last_time: Some(30)
+        AppendRule::LastWriteWins => {
+            let existing = |existing| AppendOutcome {
+                existing,
+                ..AppendOutcome::all_new()
+            };
+            assert_eq!(out, existing(vec![1]), "20 was held, 15 and 30 are new");
+            assert_eq!(again, existing(vec![0]));
+            let want = vec![
+                Point::new(10, 5.0),
+                Point::new(15, 1.5),
+                Point::new(20, -2.0),
+                Point::new(30, 15.0),
+            ];
+            assert_bits_eq(
+                &read_all(&*b, s).await,
+                &want,
+                "the last write of each time",
+            );
+            let head = b.heads(&[s]).await.expect("heads")[0].expect("a head");
+            assert_eq!((head.last.time, head.count), (30, 4), "{head:?}");
+            // An exact duplicate of everything changes nothing.
+            let out = b
+                .append(vec![SeriesAppend::new(s, want.clone()).expect("in order")])
+                .await
+                .expect("append")
+                .remove(0);
+            assert_eq!(out, existing(vec![0, 1, 2, 3]));
+            assert_bits_eq(&read_all(&*b, s).await, &want, "idempotent");
+            drop(b);
+            let b = store.open().await;
+            assert_bits_eq(&read_all(&*b, s).await, &want, "after reopen");
         }
-    );
-    assert_bits_eq(
-        &read_all(&*b, s).await,
-        &points(&[10, 20, 30]),
-        "after refusals",
-    );
+    }
 }
 
 /// Several appends in one call, to one series and to several, apply in order.
@@ -252,13 +294,14 @@ pub async fn many_series_in_one_call(f: &dyn StoreFactory) {
     appends.push(SeriesAppend::new(ids[0], points(&[2])).expect("points in time order"));
     let out = b.append(appends).await.expect("append");
     assert_eq!(out.len(), 11);
-    assert_eq!(
-        out[10],
-        AppendOutcome {
-            refused: 1,
-            last_time: Some(5)
-        }
-    );
+    let older = match b.append_rule() {
+        AppendRule::RefuseOlder => AppendOutcome::refused_prefix(1, Some(5)),
+        AppendRule::LastWriteWins => AppendOutcome {
+            existing: vec![0],
+            ..AppendOutcome::all_new()
+        },
+    };
+    assert_eq!(out[10], older);
     for (i, id) in ids.iter().enumerate() {
         let base = i as i64 * 100;
         let want: Vec<i64> = (1..=5).map(|t| base + t).collect();
@@ -364,13 +407,14 @@ pub async fn reopen_keeps_everything(f: &dyn StoreFactory) {
     let head = b.heads(&[s]).await.expect("heads")[0].expect("head");
     assert_eq!((head.last.time, head.count), (6, 6));
     let out = append(&*b, s, &[6, 7, 8, 9, 10]).await;
-    assert_eq!(
-        out,
-        AppendOutcome {
-            refused: 1,
-            last_time: Some(6)
-        }
-    );
+    let older = match b.append_rule() {
+        AppendRule::RefuseOlder => AppendOutcome::refused_prefix(1, Some(6)),
+        AppendRule::LastWriteWins => AppendOutcome {
+            existing: vec![0],
+            ..AppendOutcome::all_new()
+        },
+    };
+    assert_eq!(out, older);
     assert_bits_eq(
         &read_all(&*b, s).await,
         &points(&(1..=10).collect::<Vec<_>>()),
@@ -419,13 +463,25 @@ pub async fn model_check(f: &dyn StoreFactory, seed: u64, steps: usize) {
                     appends.push(SeriesAppend::new(series, pts).expect("points in time order"));
                 }
                 let outcomes = b.append(appends.clone()).await.expect("append");
+                let rule = b.append_rule();
                 for (a, out) in appends.iter().zip(outcomes) {
                     let prev = last.get(&a.series()).copied();
-                    let want = prev.map_or(0, |l| a.points().partition_point(|p| p.time <= l));
+                    let want = match rule {
+                        AppendRule::RefuseOlder => {
+                            prev.map_or(0, |l| a.points().partition_point(|p| p.time <= l))
+                        }
+                        AppendRule::LastWriteWins => 0,
+                    };
                     assert_eq!(out.refused, want, "step {step}: refused prefix");
-                    for p in &a.points()[want..] {
-                        model.insert((a.series(), p.time), p.value);
-                        last.insert(a.series(), p.time);
+                    for (i, p) in a.points().iter().enumerate().skip(want) {
+                        let held = model.insert((a.series(), p.time), p.value).is_some();
+                        assert_eq!(out.existing.contains(&i), held, "step {step}: existing {i}");
+                        let newest = last
+                            .get(&a.series())
+                            .copied()
+                            .unwrap_or(i64::MIN)
+                            .max(p.time);
+                        last.insert(a.series(), newest);
                     }
                 }
             }

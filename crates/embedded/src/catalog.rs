@@ -52,6 +52,14 @@ impl Catalog {
             .collect()
     }
 
+    /// The measurement of each series (`None` for an id never registered).
+    pub fn measurements_of(&self, ids: &[SeriesId]) -> Vec<Option<String>> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        ids.iter()
+            .map(|id| inner.keys.get(id).map(|k| k.measurement.clone()))
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.inner
             .read()

@@ -1,6 +1,7 @@
-//! Fault injection: a redb storage backend that fails on a countdown, as redb's own fuzzer
-//! tests itself. It exists so that tests can drive the writer into its sticky failure
-//! with a real I/O error (`tests/sticky_failure.rs`); a store opened without
+//! Fault injection: a redb storage backend and a write-ahead log that fail on a countdown,
+//! as redb's own fuzzer tests itself. It exists so that tests can drive the writer into
+//! its sticky failure with a real I/O error (`tests/sticky_failure.rs`); a store opened
+//! without
 //! [`EmbeddedOptions::io_faults`](crate::EmbeddedOptions::io_faults) never goes through it.
 
 use redb::backends::FileBackend;
@@ -9,8 +10,9 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A switch shared between a test and the store it opened: once armed, the data file's
-/// next `budget` writes, syncs and resizes succeed and every later one fails, until healed.
+/// A switch shared between a test and the store it opened: once armed, the next `budget`
+/// writes, syncs and resizes of the data file and the log succeed and every later one
+/// fails, until healed.
 #[derive(Clone, Debug, Default)]
 pub struct IoFaults {
     state: Arc<State>,
@@ -38,7 +40,7 @@ impl IoFaults {
         self.state.armed.store(false, Ordering::SeqCst);
     }
 
-    fn check(&self, what: &str) -> io::Result<()> {
+    pub(crate) fn check(&self, what: &str) -> io::Result<()> {
         if !self.state.armed.load(Ordering::SeqCst) {
             return Ok(());
         }

@@ -1,11 +1,19 @@
-//! The embedded backend: value segments (seed 000), time buckets (seeds 001, 003, 004)
-//! and the name store (seed 002) in one redb file under the store directory. redb gives
-//! ACID transactions with durable commits; one write transaction holds every batch that
-//! arrived while the previous one committed (see `writer`).
+//! The embedded backend, in a store directory:
+//!
+//! - raw points of value-segment measurements (seed 000's series, read as one sorted
+//!   series) in a write-ahead log, an in-memory head and immutable, time-partitioned part
+//!   files merged in the background (`values`); any point may arrive in any order and the
+//!   last write of a time wins ([`AppendRule::LastWriteWins`]);
+//! - the series catalog, time buckets (seeds 001, 003, 004), rollups, the name store
+//!   (seed 002) and the part manifest in one redb file (`tickertape.redb`).
+//!
+//! One writer thread applies every change as groups (see `writer`): a group's log frames
+//! are fsynced before anyone is answered.
 //!
 //! # Layout
 //!
-//! - `tables`: the fixed tables (series, heads, segments, meta) and their values;
+//! - `values`: the log, head, parts, manifest and background thread;
+//! - `tables`: the fixed redb tables (series, meta) and their values;
 //! - `buckets`: one table per bucket partition, the bucket document encoding;
 //! - `names`: the name ↔ token tables;
 //! - `writer`: the single writer thread every change goes through;
@@ -19,24 +27,31 @@ mod catalog;
 mod faults;
 mod names;
 mod tables;
+mod values;
 mod writer;
 
 use async_trait::async_trait;
 use catalog::Catalog;
-use redb::{Database, ReadableTable, ReadableTableMetadata};
+use redb::{Database, ReadableTable};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, HEADS, META, SEGMENTS, SERIES_IDS, SERIES_KEYS};
+use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
-    DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome, Result, SeriesAppend,
-    SeriesHead, SeriesInfo, StorageStats, StoredBucket, TokenRequest,
+    AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
+    BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
+    Result, SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket, TokenRequest,
 };
-use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
+use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use tokio::sync::{mpsc, oneshot};
-use writer::{storage, Job, Writer};
+use values::background::{self, Background};
+use values::manifest::{self, CHECKPOINT_LSN, PARTITION_NS};
+use values::wal::Wal;
+use values::{Partitioning, Values, View};
+use writer::{storage, Job, Writer, WriterParts};
+
+pub use values::DEFAULT_PARTITION_NS;
 
 pub use faults::IoFaults;
 
@@ -46,12 +61,22 @@ pub const DATA_FILE: &str = "tickertape.redb";
 /// Jobs waiting for the writer beyond this make senders wait: backpressure on ingest.
 const QUEUE_DEPTH: usize = 256;
 
+/// Frozen heads waiting for the background thread beyond this make the writer wait.
+const FLUSH_QUEUE_DEPTH: usize = 2;
+
+/// The head is frozen and flushed into parts when it holds this many points (~16 bytes
+/// each in memory, plus the log): it bounds memory and the replay at the next open.
+pub const DEFAULT_HEAD_POINTS: usize = 4_000_000;
+
 #[derive(Clone, Debug)]
 pub struct EmbeddedOptions {
     /// The store directory; created if missing.
     pub path: PathBuf,
-    /// Points per value segment (seed 000: 160).
-    pub segment_capacity: usize,
+    /// Width of a time partition of part files, for a new store (an existing store keeps
+    /// the width it was created with). A day by default.
+    pub partition_ns: i64,
+    /// Points the head holds before it is flushed into parts.
+    pub head_points: usize,
     /// Tests only: put the data file behind a switch that makes its writes fail on a
     /// countdown ([`IoFaults`]).
     pub io_faults: Option<IoFaults>,
@@ -61,7 +86,8 @@ impl EmbeddedOptions {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
-            segment_capacity: DEFAULT_SEGMENT_CAPACITY,
+            partition_ns: DEFAULT_PARTITION_NS,
+            head_points: DEFAULT_HEAD_POINTS,
             io_faults: None,
         }
     }
@@ -70,17 +96,21 @@ impl EmbeddedOptions {
 pub struct EmbeddedBackend {
     db: Arc<Database>,
     catalog: Arc<Catalog>,
+    values: Arc<Values>,
     queue: Option<mpsc::Sender<Job>>,
     writer: Option<JoinHandle<()>>,
+    background: Option<JoinHandle<()>>,
+    dir: PathBuf,
     file: PathBuf,
 }
 
 impl EmbeddedBackend {
-    /// Opens (or creates) the store in `options.path`. Fails if another process has it open.
+    /// Opens (or creates) the store in `options.path`, replaying its write-ahead log.
+    /// Fails if another process has it open.
     pub fn open(options: EmbeddedOptions) -> Result<Self> {
-        if options.segment_capacity == 0 {
+        if options.head_points == 0 {
             return Err(BackendError::Invalid(
-                "segment capacity must be at least 1".into(),
+                "head size must be at least 1 point".into(),
             ));
         }
         std::fs::create_dir_all(&options.path).map_err(|e| {
@@ -89,13 +119,50 @@ impl EmbeddedBackend {
                 options.path.display()
             ))
         })?;
-        let file = options.path.join(DATA_FILE);
-        let db = Arc::new(open_database(&file, options.io_faults)?);
+        let dir = options.path.clone();
+        let file = dir.join(DATA_FILE);
+        let db = Arc::new(open_database(&file, options.io_faults.clone())?);
         create_tables(&db)?;
+        let partitioning = partitioning(&db, options.partition_ns)?;
         let catalog = Arc::new(Catalog::default());
         catalog.insert_all(load_catalog(&db)?);
+        let (parts, next_part_id) = background::open_parts(&db, &dir)?;
+        let mut view = View {
+            latest: manifest::load_heads(&db)?,
+            ..View::default()
+        };
+        for part in parts {
+            view.add_part(part);
+        }
+        let values = Arc::new(Values::new(partitioning, view));
+        let checkpoint = manifest::meta(&db, CHECKPOINT_LSN)?.unwrap_or(0);
+        let (wal, frames) = Wal::open(&dir, checkpoint)?;
+        let wal = wal.with_faults(options.io_faults);
+        let failed = Arc::new(Mutex::new(None));
+        let (tasks, task_queue) = std::sync::mpsc::sync_channel(FLUSH_QUEUE_DEPTH);
+        let worker = Background {
+            db: db.clone(),
+            catalog: catalog.clone(),
+            values: values.clone(),
+            store: dir.clone(),
+            next_part_id,
+            failed: failed.clone(),
+        };
+        let background = std::thread::Builder::new()
+            .name("tickertape-flush".into())
+            .spawn(move || worker.run(task_queue))
+            .map_err(|e| BackendError::Storage(format!("cannot start flush thread: {e}")))?;
+        let mut writer = Writer::new(WriterParts {
+            db: db.clone(),
+            catalog: catalog.clone(),
+            values: values.clone(),
+            wal,
+            head_limit: options.head_points,
+            background: tasks,
+            background_failed: failed,
+        });
+        writer.replay(frames)?;
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
-        let writer = Writer::new(db.clone(), catalog.clone(), options.segment_capacity);
         let handle = std::thread::Builder::new()
             .name("tickertape-writer".into())
             .spawn(move || writer.run(rx))
@@ -103,8 +170,11 @@ impl EmbeddedBackend {
         Ok(Self {
             db,
             catalog,
+            values,
             queue: Some(tx),
             writer: Some(handle),
+            background: Some(background),
+            dir,
             file,
         })
     }
@@ -152,11 +222,15 @@ impl EmbeddedBackend {
 }
 
 impl Drop for EmbeddedBackend {
-    /// Stops the writer after it drained its queue, so the file is closed when this returns
-    /// and the store can be reopened at once.
+    /// Stops the writer after it drained its queue and the background thread after it
+    /// flushed the head, so the files are closed when this returns and the store can be
+    /// reopened at once.
     fn drop(&mut self) {
         self.queue.take();
         if let Some(handle) = self.writer.take() {
+            let _ = handle.join();
+        }
+        if let Some(handle) = self.background.take() {
             let _ = handle.join();
         }
     }
@@ -166,6 +240,10 @@ impl Drop for EmbeddedBackend {
 impl Backend for EmbeddedBackend {
     fn kind(&self) -> &'static str {
         "embedded"
+    }
+
+    fn append_rule(&self) -> AppendRule {
+        AppendRule::LastWriteWins
     }
 
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
@@ -188,53 +266,53 @@ impl Backend for EmbeddedBackend {
         self.submit(|reply| Job::Append { appends, reply }).await
     }
 
+    /// One open segment holding the points of `[start, end)` and both neighbours: the
+    /// store keeps points in parts and the head, not in seed 000's chain, so the segment
+    /// is made for the read.
     async fn read_segments(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
-        self.read(move |db| read_segments(db, series, start, end))
+        let values = self.values.clone();
+        let points = tokio::task::spawn_blocking(move || values.read(series, start, end))
             .await
+            .map_err(|e| BackendError::Storage(format!("read task failed: {e}")))??;
+        if points.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(vec![Segment {
+            series,
+            prev_end: NO_PREVIOUS,
+            next_start: NO_NEXT,
+            body: SegmentBody::Open(points.into_iter().map(Some).collect()),
+        }])
     }
 
     async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>> {
-        let series = series.to_vec();
-        self.read(move |db| {
-            let txn = db.begin_read().map_err(storage)?;
-            let heads = txn.open_table(HEADS).map_err(storage)?;
-            series
-                .iter()
-                .map(|s| {
-                    let Some(raw) = heads.get(s.0).map_err(storage)? else {
-                        return Ok(None);
-                    };
-                    let head = tables::Head::decode(raw.value()).ok_or_else(|| {
-                        BackendError::Corrupt(format!("head of series {s} is malformed"))
-                    })?;
-                    Ok(Some(SeriesHead {
-                        last: head.last,
-                        count: head.count,
-                    }))
-                })
-                .collect()
-        })
-        .await
+        Ok(self.values.heads(series))
     }
 
+    /// `bytes`: the whole store directory (redb file, log, parts); `segments`: column
+    /// blocks in parts plus series with points in memory.
     async fn stats(&self) -> Result<StorageStats> {
-        let file = self.file.clone();
         let series = self.catalog.len() as u64;
-        self.read(move |db| {
-            let txn = db.begin_read().map_err(storage)?;
-            let segments = txn
-                .open_table(SEGMENTS)
-                .map_err(storage)?
-                .len()
-                .map_err(storage)?;
-            // `bytes` is the file's size, so it covers the bucket and name tables too.
-            Ok(StorageStats {
-                bytes: disk_bytes(&file),
-                segments,
-                series,
-            })
+        let segments = {
+            let view = self.values.view();
+            let blocks: usize = view
+                .parts
+                .values()
+                .flatten()
+                .map(|p| p.entries().len())
+                .sum();
+            let in_memory: usize = view.frozen.iter().map(|f| f.head.iter().count()).sum();
+            (blocks + in_memory + view.head.iter().count()) as u64
+        };
+        let dir = self.dir.clone();
+        let bytes = tokio::task::spawn_blocking(move || disk_bytes(&dir))
+            .await
+            .map_err(|e| BackendError::Storage(format!("stats task failed: {e}")))?;
+        Ok(StorageStats {
+            bytes,
+            segments,
+            series,
         })
-        .await
     }
 
     async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
@@ -331,35 +409,48 @@ impl Backend for EmbeddedBackend {
         self.read(move |db| names::names_of(db, namespace, &tokens))
             .await
     }
+
+    /// Flushes the head and merges every partition into one part.
+    async fn compact(&self) -> Result<()> {
+        self.submit(|reply| Job::Compact { reply }).await
+    }
+
+    async fn drop_raw_before(&self, measurement: &str, cutoff: i64) -> Result<u64> {
+        let measurement = measurement.to_string();
+        self.submit(|reply| Job::DropRawBefore {
+            measurement,
+            cutoff,
+            reply,
+        })
+        .await
+    }
 }
 
-/// Segments of `series` that may hold points of `[start, end)` or its neighbours
-/// ([`Segment::may_overlap`]).
-///
-/// Keys are `(series, prev_end)`, so the candidates are the keys below `(series, end)`;
-/// walking them backwards, `next_start` decreases, and the walk stops at the first segment
-/// that ends before `start`.
-fn read_segments(db: &Database, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
-    let txn = db.begin_read().map_err(storage)?;
-    let table = txn.open_table(SEGMENTS).map_err(storage)?;
-    let mut out = Vec::new();
-    for entry in table
-        .range((series.0, i64::MIN)..(series.0, end))
-        .map_err(storage)?
-        .rev()
-    {
-        let (key, value) = entry.map_err(storage)?;
-        let prev_end = key.value().1;
-        let segment = tables::decode_segment(series, prev_end, value.value()).ok_or_else(|| {
-            BackendError::Corrupt(format!("segment ({series}, {prev_end}) is malformed"))
-        })?;
-        if segment.next_start < start {
-            break;
+/// The partition width the store was created with, recorded at creation.
+fn partitioning(db: &Database, wanted: i64) -> Result<Partitioning> {
+    let invalid =
+        |w: i64| BackendError::Invalid(format!("partition width {w} ns: must be positive"));
+    let stored = manifest::meta(db, PARTITION_NS)?;
+    let width = match stored {
+        Some(w) => {
+            i64::try_from(w).map_err(|_| BackendError::Corrupt(format!("partition width {w}")))?
         }
-        out.push(segment);
+        None => {
+            Partitioning::new(wanted).ok_or_else(|| invalid(wanted))?;
+            let txn = db.begin_write().map_err(storage)?;
+            manifest::set_meta(&txn, PARTITION_NS, wanted as u64)?;
+            txn.commit().map_err(storage)?;
+            wanted
+        }
+    };
+    if stored.is_some() && width != wanted {
+        tracing::info!(
+            width,
+            wanted,
+            "the store keeps the partition width it was created with"
+        );
     }
-    out.reverse();
-    Ok(out)
+    Partitioning::new(width).ok_or_else(|| invalid(width))
 }
 
 /// Opens (or creates) the redb file, behind the fault switch when a test gave one.
@@ -395,8 +486,9 @@ fn create_tables(db: &Database) -> Result<()> {
     let used = txn.list_tables().map_err(storage)?.next().is_some();
     txn.open_table(SERIES_KEYS).map_err(storage)?;
     txn.open_table(SERIES_IDS).map_err(storage)?;
-    txn.open_table(HEADS).map_err(storage)?;
-    txn.open_table(SEGMENTS).map_err(storage)?;
+    txn.open_table(manifest::PARTS).map_err(storage)?;
+    txn.open_table(manifest::SERIES_STATE).map_err(storage)?;
+    txn.open_table(manifest::MEASUREMENTS).map_err(storage)?;
     txn.open_table(names::NAME_TOKENS).map_err(storage)?;
     txn.open_table(names::TOKEN_NAMES).map_err(storage)?;
     {
@@ -415,9 +507,14 @@ fn create_tables(db: &Database) -> Result<()> {
                 // Dropping `txn` without a commit leaves the file as it was.
                 return Err(BackendError::Corrupt(format!(
                     "the store was written in format {} and this version reads format \
-                     {FORMAT_VERSION} only (rollup slots moved from documents to rows); \
-                     re-import its data into a new store",
-                    found.unwrap_or(1)
+                     {FORMAT_VERSION} only ({}); re-import its data into a new store",
+                    found.unwrap_or(1),
+                    match found {
+                        Some(2) =>
+                            "format 2 kept raw points in redb value segments; format 3 \
+                                    keeps them in a write-ahead log and part files",
+                        _ => "rollup slots moved from documents to rows",
+                    }
                 )));
             }
         }
@@ -439,10 +536,18 @@ fn load_catalog(db: &Database) -> Result<Vec<(SeriesKey, SeriesId)>> {
     Ok(out)
 }
 
-/// Bytes the data file occupies on disk (allocated blocks, not its apparent length).
-fn disk_bytes(file: &Path) -> u64 {
+/// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths).
+fn disk_bytes(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(file)
-        .map(|m| m.blocks() * 512)
-        .unwrap_or(0)
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => disk_bytes(&e.path()),
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
 }

@@ -1,42 +1,54 @@
 //! The single writer thread and its group commit.
 //!
-//! Every change to the store goes through one thread that owns redb's write transaction.
-//! It takes every job waiting in its queue, applies them all in one transaction and
-//! commits once, durably, before answering any of them: concurrent requests share the
-//! cost of the fsync instead of trading durability for speed.
+//! Every change to the store goes through one thread. It takes every job waiting in its
+//! queue and applies them all as one group: points are staged (`values::stage`), bucket
+//! writes go into one redb write transaction, and each write job becomes one write-ahead
+//! log frame carrying its points and its bucket writes (rollups included). Then, in this
+//! order: the frames are appended and fsynced, the transaction commits, the staged points
+//! become readable, and every job is answered. Concurrent requests share one fsync.
+//!
+//! The redb commit is durable only when the group holds a change that is not in the log
+//! (a registration, a token, a pre-allocation, a partition drop); otherwise the log is
+//! what makes the group durable, and `meta.wal.applied_lsn`, committed with the bucket
+//! writes, tells a replay which frames' bucket writes redb already holds.
 //!
 //! The transaction rule: a group commits whole or not at all. Any error while applying
-//! any job of the group — whatever its kind — aborts the transaction (it is dropped
-//! uncommitted), drops the cached active segments (they may hold the aborted changes) and
-//! answers every job of the group with an error: the job that failed with its own, the
-//! others with a retryable "not stored". Nothing of an aborted group is ever readable.
+//! any job of the group — whatever its kind — aborts it before anything is written (the
+//! transaction is dropped, the stage discarded) and answers every job of the group with
+//! an error: the job that failed with its own, the others with a retryable "not stored".
+//! Nothing of an aborted group is ever readable.
 //!
-//! When redb itself cannot begin or commit a transaction, the writer is *poisoned*
-//! (redb's sticky-failure habit): it refuses every later job until the store is reopened,
-//! because what the file holds after a failed write is known only to redb's recovery.
+//! When the log or redb itself fails to write, the writer is *poisoned*: it refuses every
+//! later job until the store is reopened, because what the files hold after a failed
+//! write is known only to recovery (the log's torn tail is cut, redb rolls back).
 
 use crate::buckets::{self, Target, ValidWrite};
 use crate::catalog::Catalog;
 use crate::names;
-use crate::tables::{self, Head, HEADS, META, NEXT_SERIES_ID, SEGMENTS, SERIES_IDS, SERIES_KEYS};
-use redb::{Database, ReadableTable, WriteTransaction};
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::sync::Arc;
+use crate::tables::{self, META, NEXT_SERIES_ID, SERIES_IDS, SERIES_KEYS};
+use crate::values::background::Task;
+use crate::values::manifest::{self, APPLIED_LSN};
+use crate::values::record;
+use crate::values::stage::Stage;
+use crate::values::wal::{Frame, Wal};
+use crate::values::{Frozen, Values};
+use redb::{Database, Durability, ReadableTable, WriteTransaction};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
 use tickertape_backend::{
     AppendOutcome, BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result,
     SeriesAppend,
 };
-use tickertape_core::segment::{NO_NEXT, NO_PREVIOUS};
-use tickertape_core::{Point, SeriesId, SeriesKey};
+use tickertape_core::SeriesId;
+use tickertape_core::SeriesKey;
 use tokio::sync::{mpsc, oneshot};
 
-/// Upper bound on the points applied in one transaction, so a burst of requests cannot
-/// make one commit (and the latency of everyone waiting on it) arbitrarily large.
+/// Upper bound on the points applied in one group, so a burst of requests cannot make
+/// one commit (and the latency of everyone waiting on it) arbitrarily large.
 const MAX_POINTS_PER_COMMIT: usize = 2_000_000;
 
-/// One request to the writer. Every variant is answered only after the transaction that
-/// applied it committed durably (or with the error that stopped it).
+/// One request to the writer. Every write is answered only after the group that applied
+/// it is durable (or with the error that stopped it).
 pub enum Job {
     Append {
         appends: Vec<SeriesAppend>,
@@ -50,7 +62,8 @@ pub enum Job {
         writes: Vec<ValidWrite>,
         reply: oneshot::Sender<Result<Vec<BucketWriteOutcome>>>,
     },
-    /// Raw points and the rollups derived from what they stored, in one transaction.
+    /// Raw points and the rollups derived from what they stored, in one group and one
+    /// log frame.
     WriteWithRollups {
         appends: Vec<SeriesAppend>,
         buckets: Vec<ValidWrite>,
@@ -72,6 +85,15 @@ pub enum Job {
         names: Vec<String>,
         reply: oneshot::Sender<Result<Vec<u64>>>,
     },
+    /// Not a write: freeze the head and have the background thread flush and merge
+    /// everything; answered when it has.
+    Compact { reply: oneshot::Sender<Result<()>> },
+    /// Not a write: have the background thread drop old partitions of a measurement.
+    DropRawBefore {
+        measurement: String,
+        cutoff: i64,
+        reply: oneshot::Sender<Result<u64>>,
+    },
 }
 
 impl Job {
@@ -85,9 +107,14 @@ impl Job {
                 appends, buckets, ..
             } => appends.iter().map(|a| a.points().len()).sum::<usize>() + buckets.len(),
             Job::Preallocate { targets, .. } => targets.len(),
-            Job::DropPartition { .. } => 1,
             Job::Tokenize { names, .. } => names.len(),
+            Job::DropPartition { .. } | Job::Compact { .. } | Job::DropRawBefore { .. } => 1,
         }
+    }
+
+    /// Whether the job is background work rather than a change to apply in a group.
+    fn is_control(&self) -> bool {
+        matches!(self, Job::Compact { .. } | Job::DropRawBefore { .. })
     }
 
     /// Answers the job with `error` at once.
@@ -105,26 +132,35 @@ impl Job {
             Job::Preallocate { reply, .. } => Answer::unapplied(reply),
             Job::DropPartition { reply, .. } => Answer::unapplied(reply),
             Job::Tokenize { reply, .. } => Answer::unapplied(reply),
+            Job::Compact { reply } => Answer::unapplied(reply),
+            Job::DropRawBefore { reply, .. } => Answer::unapplied(reply),
         }
     }
 }
 
-/// The active segment of a series as the writer keeps it between transactions.
-struct Active {
-    last: Option<Point>,
-    count: u64,
-    prev_end: i64,
-    points: Vec<Point>,
-    dirty: bool,
+/// What the writer needs besides its queue.
+pub struct WriterParts {
+    pub db: Arc<Database>,
+    pub catalog: Arc<Catalog>,
+    pub values: Arc<Values>,
+    pub wal: Wal,
+    /// Freeze the head when it holds this many points.
+    pub head_limit: usize,
+    pub background: SyncSender<Task>,
+    /// Set by the background thread when its work failed.
+    pub background_failed: Arc<Mutex<Option<String>>>,
 }
 
 pub struct Writer {
-    db: Arc<Database>,
-    catalog: Arc<Catalog>,
-    capacity: usize,
-    active: HashMap<SeriesId, Active>,
-    /// Series whose active segment changed in the current transaction.
-    dirty: Vec<SeriesId>,
+    parts: WriterParts,
+    /// The current group's points, published once the group is durable.
+    stage: Stage,
+    /// The current group's log frames, one per write job.
+    frames: Vec<Vec<u8>>,
+    /// The current group wrote to the redb transaction.
+    redb_dirty: bool,
+    /// The current group holds a redb change that is not in the log.
+    needs_durable_commit: bool,
     poisoned: Option<String>,
 }
 
@@ -174,24 +210,76 @@ struct Aborted {
 }
 
 impl Writer {
-    pub fn new(db: Arc<Database>, catalog: Arc<Catalog>, capacity: usize) -> Self {
+    pub fn new(parts: WriterParts) -> Self {
         Self {
-            db,
-            catalog,
-            capacity,
-            active: HashMap::new(),
-            dirty: Vec::new(),
+            parts,
+            stage: Stage::default(),
+            frames: Vec::new(),
+            redb_dirty: false,
+            needs_durable_commit: false,
             poisoned: None,
         }
     }
 
-    /// Runs until every sender is dropped.
+    /// Replays the log frames after the checkpoint: their points into the head, their
+    /// bucket writes into redb where `applied_lsn` says redb lacks them. Called once, at
+    /// open, before any job.
+    pub fn replay(&mut self, frames: Vec<Frame>) -> Result<()> {
+        let Some(last) = frames.last().map(|f| f.lsn) else {
+            return Ok(());
+        };
+        let applied = manifest::meta(&self.parts.db, APPLIED_LSN)?.unwrap_or(0);
+        let txn = self.parts.db.begin_write().map_err(storage)?;
+        let mut points = 0usize;
+        for frame in &frames {
+            let record = record::decode(frame.lsn, &frame.payload)?;
+            {
+                let view = self.parts.values.view();
+                for (series, batch) in &record.appends {
+                    points += batch.len();
+                    self.stage
+                        .append(&view, self.parts.values.partitioning, *series, batch)?;
+                }
+            }
+            if frame.lsn > applied && !record.writes.is_empty() {
+                buckets::apply_writes(&txn, &record.writes)?;
+            }
+        }
+        manifest::set_meta(&txn, APPLIED_LSN, last.max(applied))?;
+        txn.commit().map_err(storage)?;
+        std::mem::take(&mut self.stage).publish(&mut self.parts.values.view_mut());
+        tracing::info!(
+            frames = frames.len(),
+            points,
+            "replayed the write-ahead log"
+        );
+        Ok(())
+    }
+
+    /// Runs until every sender is dropped; then freezes the head so that the background
+    /// thread checkpoints it (a clean shutdown leaves nothing to replay).
     pub fn run(mut self, mut queue: mpsc::Receiver<Job>) {
-        while let Some(first) = queue.blocking_recv() {
+        let mut pending_control = None;
+        loop {
+            let first = match pending_control.take() {
+                Some(job) => job,
+                None => match queue.blocking_recv() {
+                    Some(job) => job,
+                    None => break,
+                },
+            };
+            if first.is_control() {
+                self.control(first);
+                continue;
+            }
             let mut group = vec![first];
             let mut points = group[0].points();
             while points < MAX_POINTS_PER_COMMIT {
                 match queue.try_recv() {
+                    Ok(job) if job.is_control() => {
+                        pending_control = Some(job);
+                        break;
+                    }
                     Ok(job) => {
                         points += job.points();
                         group.push(job);
@@ -200,27 +288,124 @@ impl Writer {
                 }
             }
             self.commit_group(group);
+            self.freeze_if_full();
+        }
+        if self.poisoned.is_none() {
+            if let Err(e) = self.freeze() {
+                tracing::warn!(error = %e, "cannot checkpoint the head at shutdown; the log keeps it");
+            }
         }
     }
 
-    fn commit_group(&mut self, group: Vec<Job>) {
+    /// Background work, in order after the writes before it.
+    fn control(&mut self, job: Job) {
+        if let Some(reason) = self.refusal() {
+            return job.fail(BackendError::Storage(reason));
+        }
+        match job {
+            Job::Compact { reply } => {
+                if let Err(e) = self.freeze() {
+                    self.poison(&e);
+                    return drop(reply.send(Err(e)));
+                }
+                self.send(Task::Compact(reply));
+            }
+            Job::DropRawBefore {
+                measurement,
+                cutoff,
+                reply,
+            } => self.send(Task::DropBefore {
+                measurement,
+                cutoff,
+                reply,
+            }),
+            other => other.fail(BackendError::Storage("not a control job".into())),
+        }
+    }
+
+    /// Hands a task to the background thread, waiting while it is behind (backpressure).
+    fn send(&self, task: Task) {
+        if let Err(std::sync::mpsc::SendError(task)) = self.parts.background.send(task) {
+            let error = BackendError::Storage("the background thread has stopped".into());
+            match task {
+                Task::Flush(_) => {}
+                Task::Compact(reply) => drop(reply.send(Err(error))),
+                Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
+            }
+        }
+    }
+
+    fn freeze_if_full(&mut self) {
+        let full = self.parts.values.view().head.len() >= self.parts.head_limit;
+        if full && self.poisoned.is_none() {
+            if let Err(e) = self.freeze() {
+                self.poison(&e);
+            }
+        }
+    }
+
+    /// Moves the head to the frozen list, starts a new log file and asks the background
+    /// thread to flush it. The head's points stay readable throughout.
+    fn freeze(&mut self) -> Result<()> {
+        let frozen = {
+            let mut view = self.parts.values.view_mut();
+            if view.head.is_empty() {
+                return Ok(());
+            }
+            let frozen = Arc::new(Frozen {
+                head: std::mem::take(&mut view.head),
+                lsn: self.parts.wal.next_lsn() - 1,
+                latest: view.latest.clone(),
+            });
+            view.frozen.push(frozen.clone());
+            frozen
+        };
+        self.parts.wal.rotate()?;
+        self.send(Task::Flush(frozen));
+        Ok(())
+    }
+
+    /// Why writes are refused, if they are.
+    fn refusal(&self) -> Option<String> {
         if let Some(reason) = &self.poisoned {
-            let msg = format!("the store refused writes after an earlier failure ({reason}); restart to reopen it");
+            return Some(format!("the store refused writes after an earlier failure ({reason}); restart to reopen it"));
+        }
+        let failed = self
+            .parts
+            .background_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        failed.as_ref().map(|reason| {
+            format!("the store refused writes after a background flush failed ({reason}); restart to reopen it")
+        })
+    }
+
+    fn poison(&mut self, error: &BackendError) {
+        tracing::error!(%error, "a write failed; refusing further writes");
+        self.poisoned = Some(error.to_string());
+    }
+
+    fn commit_group(&mut self, group: Vec<Job>) {
+        if let Some(reason) = self.refusal() {
             for job in group {
-                job.fail(BackendError::Storage(msg.clone()));
+                job.fail(BackendError::Storage(reason.clone()));
             }
             return;
         }
         let mut registered = Vec::new();
         match self.apply_group(group, &mut registered) {
             Ok(answers) => {
-                self.catalog.insert_all(registered);
+                self.parts.catalog.insert_all(registered);
+                std::mem::take(&mut self.stage).publish(&mut self.parts.values.view_mut());
                 for answer in answers {
                     answer.deliver();
                 }
             }
             Err(aborted) => self.abort(aborted),
         }
+        self.frames.clear();
+        self.redb_dirty = false;
+        self.needs_durable_commit = false;
     }
 
     /// Forgets what the aborted group changed and tells every caller.
@@ -230,11 +415,9 @@ impl Writer {
             poison,
             answers,
         } = aborted;
-        self.active.clear();
-        self.dirty.clear();
+        self.stage = Stage::default();
         let told = if poison {
-            tracing::error!(%error, "write transaction failed; refusing further writes");
-            self.poisoned = Some(error.to_string());
+            self.poison(&error);
             BackendError::Storage(format!("write not stored: {error}"))
         } else {
             tracing::warn!(%error, "a write group was aborted; nothing of it was stored");
@@ -247,15 +430,15 @@ impl Writer {
         }
     }
 
-    /// Applies every job in one transaction and commits it, or aborts at the first job
-    /// that fails (see the module docs for the rule).
+    /// Applies every job, then makes the group durable: log frames fsynced, then the redb
+    /// transaction committed. Aborts at the first job that fails (module docs).
     fn apply_group(
         &mut self,
         group: Vec<Job>,
         registered: &mut Vec<(SeriesKey, SeriesId)>,
     ) -> std::result::Result<Vec<Answer>, Aborted> {
         let mut answers = Vec::with_capacity(group.len());
-        let txn = match self.db.begin_write() {
+        let mut txn = match self.parts.db.begin_write() {
             Ok(txn) => txn,
             Err(e) => {
                 answers.extend(group.into_iter().map(Job::unanswered));
@@ -269,7 +452,7 @@ impl Writer {
         let mut failure = None;
         for job in group {
             if failure.is_some() {
-                // The transaction is lost already: the rest of the group is not applied.
+                // The group is lost already: the rest of it is not applied.
                 answers.push(job.unanswered());
                 continue;
             }
@@ -277,27 +460,45 @@ impl Writer {
             answers.push(answer);
             failure = error;
         }
-        let failure = failure.or_else(|| self.flush_active(&txn).err());
+        let last_lsn = self.parts.wal.next_lsn() + self.frames.len() as u64 - 1;
+        if failure.is_none() && self.redb_dirty && !self.frames.is_empty() {
+            failure = manifest::set_meta(&txn, APPLIED_LSN, last_lsn).err();
+        }
         if let Some(error) = failure {
-            // Dropping `txn` uncommitted leaves the file as it was.
+            // Dropping `txn` uncommitted leaves the file as it was; nothing was logged.
             return Err(Aborted {
                 error,
                 poison: false,
                 answers,
             });
         }
-        match txn.commit() {
+        let durable = |result: Result<()>, answers: Vec<Answer>| match result {
             Ok(()) => Ok(answers),
-            Err(e) => Err(Aborted {
-                error: storage(e),
+            Err(error) => Err(Aborted {
+                error,
                 poison: true,
                 answers,
             }),
+        };
+        if !self.frames.is_empty() {
+            let logged = self.parts.wal.append(&self.frames).map(drop);
+            if logged.is_err() {
+                return durable(logged, answers);
+            }
         }
+        if !self.redb_dirty && !self.needs_durable_commit {
+            // Nothing in redb to commit; dropping the transaction is its cheap abort.
+            return Ok(answers);
+        }
+        txn.set_durability(match self.needs_durable_commit {
+            true => Durability::Immediate,
+            false => Durability::None,
+        });
+        durable(txn.commit().map_err(storage), answers)
     }
 
-    /// Applies one job in `txn`: its answer, and its error when it failed (which aborts
-    /// the group, whatever the error).
+    /// Applies one job: its answer, and its error when it failed (which aborts the group,
+    /// whatever the error).
     fn apply_job(
         &mut self,
         txn: &WriteTransaction,
@@ -311,11 +512,28 @@ impl Writer {
             let error = result.as_ref().err().cloned();
             (Answer::new(reply, result), error)
         }
+        if !matches!(
+            job,
+            Job::Append { .. } | Job::WriteBuckets { .. } | Job::WriteWithRollups { .. }
+        ) {
+            self.needs_durable_commit = true;
+        }
         match job {
-            Job::Append { appends, reply } => answered(reply, self.append_all(txn, &appends)),
+            Job::Append { appends, reply } => {
+                let result = self.stage_appends(&appends);
+                if result.is_ok() {
+                    self.frames.push(record::encode(&appends, &[]));
+                }
+                answered(reply, result)
+            }
             Job::Register { keys, reply } => answered(reply, self.register(txn, &keys, registered)),
             Job::WriteBuckets { writes, reply } => {
-                answered(reply, buckets::apply_writes(txn, &writes))
+                self.redb_dirty = true;
+                let result = buckets::apply_writes(txn, &writes);
+                if result.is_ok() {
+                    self.frames.push(record::encode(&[], &writes));
+                }
+                answered(reply, result)
             }
             Job::WriteWithRollups {
                 appends,
@@ -324,7 +542,7 @@ impl Writer {
                 reply,
             } => answered(
                 reply,
-                self.write_with_rollups(txn, &appends, &buckets, derive),
+                self.write_with_rollups(txn, &appends, buckets, derive),
             ),
             Job::Preallocate { targets, reply } => {
                 answered(reply, buckets::preallocate(txn, &targets))
@@ -337,7 +555,20 @@ impl Writer {
                 names,
                 reply,
             } => answered(reply, names::issue(txn, namespace, &names)),
+            job @ (Job::Compact { .. } | Job::DropRawBefore { .. }) => {
+                let error = BackendError::Storage("a control job reached a write group".into());
+                (job.unanswered(), Some(error))
+            }
         }
+    }
+
+    fn stage_appends(&mut self, appends: &[SeriesAppend]) -> Result<Vec<AppendOutcome>> {
+        let view = self.parts.values.view();
+        let by = self.parts.values.partitioning;
+        appends
+            .iter()
+            .map(|a| self.stage.append(&view, by, a.series(), a.points()))
+            .collect()
     }
 
     fn register(
@@ -373,155 +604,42 @@ impl Writer {
         Ok(ids)
     }
 
-    /// Raw writes, then the rollups `derive` computes from their outcome, in `txn`. Any
-    /// error aborts the group (module docs), so raw points are never committed without
-    /// their rollups.
+    /// Raw writes, then the rollups `derive` computes from their outcome; one log frame
+    /// carries them all, so a replay restores points and rollups together. Any error
+    /// aborts the group (module docs), so raw points never become durable without their
+    /// rollups.
     fn write_with_rollups(
         &mut self,
         txn: &WriteTransaction,
         appends: &[SeriesAppend],
-        raw_buckets: &[ValidWrite],
+        raw_buckets: Vec<ValidWrite>,
         derive: DeriveRollups,
     ) -> Result<RawOutcome> {
-        let appends = match appends.is_empty() {
+        let appended = match appends.is_empty() {
             true => Vec::new(),
-            false => self.append_all(txn, appends)?,
+            false => self.stage_appends(appends)?,
         };
         let raw = match raw_buckets.is_empty() {
             true => Vec::new(),
-            false => buckets::apply_writes(txn, raw_buckets)?,
+            false => {
+                self.redb_dirty = true;
+                buckets::apply_writes(txn, &raw_buckets)?
+            }
         };
         let outcome = RawOutcome {
-            appends,
+            appends: appended,
             buckets: raw,
         };
         let rollups = buckets::targets(derive(&outcome)?);
         if !rollups.is_empty() {
+            self.redb_dirty = true;
             buckets::apply_writes(txn, &rollups)?;
         }
+        let mut writes = raw_buckets;
+        writes.extend(rollups);
+        self.frames.push(record::encode(appends, &writes));
         Ok(outcome)
     }
-
-    fn append_all(
-        &mut self,
-        txn: &WriteTransaction,
-        appends: &[SeriesAppend],
-    ) -> Result<Vec<AppendOutcome>> {
-        let mut segments = txn.open_table(SEGMENTS).map_err(storage)?;
-        let heads = txn.open_table(HEADS).map_err(storage)?;
-        let mut outcomes = Vec::with_capacity(appends.len());
-        for a in appends {
-            let active = match self.active.entry(a.series()) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(load_active(&heads, &segments, a.series())?),
-            };
-            let stored_last = active.last.map(|p| p.time);
-            let refused = match active.last {
-                Some(last) => a.points().partition_point(|p| p.time <= last.time),
-                None => 0,
-            };
-            if refused < a.points().len() && !active.dirty {
-                active.dirty = true;
-                self.dirty.push(a.series());
-            }
-            for &p in &a.points()[refused..] {
-                if active.points.len() >= self.capacity {
-                    seal(&mut segments, a.series(), active, p.time)?;
-                }
-                active.points.push(p);
-                active.last = Some(p);
-                active.count += 1;
-            }
-            outcomes.push(AppendOutcome {
-                refused,
-                last_time: if refused > 0 { stored_last } else { None },
-            });
-        }
-        Ok(outcomes)
-    }
-
-    /// Writes every changed active segment and head once per transaction.
-    fn flush_active(&mut self, txn: &WriteTransaction) -> Result<()> {
-        let mut segments = txn.open_table(SEGMENTS).map_err(storage)?;
-        let mut heads = txn.open_table(HEADS).map_err(storage)?;
-        for series in self.dirty.drain(..) {
-            let Some(active) = self.active.get_mut(&series) else {
-                continue;
-            };
-            let Some(last) = active.last else { continue };
-            let bytes = tables::encode_segment(NO_NEXT, &active.points);
-            segments
-                .insert((series.0, active.prev_end), bytes.as_slice())
-                .map_err(storage)?;
-            let head = Head {
-                last,
-                count: active.count,
-                active_prev_end: active.prev_end,
-            };
-            heads
-                .insert(series.0, head.encode().as_slice())
-                .map_err(storage)?;
-            active.dirty = false;
-        }
-        Ok(())
-    }
-}
-
-/// Seals the full active segment (its `next_start` becomes `next_time`) and starts the
-/// next one after it.
-fn seal(
-    segments: &mut redb::Table<(u64, i64), &[u8]>,
-    series: SeriesId,
-    active: &mut Active,
-    next_time: i64,
-) -> Result<()> {
-    let bytes = tables::encode_segment(next_time, &active.points);
-    segments
-        .insert((series.0, active.prev_end), bytes.as_slice())
-        .map_err(storage)?;
-    if let Some(last) = active.last {
-        active.prev_end = last.time;
-    }
-    active.points.clear();
-    Ok(())
-}
-
-fn load_active(
-    heads: &redb::Table<u64, &[u8]>,
-    segments: &redb::Table<(u64, i64), &[u8]>,
-    series: SeriesId,
-) -> Result<Active> {
-    let Some(raw) = heads.get(series.0).map_err(storage)? else {
-        return Ok(Active {
-            last: None,
-            count: 0,
-            prev_end: NO_PREVIOUS,
-            points: Vec::new(),
-            dirty: false,
-        });
-    };
-    let head = Head::decode(raw.value())
-        .ok_or_else(|| BackendError::Corrupt(format!("head of series {series} is malformed")))?;
-    let points = match segments
-        .get((series.0, head.active_prev_end))
-        .map_err(storage)?
-    {
-        Some(bytes) => {
-            let bytes = bytes.value();
-            let block = bytes.get(8..).unwrap_or_default();
-            tickertape_core::codec::decode_block(block).map_err(|e| {
-                BackendError::Corrupt(format!("active segment of series {series}: {e}"))
-            })?
-        }
-        None => Vec::new(),
-    };
-    Ok(Active {
-        last: Some(head.last),
-        count: head.count,
-        prev_end: head.active_prev_end,
-        points,
-        dirty: false,
-    })
 }
 
 pub fn storage(e: impl std::fmt::Display) -> BackendError {

@@ -20,7 +20,6 @@ const S: i64 = 1_000_000_000;
 
 fn open(dir: &tempfile::TempDir, faults: Option<IoFaults>) -> EmbeddedBackend {
     let mut options = EmbeddedOptions::new(dir.path());
-    options.segment_capacity = 8;
     options.io_faults = faults;
     EmbeddedBackend::open(options).expect("open the store")
 }

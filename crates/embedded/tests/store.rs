@@ -173,11 +173,12 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
     assert_eq!(read(&b, minute, 4, 0, H).await[0].slots.len(), 2);
 }
 
-/// A file written by the format 1 layout (no `format_version`) or by an unknown format is
-/// refused with a message that says so, and left as it was.
+/// A file written by the format 1 layout (no `format_version`), by format 2 (value segments
+/// in redb) or by an unknown format is refused with a message that says so, and left as it
+/// was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(3)] {
+    for version in [None, Some(1u64), Some(2), Some(4)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -193,7 +194,13 @@ fn other_formats_are_refused() {
             txn.commit().unwrap();
         }
         match EmbeddedBackend::open(EmbeddedOptions::new(dir.path())) {
-            Err(BackendError::Corrupt(msg)) => assert!(msg.contains("format"), "{msg}"),
+            Err(BackendError::Corrupt(msg)) => {
+                assert!(msg.contains("format"), "{msg}");
+                assert!(msg.contains("re-import"), "{msg}");
+                if version == Some(2) {
+                    assert!(msg.contains("write-ahead log and part files"), "{msg}");
+                }
+            }
             Err(e) => panic!("{version:?}: {e}"),
             Ok(_) => panic!("{version:?}: opened"),
         }

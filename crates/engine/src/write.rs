@@ -5,8 +5,8 @@ use crate::{Engine, EngineError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tickertape_backend::{
-    AppendOutcome, BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups,
-    NameSpace, RawBatch, RawOutcome, SeriesAppend, SlotChange,
+    AppendOutcome, AppendRule, BackendError, BucketFamily, BucketWrite, BucketWriteOutcome,
+    DeriveRollups, NameSpace, RawBatch, RawOutcome, SeriesAppend, SlotChange,
 };
 use tickertape_core::lineproto::{self, FieldValue, Line};
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, MIN_BUCKET_TIME};
@@ -101,13 +101,7 @@ impl RollupSource {
     /// The outcome of the raw writes when none is refused.
     fn all_stored(&self) -> RawOutcome {
         RawOutcome {
-            appends: vec![
-                AppendOutcome {
-                    refused: 0,
-                    last_time: None,
-                };
-                self.append_groups.len()
-            ],
+            appends: vec![AppendOutcome::all_new(); self.append_groups.len()],
             buckets: vec![BucketWriteOutcome::Applied; self.bucket_sources.len()],
         }
     }
@@ -118,9 +112,20 @@ impl RollupSource {
         let mut stored: Vec<Stored> = Vec::new();
         for (&g, append) in self.append_groups.iter().zip(&outcome.appends) {
             let points = &self.groups[g].points;
+            let refused = append.refused.min(points.len());
+            // Points at a time the series held already are not new: their slot counted
+            // them when they were first stored.
+            let mut existing = append.existing.iter().peekable();
+            let new = points.iter().enumerate().skip(refused).filter(|(i, _)| {
+                let held = existing.peek() == Some(&i);
+                if held {
+                    existing.next();
+                }
+                !held
+            });
             stored.push(Stored {
                 group: g,
-                points: points[append.refused.min(points.len())..].to_vec(),
+                points: new.map(|(_, p)| *p).collect(),
             });
         }
         for (&(g, i, slot_time), write) in self.bucket_sources.iter().zip(&outcome.buckets) {
@@ -180,9 +185,12 @@ fn stored_count(source: &RollupSource, outcome: &RawOutcome) -> u64 {
     (appended.sum::<usize>() + slotted.count()) as u64
 }
 
-/// Whether the raw writes stored every point they were given.
+/// Whether the raw writes stored every point they were given, all of them new.
 fn nothing_refused(outcome: &RawOutcome) -> bool {
-    outcome.appends.iter().all(|a| a.refused == 0)
+    outcome
+        .appends
+        .iter()
+        .all(|a| a.refused == 0 && a.existing.is_empty())
         && outcome
             .buckets
             .iter()
@@ -288,7 +296,9 @@ impl Engine {
             })
             .collect();
         let ids = self.series_ids(&pending).await?;
-        let mut groups = group_by_series(&self.schema, &pending, &ids, &mut errors);
+        let rule = self.backend.append_rule();
+        let (mut groups, superseded) =
+            group_by_series(&self.schema, &pending, &ids, rule, &mut errors);
         let unchanged = self.drop_unchanged(&mut groups).await?;
         groups.retain(|g| !g.points.is_empty());
         let stored = match groups.is_empty() {
@@ -312,8 +322,9 @@ impl Engine {
             }
         };
         // Points skipped by the change-only filter count as stored: the series already
-        // holds their value (see `drop_unchanged`).
-        let points_written = unchanged + stored;
+        // holds their value (see `drop_unchanged`); so do points a later line of the body
+        // replaced (`sort_keeping_last`).
+        let points_written = unchanged + superseded + stored;
         let rejected_parsed = parsed
             .iter()
             .filter(|p| errors.contains_key(&p.number))
@@ -547,15 +558,18 @@ fn refuse_for_schema(schema: &Schema, line: &Line<'_>, mode: WriteMode) -> Optio
     })
 }
 
-/// Groups pending points by series in line order. For value segments, a point whose time
-/// does not follow the previous point of its series in this body is refused; bucket slots
-/// take points in any order.
+/// Groups pending points by series in line order. For value segments in a store that
+/// refuses older points ([`AppendRule::RefuseOlder`]), a point whose time does not follow
+/// the previous point of its series in this body is refused; in one where the last write
+/// wins, each group is sorted by time and, of points at the same time, the last line's
+/// is kept. Bucket slots take points in any order.
 fn group_by_series<'s>(
     schema: &'s Schema,
     pending: &'s [Pending<'_, '_>],
     ids: &[SeriesId],
+    rule: AppendRule,
     errors: &mut Errors,
-) -> Vec<Group<'s>> {
+) -> (Vec<Group<'s>>, u64) {
     let mut index: HashMap<SeriesId, usize> = HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for (i, (p, &series)) in pending.iter().zip(ids).enumerate() {
@@ -572,7 +586,9 @@ fn group_by_series<'s>(
         });
         let group = &mut groups[g];
         if let (Some(prev), Some(&prev_origin)) = (group.points.last(), group.origins.last()) {
-            if group.schema.layout == Layout::Segments && p.point.time <= prev.time {
+            let refuses =
+                rule == AppendRule::RefuseOlder && group.schema.layout == Layout::Segments;
+            if refuses && p.point.time <= prev.time {
                 errors.entry(p.source.number).or_default().push(format!(
                     "field {:?}: time {} is not after time {} of the same series on line {} (out-of-order points are refused)",
                     p.field, p.point.time, prev.time, pending[prev_origin].source.number
@@ -583,5 +599,40 @@ fn group_by_series<'s>(
         group.points.push(p.point);
         group.origins.push(i);
     }
-    groups
+    let mut superseded = 0;
+    if rule == AppendRule::LastWriteWins {
+        for group in groups
+            .iter_mut()
+            .filter(|g| g.schema.layout == Layout::Segments)
+        {
+            superseded += sort_keeping_last(group);
+        }
+    }
+    (groups, superseded)
+}
+
+/// Sorts a group's points by time (stable: line order among equal times) and keeps, of
+/// several at one time, the last: the body's own last write wins, as a later body's would.
+/// Returns how many were superseded (written, then replaced within the body).
+fn sort_keeping_last(group: &mut Group<'_>) -> u64 {
+    if group.points.windows(2).all(|w| w[0].time < w[1].time) {
+        return 0;
+    }
+    let before = group.points.len();
+    let mut order: Vec<(Point, usize)> = group
+        .points
+        .iter()
+        .copied()
+        .zip(group.origins.iter().copied())
+        .collect();
+    order.sort_by_key(|(p, _)| p.time);
+    let mut kept: Vec<(Point, usize)> = Vec::with_capacity(order.len());
+    for entry in order {
+        match kept.last_mut() {
+            Some(last) if last.0.time == entry.0.time => *last = entry,
+            _ => kept.push(entry),
+        }
+    }
+    (group.points, group.origins) = kept.into_iter().unzip();
+    (before - group.points.len()) as u64
 }

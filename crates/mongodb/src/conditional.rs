@@ -106,15 +106,9 @@ impl MongoBackend {
             .iter()
             .map(|&ok| {
                 if ok {
-                    AppendOutcome {
-                        refused: 0,
-                        last_time: None,
-                    }
+                    AppendOutcome::all_new()
                 } else {
-                    slow.next().unwrap_or(AppendOutcome {
-                        refused: 0,
-                        last_time: None,
-                    })
+                    slow.next().unwrap_or(AppendOutcome::all_new())
                 }
             })
             .collect())
@@ -163,10 +157,7 @@ impl MongoBackend {
     /// Steps 1–6 of the module docs for one append.
     async fn append_slow(&self, series: i64, append: &SeriesAppend) -> Result<AppendOutcome> {
         let mut points: &[Point] = append.points();
-        let mut outcome = AppendOutcome {
-            refused: 0,
-            last_time: None,
-        };
+        let mut outcome = AppendOutcome::all_new();
         let mut committed = false;
         let mut rolled = Vec::new();
         let mut misses = 0;

@@ -367,13 +367,7 @@ impl Backend for MongoBackend {
             rounds[*round].push(i);
             *round += 1;
         }
-        let mut outcomes = vec![
-            AppendOutcome {
-                refused: 0,
-                last_time: None
-            };
-            appends.len()
-        ];
+        let mut outcomes = vec![AppendOutcome::all_new(); appends.len()];
         for round in rounds {
             let batch: Vec<(usize, &SeriesAppend)> =
                 round.iter().map(|&i| (i, &appends[i])).collect();

@@ -151,10 +151,7 @@ impl MongoBackend {
         let series = sid(append.series())?;
         let heads = self.collection(SERIES);
         let mut points: &[Point] = append.points();
-        let mut outcome = AppendOutcome {
-            refused: 0,
-            last_time: None,
-        };
+        let mut outcome = AppendOutcome::all_new();
         for _ in 0..MAX_ATTEMPTS {
             let (Some(first), Some(last)) = (points.first(), points.last()) else {
                 // Everything refused.
@@ -252,10 +249,7 @@ mod tests {
             gen,
             sp_before,
             accepted: (0..n).map(|i| Point::new(i as i64, 0.0)).collect(),
-            outcome: AppendOutcome {
-                refused: 0,
-                last_time: None,
-            },
+            outcome: AppendOutcome::all_new(),
         }
     }
 

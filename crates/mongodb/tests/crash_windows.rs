@@ -34,13 +34,7 @@ async fn write_until_fault(
         tried.extend(&batch);
         match backend.append(vec![append(s, batch.clone())]).await {
             Ok(out) => {
-                assert_eq!(
-                    out,
-                    vec![AppendOutcome {
-                        refused: 0,
-                        last_time: None
-                    }]
-                );
+                assert_eq!(out, vec![AppendOutcome::all_new()]);
                 acked.extend(&batch);
             }
             Err(BackendError::Storage(message)) => {

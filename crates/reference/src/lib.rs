@@ -26,9 +26,9 @@ mod segments;
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
-    AppendOutcome, Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
-    DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome, Result, SeriesAppend,
-    SeriesHead, SeriesInfo, StorageStats, StoredBucket,
+    AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
+    BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
+    Result, SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -38,6 +38,8 @@ use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 struct State {
     /// Points per value segment.
     segment_capacity: usize,
+    /// What an append does with a point at or before its series' last time.
+    rule: AppendRule,
     series: registry::Registry,
     points: segments::Points,
     buckets: buckets::Buckets,
@@ -56,7 +58,11 @@ impl State {
         {
             return Err(BackendError::UnknownSeries(unknown));
         }
-        Ok(appends.iter().map(|a| self.points.append(a)).collect())
+        let rule = self.rule;
+        Ok(appends
+            .iter()
+            .map(|a| self.points.append(a, rule))
+            .collect())
     }
 
     /// `Backend::write_buckets`: "one outcome per write, in order".
@@ -75,7 +81,7 @@ pub struct ReferenceBackend {
 impl Default for ReferenceBackend {
     /// An empty store with seed 000's segment capacity.
     fn default() -> Self {
-        Self::from_state(DEFAULT_SEGMENT_CAPACITY)
+        Self::from_state(DEFAULT_SEGMENT_CAPACITY, AppendRule::RefuseOlder)
     }
 }
 
@@ -88,13 +94,22 @@ impl ReferenceBackend {
                 "segment capacity must be at least 1".into(),
             ));
         }
-        Ok(Self::from_state(segment_capacity))
+        Ok(Self::from_state(segment_capacity, AppendRule::RefuseOlder))
     }
 
-    fn from_state(segment_capacity: usize) -> Self {
+    /// An empty store that follows `rule` for points at or before a series' last time
+    /// (the model of a backend with that [`Backend::append_rule`]).
+    pub fn with_rule(segment_capacity: usize, rule: AppendRule) -> Result<Self> {
+        let backend = Self::new(segment_capacity)?;
+        backend.state().rule = rule;
+        Ok(backend)
+    }
+
+    fn from_state(segment_capacity: usize, rule: AppendRule) -> Self {
         Self {
             state: Arc::new(Mutex::new(State {
                 segment_capacity,
+                rule,
                 series: Default::default(),
                 points: Default::default(),
                 buckets: Default::default(),
@@ -123,6 +138,10 @@ impl ReferenceBackend {
 impl Backend for ReferenceBackend {
     fn kind(&self) -> &'static str {
         "reference"
+    }
+
+    fn append_rule(&self) -> AppendRule {
+        self.state().rule
     }
 
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tickertape_backend::Backend;
-use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions, DATA_FILE};
+use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 
 use super::{hour, segments, selected, Args, Ctx, Data, Layout, Outcome};
 
@@ -56,8 +56,8 @@ async fn run_row(layout: Layout, ctx: &Ctx<'_>, dir: &Path) -> Result<Outcome> {
     if dir.exists() {
         anyhow::bail!("{} exists already; not writing into it", dir.display());
     }
-    let mut options = EmbeddedOptions::new(dir);
-    options.segment_capacity = ctx.args.segment_capacity;
+    // The embedded store keeps raw points in part files, not segments of a capacity.
+    let options = EmbeddedOptions::new(dir);
     let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(options))
         .await
         .context("opening the store")??;
@@ -69,12 +69,23 @@ async fn run_row(layout: Layout, ctx: &Ctx<'_>, dir: &Path) -> Result<Outcome> {
     };
     close(backend).await;
     let mut outcome = outcome?;
-    let file = dir.join(DATA_FILE);
-    let bytes = std::fs::metadata(&file)
-        .with_context(|| format!("cannot stat {}", file.display()))?
-        .len();
-    outcome.file_bytes = Some(bytes);
+    // The redb file, the log and the part files: every file of the store.
+    outcome.file_bytes = Some(dir_bytes(dir)?);
     Ok(outcome)
+}
+
+/// Apparent size of every file under `dir`.
+fn dir_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += match meta.is_dir() {
+            true => dir_bytes(&entry.path())?,
+            false => meta.len(),
+        };
+    }
+    Ok(total)
 }
 
 /// Drops the last handle of the store off the async threads: dropping it joins the

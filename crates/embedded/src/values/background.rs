@@ -1,0 +1,321 @@
+//! The background thread: flushes frozen heads into part files (a checkpoint), merges the
+//! parts of a partition into one, and drops partitions for retention. It takes tasks in
+//! the order the writer sends them, so heads are flushed in log order.
+//!
+//! Crash safety of each task, step by step:
+//! - flush: parts are written whole (temp file, fsync, rename, folder fsync), then one
+//!   durable redb transaction names them and moves the checkpoint; only then are the log
+//!   files the checkpoint covers deleted. A crash before the transaction leaves unnamed
+//!   files (deleted at open) and the log still holds every point.
+//! - merge: the merged part is written whole, then one transaction names it and forgets
+//!   its inputs, then their files are deleted. Before the transaction the inputs are the
+//!   store; after it, the merged part.
+//! - drop: one transaction forgets the partition's parts, then their files are deleted.
+//!
+//! A failure stops the thread's work for good (`failed`): the writer then refuses writes
+//! until the store is reopened, as after any I/O error. Nothing acknowledged is lost: the
+//! log still holds whatever was not checkpointed.
+
+use super::manifest::{self, CHECKPOINT_LSN};
+use super::part::{part_path, Part, PartMeta, PARTS_DIR};
+use super::wal::Wal;
+use super::{merge_newest_last, Frozen, Values};
+use crate::catalog::Catalog;
+use crate::writer::storage;
+use redb::{Database, Durability};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use tickertape_backend::{BackendError, Result};
+use tickertape_core::SeriesId;
+use tokio::sync::oneshot;
+
+/// A partition with this many parts is merged after a flush.
+const MERGE_AT: usize = 4;
+
+pub enum Task {
+    Flush(Arc<Frozen>),
+    /// Merge every partition with more than one part, then answer.
+    Compact(oneshot::Sender<Result<()>>),
+    /// Drop the partitions of a measurement that end at or before `cutoff`.
+    DropBefore {
+        measurement: String,
+        cutoff: i64,
+        reply: oneshot::Sender<Result<u64>>,
+    },
+}
+
+pub struct Background {
+    pub db: Arc<Database>,
+    pub catalog: Arc<Catalog>,
+    pub values: Arc<Values>,
+    pub store: PathBuf,
+    pub next_part_id: u64,
+    /// Set when a task failed; read by the writer.
+    pub failed: Arc<Mutex<Option<String>>>,
+}
+
+impl Background {
+    /// Runs until the writer drops its sender.
+    pub fn run(mut self, tasks: Receiver<Task>) {
+        for task in tasks {
+            let failed = self
+                .failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            if let Some(reason) = failed {
+                let error = BackendError::Storage(format!(
+                    "background work stopped after an earlier failure ({reason}); restart to reopen the store"
+                ));
+                match task {
+                    Task::Flush(_) => {}
+                    Task::Compact(reply) => drop(reply.send(Err(error))),
+                    Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
+                }
+                continue;
+            }
+            match task {
+                Task::Flush(frozen) => {
+                    let result = self
+                        .flush(&frozen)
+                        .and_then(|()| self.merge_where(MERGE_AT));
+                    self.record(result);
+                }
+                Task::Compact(reply) => {
+                    let result = self.merge_where(2);
+                    self.record(result.clone());
+                    drop(reply.send(result));
+                }
+                Task::DropBefore {
+                    measurement,
+                    cutoff,
+                    reply,
+                } => drop(reply.send(self.drop_before(&measurement, cutoff))),
+            }
+        }
+    }
+
+    fn record(&self, result: Result<()>) {
+        if let Err(e) = result {
+            tracing::error!(error = %e, "background flush or merge failed; refusing writes until restart");
+            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.store.join(PARTS_DIR)
+    }
+
+    fn next_id(&mut self) -> u64 {
+        self.next_part_id += 1;
+        self.next_part_id - 1
+    }
+
+    /// Writes a frozen head into parts, one per (measurement, partition), and checkpoints.
+    fn flush(&mut self, frozen: &Frozen) -> Result<()> {
+        let started = std::time::Instant::now();
+        let tokens = self.measurement_tokens(frozen)?;
+        let by = self.values.partitioning;
+        // (token, partition start) → series in it, ascending.
+        let mut layout: BTreeMap<(u64, i64), BTreeSet<SeriesId>> = BTreeMap::new();
+        for (series, points) in frozen.head.iter() {
+            let Some(&token) = tokens.get(&series) else {
+                continue;
+            };
+            let mut starts: Vec<i64> = points.iter().map(|p| by.start_of(p.time)).collect();
+            starts.dedup();
+            for start in starts {
+                layout.entry((token, start)).or_default().insert(series);
+            }
+        }
+        let mut parts = Vec::with_capacity(layout.len());
+        for ((token, start), series) in layout {
+            let meta = PartMeta {
+                id: self.next_id(),
+                measurement: token,
+                start,
+                end: by.end_of(start).min(i128::from(i64::MAX)) as i64,
+                max_lsn: frozen.lsn,
+            };
+            let blocks = series.into_iter().map(|s| {
+                let points = frozen.head.points(s);
+                let from = points.partition_point(|p| p.time < start);
+                let to = points.partition_point(|p| i128::from(p.time) < by.end_of(start));
+                Ok((s, points[from..to].to_vec()))
+            });
+            parts.push(Arc::new(Part::write(&self.dir(), meta, blocks)?));
+        }
+        let mut txn = self.db.begin_write().map_err(storage)?;
+        txn.set_durability(Durability::Immediate);
+        let added: Vec<(u64, u64)> = parts.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
+        manifest::swap_parts(&txn, &added, &[])?;
+        manifest::save_heads(&txn, frozen.latest.iter())?;
+        manifest::set_meta(&txn, CHECKPOINT_LSN, frozen.lsn)?;
+        txn.commit().map_err(storage)?;
+        {
+            let mut view = self.values.view_mut();
+            for part in &parts {
+                view.add_part(part.clone());
+            }
+            // The head is in parts now: readers take its points from there.
+            view.frozen.retain(|f| !std::ptr::eq(f.as_ref(), frozen));
+        }
+        Wal::remove_through(&self.store, frozen.lsn)?;
+        tracing::debug!(
+            points = frozen.head.len(),
+            parts = parts.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "flushed a frozen head"
+        );
+        Ok(())
+    }
+
+    /// The measurement number of every series in the frozen head, numbering measurements
+    /// never flushed before.
+    fn measurement_tokens(
+        &self,
+        frozen: &Frozen,
+    ) -> Result<std::collections::HashMap<SeriesId, u64>> {
+        let series: Vec<SeriesId> = frozen.head.iter().map(|(s, _)| s).collect();
+        let measurements = self.catalog.measurements_of(&series);
+        let mut names: Vec<String> = measurements.iter().flatten().cloned().collect();
+        names.sort();
+        names.dedup();
+        let mut txn = self.db.begin_write().map_err(storage)?;
+        // The checkpoint's durable commit persists this one too.
+        txn.set_durability(Durability::None);
+        let tokens = manifest::measurement_numbers(&txn, &names)?;
+        txn.commit().map_err(storage)?;
+        let token_of: std::collections::HashMap<&String, u64> = names.iter().zip(tokens).collect();
+        Ok(series
+            .into_iter()
+            .zip(measurements)
+            .filter_map(|(s, m)| Some((s, *token_of.get(&m?)?)))
+            .collect())
+    }
+
+    /// Merges every partition with at least `fan_in` parts into one part.
+    fn merge_where(&mut self, fan_in: usize) -> Result<()> {
+        let due: Vec<Vec<Arc<Part>>> = self
+            .values
+            .view()
+            .parts
+            .values()
+            .filter(|parts| parts.len() >= fan_in)
+            .cloned()
+            .collect();
+        for parts in due {
+            self.merge(&parts)?;
+        }
+        Ok(())
+    }
+
+    /// Merges the parts of one partition (given oldest first) into one.
+    fn merge(&mut self, parts: &[Arc<Part>]) -> Result<()> {
+        let Some(newest) = parts.last() else {
+            return Ok(());
+        };
+        let meta = PartMeta {
+            id: self.next_id(),
+            ..newest.meta
+        };
+        let series: BTreeSet<SeriesId> = parts
+            .iter()
+            .flat_map(|p| p.entries().iter().map(|e| e.series))
+            .collect();
+        let blocks = series.into_iter().map(|s| {
+            let lists = parts
+                .iter()
+                .map(|p| p.read(s))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((s, merge_newest_last(lists)))
+        });
+        let merged = Arc::new(Part::write(&self.dir(), meta, blocks)?);
+        let removed: Vec<u64> = parts.iter().map(|p| p.meta.id).collect();
+        let mut txn = self.db.begin_write().map_err(storage)?;
+        txn.set_durability(Durability::Immediate);
+        manifest::swap_parts(&txn, &[(merged.meta.id, merged.meta.max_lsn)], &removed)?;
+        txn.commit().map_err(storage)?;
+        {
+            let mut view = self.values.view_mut();
+            view.remove_parts(&removed);
+            view.add_part(merged);
+        }
+        self.delete_files(&removed);
+        Ok(())
+    }
+
+    fn drop_before(&mut self, measurement: &str, cutoff: i64) -> Result<u64> {
+        let Some(token) = manifest::measurement_number(&self.db, measurement)? else {
+            return Ok(0);
+        };
+        let by = self.values.partitioning;
+        let doomed: Vec<(i64, Vec<u64>)> = self
+            .values
+            .view()
+            .parts
+            .range((token, i64::MIN)..=(token, i64::MAX))
+            .filter(|(k, _)| by.end_of(k.1) <= i128::from(cutoff))
+            .map(|(k, parts)| (k.1, parts.iter().map(|p| p.meta.id).collect()))
+            .collect();
+        if doomed.is_empty() {
+            return Ok(0);
+        }
+        let removed: Vec<u64> = doomed.iter().flat_map(|(_, ids)| ids.clone()).collect();
+        let mut txn = self.db.begin_write().map_err(storage)?;
+        txn.set_durability(Durability::Immediate);
+        manifest::swap_parts(&txn, &[], &removed)?;
+        txn.commit().map_err(storage)?;
+        self.values.view_mut().remove_parts(&removed);
+        self.delete_files(&removed);
+        Ok(doomed.len() as u64)
+    }
+
+    /// Deletes the files of parts the manifest no longer names. A file that cannot be
+    /// deleted now is deleted at the next open.
+    fn delete_files(&self, ids: &[u64]) {
+        for &id in ids {
+            let path = part_path(&self.dir(), id);
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(file = %path.display(), error = %e, "cannot delete a merged part file");
+            }
+        }
+    }
+}
+
+/// Reads the parts the manifest names, deletes files it does not name (leftovers of a
+/// crash), and returns the parts and the next free part id.
+pub fn open_parts(db: &Database, store: &std::path::Path) -> Result<(Vec<Arc<Part>>, u64)> {
+    let dir = store.join(PARTS_DIR);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| storage(format!("cannot create {}: {e}", dir.display())))?;
+    let named: BTreeSet<u64> = manifest::part_ids(db)?.into_iter().collect();
+    let mut next = named.last().map_or(1, |id| id + 1);
+    let entries = std::fs::read_dir(&dir)
+        .map_err(|e| storage(format!("cannot list {}: {e}", dir.display())))?;
+    for entry in entries {
+        let path = entry.map_err(storage)?.path();
+        let id = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.split('.').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        let whole = path.extension().is_some_and(|e| e == "part");
+        if let Some(id) = id {
+            next = next.max(id + 1);
+            if whole && named.contains(&id) {
+                continue;
+            }
+        }
+        tracing::info!(file = %path.display(), "deleting a part file no manifest entry names (left by a crash)");
+        std::fs::remove_file(&path)
+            .map_err(|e| storage(format!("cannot delete {}: {e}", path.display())))?;
+    }
+    let parts = named
+        .iter()
+        .map(|&id| Part::open(&part_path(&dir, id)).map(Arc::new))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((parts, next))
+}

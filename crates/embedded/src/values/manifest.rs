@@ -1,0 +1,146 @@
+//! The manifest: which part files make up the store, how far the write-ahead log is
+//! checkpointed, and each series' latest point and count as of that checkpoint. Small,
+//! mutable state, so it lives in redb beside the catalog; the part files hold the bulk.
+//!
+//! Invariant: every part the `parts` table names is a whole file on disk (it was fsynced
+//! and renamed before the transaction that names it committed). A file in `parts/` that
+//! the table does not name is the leftover of a crash and is deleted at open.
+
+use crate::tables::META;
+use crate::writer::storage;
+use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
+use std::collections::HashMap;
+use tickertape_backend::{BackendError, Result, SeriesHead};
+use tickertape_core::{Point, SeriesId};
+
+/// Part id → its `max_lsn` (the file's footer says the rest).
+pub const PARTS: TableDefinition<u64, u64> = TableDefinition::new("parts");
+/// Series id → latest point and count as of the checkpoint ([`encode_head`]).
+pub const SERIES_STATE: TableDefinition<u64, &[u8]> = TableDefinition::new("series_state");
+
+/// Measurement → the number that names it in part files. The store's own numbering,
+/// apart from the name store, whose tokens only `tokenize` issues.
+pub const MEASUREMENTS: TableDefinition<&str, u64> = TableDefinition::new("part_measurements");
+/// `meta`: the next number [`MEASUREMENTS`] gives.
+const NEXT_MEASUREMENT: &str = "parts.next_measurement";
+
+/// `meta`: every frame up to this LSN is in part files.
+pub const CHECKPOINT_LSN: &str = "wal.checkpoint_lsn";
+/// `meta`: the bucket writes of every frame up to this LSN are in the bucket tables.
+pub const APPLIED_LSN: &str = "wal.applied_lsn";
+/// `meta`: the width of a time partition of part files, fixed when the store is created.
+pub const PARTITION_NS: &str = "parts.partition_ns";
+
+pub fn meta(db: &Database, key: &str) -> Result<Option<u64>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(META).map_err(storage)?;
+    Ok(table.get(key).map_err(storage)?.map(|v| v.value()))
+}
+
+pub fn set_meta(txn: &WriteTransaction, key: &str, value: u64) -> Result<()> {
+    let mut table = txn.open_table(META).map_err(storage)?;
+    table.insert(key, value).map_err(storage)?;
+    Ok(())
+}
+
+/// The ids of the parts the manifest names.
+pub fn part_ids(db: &Database) -> Result<Vec<u64>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(PARTS).map_err(storage)?;
+    let mut ids = Vec::new();
+    for entry in table.iter().map_err(storage)? {
+        ids.push(entry.map_err(storage)?.0.value());
+    }
+    Ok(ids)
+}
+
+/// Names `added` and forgets `removed` in `txn`.
+pub fn swap_parts(txn: &WriteTransaction, added: &[(u64, u64)], removed: &[u64]) -> Result<()> {
+    let mut table = txn.open_table(PARTS).map_err(storage)?;
+    for &(id, max_lsn) in added {
+        table.insert(id, max_lsn).map_err(storage)?;
+    }
+    for id in removed {
+        table.remove(id).map_err(storage)?;
+    }
+    Ok(())
+}
+
+/// The number of each measurement in part files, giving new ones the next numbers.
+pub fn measurement_numbers(txn: &WriteTransaction, names: &[String]) -> Result<Vec<u64>> {
+    let mut table = txn.open_table(MEASUREMENTS).map_err(storage)?;
+    let mut meta = txn.open_table(META).map_err(storage)?;
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        if let Some(n) = table.get(name.as_str()).map_err(storage)? {
+            out.push(n.value());
+            continue;
+        }
+        let next = meta
+            .get(NEXT_MEASUREMENT)
+            .map_err(storage)?
+            .map_or(0, |v| v.value());
+        meta.insert(NEXT_MEASUREMENT, next + 1).map_err(storage)?;
+        table.insert(name.as_str(), next).map_err(storage)?;
+        out.push(next);
+    }
+    Ok(out)
+}
+
+/// The number of a measurement in part files, if it has one.
+pub fn measurement_number(db: &Database, name: &str) -> Result<Option<u64>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(MEASUREMENTS).map_err(storage)?;
+    Ok(table.get(name).map_err(storage)?.map(|v| v.value()))
+}
+
+pub fn load_heads(db: &Database) -> Result<HashMap<SeriesId, SeriesHead>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(SERIES_STATE).map_err(storage)?;
+    let mut heads = HashMap::new();
+    for entry in table.iter().map_err(storage)? {
+        let (id, raw) = entry.map_err(storage)?;
+        let head = decode_head(raw.value()).ok_or_else(|| {
+            BackendError::Corrupt(format!(
+                "latest point of series {} is malformed",
+                id.value()
+            ))
+        })?;
+        heads.insert(SeriesId(id.value()), head);
+    }
+    Ok(heads)
+}
+
+/// Writes the heads that changed since the last checkpoint.
+pub fn save_heads<'a>(
+    txn: &WriteTransaction,
+    heads: impl Iterator<Item = (&'a SeriesId, &'a SeriesHead)>,
+) -> Result<()> {
+    let mut table = txn.open_table(SERIES_STATE).map_err(storage)?;
+    for (series, head) in heads {
+        table
+            .insert(series.0, encode_head(head).as_slice())
+            .map_err(storage)?;
+    }
+    Ok(())
+}
+
+/// `time i64 · value f64 bits · count u64`, little endian.
+fn encode_head(head: &SeriesHead) -> [u8; 24] {
+    let mut out = [0u8; 24];
+    out[0..8].copy_from_slice(&head.last.time.to_le_bytes());
+    out[8..16].copy_from_slice(&head.last.value.to_bits().to_le_bytes());
+    out[16..24].copy_from_slice(&head.count.to_le_bytes());
+    out
+}
+
+fn decode_head(bytes: &[u8]) -> Option<SeriesHead> {
+    let word = |i: usize| -> Option<[u8; 8]> { bytes.get(i * 8..i * 8 + 8)?.try_into().ok() };
+    Some(SeriesHead {
+        last: Point::new(
+            i64::from_le_bytes(word(0)?),
+            f64::from_bits(u64::from_le_bytes(word(1)?)),
+        ),
+        count: u64::from_le_bytes(word(2)?),
+    })
+}

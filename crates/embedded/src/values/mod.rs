@@ -1,0 +1,398 @@
+//! Raw points of value-segment measurements: the write-ahead log, the in-memory head and
+//! the immutable part files, and how a read sees them as one sorted series.
+//!
+//! ```text
+//!   writer ──(frames, fdatasync)──▶ wal/           every acknowledged write
+//!      │
+//!      └─(after the sync)──▶ head ──freeze──▶ frozen heads ──flush──▶ parts/ (+ manifest)
+//!                                                               merge ──▶ one part per partition
+//! ```
+//!
+//! - `wal`: frames and their files; `record`: what a frame carries;
+//! - `head`: the points since the last freeze, per series sorted by time;
+//! - `part`: the part file (one partition of one measurement, a column block per series);
+//! - `manifest`: the parts that make up the store, the checkpoint, the series' latest points;
+//! - `background`: the thread that flushes frozen heads, merges parts and drops partitions.
+//!
+//! The last write wins: of several values at one time the reader takes the one from the
+//! newest source — the head, then frozen heads from the newest, then parts by `max_lsn`.
+//! The invariant that makes this right: a source's precedence is the newest log frame it
+//! holds, and the frames a part holds are all older than any frame a newer source holds
+//! (heads are frozen and flushed in log order; a merge takes every part of its partition).
+
+pub mod background;
+pub mod head;
+pub mod manifest;
+pub mod part;
+pub mod record;
+pub mod stage;
+pub mod wal;
+
+use head::Head;
+use part::Part;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use tickertape_backend::{Result, SeriesHead};
+use tickertape_core::{Point, SeriesId};
+
+/// The default width of a time partition: a day, as VictoriaMetrics' and InfluxDB's.
+pub const DEFAULT_PARTITION_NS: i64 = 86_400_000_000_000;
+
+/// How times map to partitions: `[k·width, (k+1)·width)`, clamped to the `i64` range at
+/// both ends (the first and last partitions are shorter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partitioning {
+    width: i64,
+}
+
+impl Partitioning {
+    /// `None` unless `width` is positive.
+    pub fn new(width: i64) -> Option<Self> {
+        (width > 0).then_some(Self { width })
+    }
+
+    /// The start of the partition holding `time`.
+    pub fn start_of(&self, time: i64) -> i64 {
+        let start = i128::from(time) - i128::from(time.rem_euclid(self.width));
+        start.max(i128::from(i64::MIN)) as i64
+    }
+
+    /// The (exclusive) end of the partition starting at `start`, as `i128` so that the
+    /// last partition can end after `i64::MAX`.
+    pub fn end_of(&self, start: i64) -> i128 {
+        i128::from(self.start_of(start)) + i128::from(self.width)
+    }
+}
+
+/// A head the writer froze: no longer written, waiting to be flushed into parts.
+pub struct Frozen {
+    pub head: Head,
+    /// The last log frame whose points it holds.
+    pub lsn: u64,
+    /// Every series' latest point at the freeze: what the checkpoint records.
+    pub latest: HashMap<SeriesId, SeriesHead>,
+}
+
+/// Everything a read needs, behind one lock so that a flush or merge swaps sources
+/// atomically: a reader sees a frozen head or the parts made of it, never both or neither.
+#[derive(Default)]
+pub struct View {
+    pub head: Head,
+    /// Oldest first.
+    pub frozen: Vec<Arc<Frozen>>,
+    /// `(measurement number, partition start)` → its parts, by `max_lsn` ascending.
+    pub parts: BTreeMap<(u64, i64), Vec<Arc<Part>>>,
+    /// The measurement number (`manifest::MEASUREMENTS`) of every series some part holds.
+    pub measurement_of: HashMap<SeriesId, u64>,
+    /// Every series' latest point and count (the heads of `Backend::heads`).
+    pub latest: HashMap<SeriesId, SeriesHead>,
+}
+
+impl View {
+    /// Adds a part to its partition, keeping the partition's parts by `max_lsn`.
+    pub fn add_part(&mut self, part: Arc<Part>) {
+        for e in part.entries() {
+            self.measurement_of.insert(e.series, part.meta.measurement);
+        }
+        let parts = self
+            .parts
+            .entry((part.meta.measurement, part.meta.start))
+            .or_default();
+        parts.push(part);
+        parts.sort_by_key(|p| p.meta.max_lsn);
+    }
+
+    /// Removes the parts with these ids; returns them.
+    pub fn remove_parts(&mut self, ids: &[u64]) -> Vec<Arc<Part>> {
+        let mut removed = Vec::new();
+        self.parts.retain(|_, parts| {
+            parts.retain(|p| match ids.contains(&p.meta.id) {
+                true => {
+                    removed.push(p.clone());
+                    false
+                }
+                false => true,
+            });
+            !parts.is_empty()
+        });
+        removed
+    }
+
+    /// Whether the store holds a point of `series` at `time` (any value).
+    pub fn contains(&self, series: SeriesId, time: i64, by: Partitioning) -> Result<bool> {
+        if self.head.get(series, time).is_some()
+            || self
+                .frozen
+                .iter()
+                .any(|f| f.head.get(series, time).is_some())
+        {
+            return Ok(true);
+        }
+        let Some(&token) = self.measurement_of.get(&series) else {
+            return Ok(false);
+        };
+        for part in self
+            .parts
+            .get(&(token, by.start_of(time)))
+            .into_iter()
+            .flatten()
+        {
+            let inside = part
+                .entry(series)
+                .is_some_and(|e| e.min <= time && time <= e.max);
+            if inside
+                && part
+                    .read(series)?
+                    .binary_search_by_key(&time, |p| p.time)
+                    .is_ok()
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// The raw points of the store, shared by the backend's readers, the writer and the
+/// background thread.
+pub struct Values {
+    pub partitioning: Partitioning,
+    view: RwLock<View>,
+}
+
+/// One place a read takes points from, with its precedence (larger wins at equal times).
+enum Source {
+    Memory(Vec<Point>),
+    Part(Arc<Part>),
+}
+
+impl Values {
+    pub fn new(partitioning: Partitioning, view: View) -> Self {
+        Self {
+            partitioning,
+            view: RwLock::new(view),
+        }
+    }
+
+    pub fn view(&self) -> RwLockReadGuard<'_, View> {
+        self.view.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
+        self.view.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The points of `series` in `[start, end)`, with the nearest point before `start` and
+    /// the nearest at or after `end`, sorted by time, one per time (the last written).
+    pub fn read(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Point>> {
+        let (inside, before, after) = self.sources(series, start, end);
+        let mut decoded: HashMap<u64, Vec<Point>> = HashMap::new();
+        let mut load = |source: &Source| -> Result<Vec<Point>> {
+            Ok(match source {
+                Source::Memory(points) => points.clone(),
+                Source::Part(part) => match decoded.get(&part.meta.id) {
+                    Some(points) => points.clone(),
+                    None => {
+                        let points = part.read(series)?;
+                        decoded.insert(part.meta.id, points.clone());
+                        points
+                    }
+                },
+            })
+        };
+        let mut ranges = Vec::with_capacity(inside.len());
+        for (rank, source) in &inside {
+            let points = load(source)?;
+            let from = points.partition_point(|p| p.time < start);
+            let to = points.partition_point(|p| p.time < end);
+            ranges.push((*rank, points[from..to].to_vec()));
+        }
+        let mut nearest_before: Option<(i64, u64, f64)> = None;
+        for (rank, source) in &before {
+            let points = load(source)?;
+            let at = points.partition_point(|p| p.time < start);
+            if let Some(p) = at.checked_sub(1).map(|i| points[i]) {
+                nearest_before = nearest_before.max_by_time((p.time, *rank, p.value));
+            }
+        }
+        let mut nearest_after: Option<(i64, u64, f64)> = None;
+        for (rank, source) in &after {
+            let points = load(source)?;
+            let at = points.partition_point(|p| p.time < end);
+            if let Some(p) = points.get(at) {
+                nearest_after = nearest_after.min_by_time((p.time, *rank, p.value));
+            }
+        }
+        ranges.sort_by_key(|(rank, _)| *rank);
+        let mut out = Vec::new();
+        out.extend(nearest_before.map(|(t, _, v)| Point::new(t, v)));
+        out.extend(merge_newest_last(ranges.into_iter().map(|(_, p)| p)));
+        out.extend(nearest_after.map(|(t, _, v)| Point::new(t, v)));
+        Ok(out)
+    }
+
+    /// Under the lock, the sources that hold points of `[start, end)` and those that may
+    /// hold its neighbours, each with its precedence. Parts are read after the lock is
+    /// released; a part removed meanwhile stays readable through its open file.
+    #[allow(clippy::type_complexity)]
+    fn sources(
+        &self,
+        series: SeriesId,
+        start: i64,
+        end: i64,
+    ) -> (Vec<(u64, Source)>, Vec<(u64, Source)>, Vec<(u64, Source)>) {
+        let view = self.view();
+        let mut inside = Vec::new();
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        let memory = view
+            .frozen
+            .iter()
+            .map(|f| (f.lsn, f.head.points(series)))
+            .chain([(u64::MAX, view.head.points(series))]);
+        for (rank, points) in memory {
+            let from = points.partition_point(|p| p.time < start);
+            let to = points.partition_point(|p| p.time < end);
+            if from < to {
+                inside.push((rank, Source::Memory(points[from..to].to_vec())));
+            }
+            if let Some(&p) = from.checked_sub(1).and_then(|i| points.get(i)) {
+                before.push((rank, Source::Memory(vec![p])));
+            }
+            if let Some(&p) = points.get(to) {
+                after.push((rank, Source::Memory(vec![p])));
+            }
+        }
+        let Some(&token) = view.measurement_of.get(&series) else {
+            return (inside, before, after);
+        };
+        let by = self.partitioning;
+        let holds = |part: &&Arc<Part>| part.entry(series).is_some();
+        let partitions = view.parts.range((token, i64::MIN)..=(token, i64::MAX));
+        for (&(_, pstart), parts) in partitions.clone() {
+            let overlaps =
+                i128::from(pstart) < i128::from(end) && by.end_of(pstart) > i128::from(start);
+            if overlaps {
+                for part in parts.iter().filter(holds) {
+                    inside.push((part.meta.max_lsn, Source::Part(part.clone())));
+                }
+            }
+        }
+        // The nearest point before `start` is in the latest partition that has a point
+        // of the series before `start`; the nearest after, in the earliest at or after `end`.
+        for (&(_, pstart), parts) in partitions.clone().rev().filter(|(k, _)| k.1 < start) {
+            let _ = pstart;
+            let candidates: Vec<&Arc<Part>> = parts
+                .iter()
+                .filter(|p| p.entry(series).is_some_and(|e| e.min < start))
+                .collect();
+            if !candidates.is_empty() {
+                before.extend(
+                    candidates
+                        .into_iter()
+                        .map(|p| (p.meta.max_lsn, Source::Part(p.clone()))),
+                );
+                break;
+            }
+        }
+        for (&(_, pstart), parts) in partitions.filter(|(k, _)| by.end_of(k.1) > i128::from(end)) {
+            let _ = pstart;
+            let candidates: Vec<&Arc<Part>> = parts
+                .iter()
+                .filter(|p| p.entry(series).is_some_and(|e| e.max >= end))
+                .collect();
+            if !candidates.is_empty() {
+                after.extend(
+                    candidates
+                        .into_iter()
+                        .map(|p| (p.meta.max_lsn, Source::Part(p.clone()))),
+                );
+                break;
+            }
+        }
+        (inside, before, after)
+    }
+
+    /// The latest point and count of each series.
+    pub fn heads(&self, series: &[SeriesId]) -> Vec<Option<SeriesHead>> {
+        let view = self.view();
+        series.iter().map(|s| view.latest.get(s).copied()).collect()
+    }
+}
+
+/// Of two candidates `(time, precedence, value)`, the later in time, or at one time the
+/// one of larger precedence.
+trait Nearest {
+    fn max_by_time(self, other: (i64, u64, f64)) -> Self;
+    fn min_by_time(self, other: (i64, u64, f64)) -> Self;
+}
+
+impl Nearest for Option<(i64, u64, f64)> {
+    fn max_by_time(self, other: (i64, u64, f64)) -> Self {
+        match self {
+            Some(best) if (best.0, best.1) >= (other.0, other.1) => Some(best),
+            _ => Some(other),
+        }
+    }
+
+    fn min_by_time(self, other: (i64, u64, f64)) -> Self {
+        match self {
+            Some(best) if best.0 < other.0 || (best.0 == other.0 && best.1 >= other.1) => {
+                Some(best)
+            }
+            _ => Some(other),
+        }
+    }
+}
+
+/// Merges sorted point lists given oldest first into one sorted list with one point per
+/// time: at equal times the newest list's point.
+pub fn merge_newest_last(lists: impl IntoIterator<Item = Vec<Point>>) -> Vec<Point> {
+    let mut lists: Vec<Vec<Point>> = lists.into_iter().filter(|l| !l.is_empty()).collect();
+    match lists.len() {
+        0 => return Vec::new(),
+        1 => return lists.pop().unwrap_or_default(),
+        _ => {}
+    }
+    let mut all: Vec<Point> = lists.into_iter().flatten().collect();
+    // Stable: among equal times, the order of the lists, so the newest comes last.
+    all.sort_by_key(|p| p.time);
+    let mut out: Vec<Point> = Vec::with_capacity(all.len());
+    for p in all {
+        match out.last_mut() {
+            Some(last) if last.time == p.time => *last = p,
+            _ => out.push(p),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_cover_the_whole_time_range() {
+        let by = Partitioning::new(10).unwrap();
+        assert_eq!(by.start_of(0), 0);
+        assert_eq!(by.start_of(9), 0);
+        assert_eq!(by.start_of(-1), -10);
+        assert_eq!(by.start_of(i64::MIN), i64::MIN);
+        assert_eq!(by.start_of(i64::MIN + 1), i64::MIN);
+        assert!(by.end_of(by.start_of(i64::MAX)) > i128::from(i64::MAX));
+        for t in [i64::MIN, -11, -10, -1, 0, 5, i64::MAX] {
+            let s = by.start_of(t);
+            assert!(s <= t && i128::from(t) < by.end_of(s), "{t}");
+        }
+    }
+
+    #[test]
+    fn the_newest_list_wins_at_equal_times() {
+        let old = vec![Point::new(1, 1.0), Point::new(2, 2.0)];
+        let new = vec![Point::new(2, 20.0), Point::new(3, 30.0)];
+        assert_eq!(
+            merge_newest_last([old, new]),
+            vec![Point::new(1, 1.0), Point::new(2, 20.0), Point::new(3, 30.0)]
+        );
+    }
+}

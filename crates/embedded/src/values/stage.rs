@@ -1,0 +1,65 @@
+//! The points of one write group, held apart until the group is durable: readers never
+//! see a point before its log frame is fsynced, nor one of a group that was aborted.
+
+use super::head::Head;
+use super::{Partitioning, View};
+use std::collections::HashMap;
+use tickertape_backend::{AppendOutcome, Result, SeriesHead};
+use tickertape_core::{Point, SeriesId};
+
+#[derive(Default)]
+pub struct Stage {
+    points: Head,
+    latest: HashMap<SeriesId, SeriesHead>,
+}
+
+impl Stage {
+    /// Stages one series' points (strictly increasing) under the last-write-wins rule and
+    /// says which of them the store held already. `view` is the published store; the
+    /// stage itself counts too, so two appends to one series in a group see each other.
+    pub fn append(
+        &mut self,
+        view: &View,
+        by: Partitioning,
+        series: SeriesId,
+        points: &[Point],
+    ) -> Result<AppendOutcome> {
+        let mut outcome = AppendOutcome::all_new();
+        let mut head = self
+            .latest
+            .get(&series)
+            .or_else(|| view.latest.get(&series))
+            .copied();
+        for (i, &p) in points.iter().enumerate() {
+            let staged_before = self.points.insert(series, p).is_some();
+            // Only a point at or before the series' latest time can exist already; the
+            // usual append after it costs no lookup.
+            let late = head.is_some_and(|h| p.time <= h.last.time);
+            let existed = staged_before || (late && view.contains(series, p.time, by)?);
+            if existed {
+                outcome.existing.push(i);
+            }
+            head = Some(match head {
+                None => SeriesHead { last: p, count: 1 },
+                Some(h) => SeriesHead {
+                    last: if p.time >= h.last.time { p } else { h.last },
+                    count: h.count + u64::from(!existed),
+                },
+            });
+        }
+        if let Some(h) = head {
+            self.latest.insert(series, h);
+        }
+        Ok(outcome)
+    }
+
+    /// Makes the staged points readable (after the group is durable).
+    pub fn publish(self, view: &mut View) {
+        for (series, points) in self.points.iter() {
+            for &p in points {
+                view.head.insert(series, p);
+            }
+        }
+        view.latest.extend(self.latest);
+    }
+}
