@@ -325,10 +325,17 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Drops the raw points of `measurement`'s value segments in whole time partitions
     /// that end at or before `cutoff` (never a point at or after `cutoff`; points of a
-    /// partition that `cutoff` cuts are kept). Returns how many partitions were dropped.
-    /// A store whose value segments are not time-partitioned refuses with `Invalid`.
-    async fn drop_raw_before(&self, measurement: &str, cutoff: i64) -> Result<u64> {
-        let _ = cutoff;
+    /// partition that `cutoff` cuts are kept), or with `dry_run` only lists them. Returns
+    /// the partitions' `[start, end)`. Points that arrive for a dropped partition later, or
+    /// that the store still holds in memory, are kept until a later call drops them. A store whose value segments are not
+    /// time-partitioned refuses with `Invalid`.
+    async fn drop_raw_before(
+        &self,
+        measurement: &str,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        let _ = (cutoff, dry_run);
         Err(BackendError::Invalid(format!(
             "raw retention for measurement {measurement:?}: the {} store keeps value \
              segments in one chain per series, not in time partitions; use layout = \

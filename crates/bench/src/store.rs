@@ -13,10 +13,7 @@ use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_engine::Engine;
 
 /// The embedded store at `dir` opened, with the engine over it.
-pub async fn open_engine(
-    dir: &Path,
-    config: Option<&Path>,
-) -> Result<Engine> {
+pub async fn open_engine(dir: &Path, config: Option<&Path>) -> Result<Engine> {
     let schema = match config {
         Some(path) => read_schema(path)?,
         None => Schema::default(),

@@ -79,7 +79,14 @@ impl StoreArgs {
     /// The store opened, with the engine over it and the schema of `--config`.
     pub async fn engine(&self) -> Result<Engine> {
         let schema = self.schema()?;
-        Ok(Engine::new(self.open().await?).with_schema(schema))
+        let engine = Engine::new(self.open().await?).with_schema(schema);
+        if let Some(path) = &self.config {
+            engine
+                .check_schema_fits_store()
+                .await
+                .with_context(|| format!("config {}", path.display()))?;
+        }
+        Ok(engine)
     }
 
     pub fn is_mongodb(&self) -> bool {

@@ -365,13 +365,8 @@ impl RawMeasurement {
             })?;
             let keep = parse_retention(&text).map_err(|e| invalid(&p, e))?;
             let (width, what) = match level {
-                ResolutionOrRaw::Raw if layout == Layout::Segments => {
-                    return Err(invalid(
-                        &p,
-                        "raw retention needs layout = \"buckets\": value segments are not \
-                         time-partitioned, and retention drops whole partitions",
-                    ))
-                }
+                // Value segments: the store drops whole time partitions of raw points
+                // (where it has them: the embedded store; MongoDB refuses at start-up).
                 ResolutionOrRaw::Raw => (interval, "the interval"),
                 ResolutionOrRaw::Rollup(r) => {
                     if !rollups.contains(&r) {

@@ -415,11 +415,17 @@ impl Backend for EmbeddedBackend {
         self.submit(|reply| Job::Compact { reply }).await
     }
 
-    async fn drop_raw_before(&self, measurement: &str, cutoff: i64) -> Result<u64> {
+    async fn drop_raw_before(
+        &self,
+        measurement: &str,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
         let measurement = measurement.to_string();
         self.submit(|reply| Job::DropRawBefore {
             measurement,
             cutoff,
+            dry_run,
             reply,
         })
         .await

@@ -92,7 +92,8 @@ pub enum Job {
     DropRawBefore {
         measurement: String,
         cutoff: i64,
-        reply: oneshot::Sender<Result<u64>>,
+        dry_run: bool,
+        reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
     },
 }
 
@@ -313,10 +314,12 @@ impl Writer {
             Job::DropRawBefore {
                 measurement,
                 cutoff,
+                dry_run,
                 reply,
             } => self.send(Task::DropBefore {
                 measurement,
                 cutoff,
+                dry_run,
                 reply,
             }),
             other => other.fail(BackendError::Storage("not a control job".into())),

@@ -58,9 +58,9 @@ impl Engine {
     /// A partition of a measurement or resolution without a retention is kept.
     pub async fn apply_retention(&self, dry_run: bool) -> Result<RetentionReport, EngineError> {
         let now = self.clock.now_nanos();
+        let mut report = self.apply_raw_retention(now, dry_run).await?;
         let partitions = self.backend.list_partitions().await?;
         let names = self.measurement_names(&partitions).await?;
-        let mut report = RetentionReport::default();
         for partition in partitions {
             let Some(name) = names.get(&partition.family().measurement()) else {
                 report.kept += 1;
@@ -89,6 +89,53 @@ impl Engine {
             });
         }
         Ok(report)
+    }
+
+    /// The raw retention of value-segment measurements: the backend drops its time
+    /// partitions of raw points (`Backend::drop_raw_before`).
+    async fn apply_raw_retention(
+        &self,
+        now: i64,
+        dry_run: bool,
+    ) -> Result<RetentionReport, EngineError> {
+        let mut report = RetentionReport::default();
+        for (name, retention) in self.raw_segment_retentions() {
+            let cutoff = now.saturating_sub(retention);
+            let dropped = self.backend.drop_raw_before(&name, cutoff, dry_run).await?;
+            for (start, end) in dropped {
+                if !dry_run {
+                    tracing::info!(measurement = %name, start, "retention dropped a partition of raw points");
+                }
+                report.dropped.push(ExpiredPartition {
+                    measurement: name.clone(),
+                    resolution: ResolutionOrRaw::Raw,
+                    start,
+                    end,
+                    retention,
+                });
+            }
+        }
+        Ok(report)
+    }
+
+    /// `(measurement, raw retention)` of the configured value-segment measurements that
+    /// have one.
+    fn raw_segment_retentions(&self) -> Vec<(String, i64)> {
+        self.schema
+            .measurements
+            .iter()
+            .filter(|(_, m)| m.layout == Layout::Segments)
+            .filter_map(|(name, m)| Some((name.clone(), m.retention_ns(ResolutionOrRaw::Raw)?)))
+            .collect()
+    }
+
+    /// Refuses a schema the store cannot follow: a raw retention for value segments in a
+    /// store that does not keep them in time partitions (MongoDB). A dry run drops nothing.
+    pub async fn check_schema_fits_store(&self) -> Result<(), EngineError> {
+        for (name, _) in self.raw_segment_retentions() {
+            self.backend.drop_raw_before(&name, i64::MIN, true).await?;
+        }
+        Ok(())
     }
 
     /// The measurement name of each token the partitions use.

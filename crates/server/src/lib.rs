@@ -7,6 +7,7 @@
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
 //! status codes.
 
+pub mod admin;
 pub mod binary;
 pub mod error;
 pub mod metrics;
@@ -58,6 +59,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/query", get(query::query))
         .route("/api/v1/series", get(query::series))
         .route("/api/v1/schema", get(query::schema))
+        .route("/api/v1/admin/compact", post(admin::compact))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .layer(axum::middleware::from_fn_with_state(

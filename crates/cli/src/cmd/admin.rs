@@ -21,6 +21,17 @@ pub enum Command {
     /// points when a writer died between its raw and its rollup write. Run it while
     /// nothing writes to the measurement.
     RebuildRollups(RebuildArgs),
+    /// Flush the points held in memory and the write-ahead log into part files and merge
+    /// every time partition into one file: the store's smallest form. `serve` merges in
+    /// the background as data arrives; a running server does this on
+    /// `POST /api/v1/admin/compact`. Run it while no server has the store open.
+    Compact(CompactArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -58,7 +69,24 @@ pub async fn run(command: Command) -> Result<()> {
         Command::Shard(args) => shard(args).await,
         Command::Retention(args) => retention(args).await,
         Command::RebuildRollups(args) => rebuild_rollups(args).await,
+        Command::Compact(args) => compact(args).await,
     }
+}
+
+async fn compact(args: CompactArgs) -> Result<()> {
+    let backend = args.store.open().await?;
+    let before = backend.stats().await?;
+    let started = std::time::Instant::now();
+    backend.compact().await?;
+    let after = backend.stats().await?;
+    println!(
+        "compacted {} in {:.1} s: {} bytes before, {} after",
+        args.store.store,
+        started.elapsed().as_secs_f64(),
+        before.bytes,
+        after.bytes
+    );
+    Ok(())
 }
 
 async fn rebuild_rollups(args: RebuildArgs) -> Result<()> {

@@ -121,11 +121,6 @@ fn refusals_name_the_key() {
              (a bucket slot that was never written reads as absent, not as the value before it)",
         ),
         (
-            "[measurements.pageviews]\nretention = { raw = \"7d\" }",
-            "measurements.pageviews.retention.raw: raw retention needs layout = \"buckets\": \
-             value segments are not time-partitioned, and retention drops whole partitions",
-        ),
-        (
             "[measurements.pageviews]\nretention = { daily = \"30d\" }",
             "measurements.pageviews.retention.daily: unknown key (expected raw or one of the \
              rollups, such as 1m)",
@@ -241,6 +236,19 @@ fn serialises_with_the_config_keys_and_round_trips() {
     assert_eq!(page["preallocate"].as_bool(), Some(true));
     let again = Schema::from_toml(&toml::to_string(&table).unwrap()).unwrap();
     assert_eq!(again, schema);
+}
+
+/// Value segments take a raw retention too: the embedded store drops whole time partitions
+/// of raw points.
+#[test]
+fn value_segments_take_a_raw_retention() {
+    let schema = Schema::from_toml("[measurements.cpu]\nretention = { raw = \"7d\" }").unwrap();
+    let cpu = schema.for_measurement("cpu");
+    assert_eq!(cpu.layout, Layout::Segments);
+    assert_eq!(
+        cpu.retention_ns(ResolutionOrRaw::Raw),
+        Some(7 * 86_400_000_000_000)
+    );
 }
 
 /// Found by the `schema_config` fuzz target: without `rollups`, a bucket measurement gets

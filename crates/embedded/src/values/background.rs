@@ -38,11 +38,13 @@ pub enum Task {
     Flush(Arc<Frozen>),
     /// Merge every partition with more than one part, then answer.
     Compact(oneshot::Sender<Result<()>>),
-    /// Drop the partitions of a measurement that end at or before `cutoff`.
+    /// Drop (or with `dry_run` list) the partitions of a measurement that end at or
+    /// before `cutoff`.
     DropBefore {
         measurement: String,
         cutoff: i64,
-        reply: oneshot::Sender<Result<u64>>,
+        dry_run: bool,
+        reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
     },
 }
 
@@ -91,8 +93,9 @@ impl Background {
                 Task::DropBefore {
                     measurement,
                     cutoff,
+                    dry_run,
                     reply,
-                } => drop(reply.send(self.drop_before(&measurement, cutoff))),
+                } => drop(reply.send(self.drop_before(&measurement, cutoff, dry_run))),
             }
         }
     }
@@ -247,9 +250,14 @@ impl Background {
         Ok(())
     }
 
-    fn drop_before(&mut self, measurement: &str, cutoff: i64) -> Result<u64> {
+    fn drop_before(
+        &mut self,
+        measurement: &str,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
         let Some(token) = manifest::measurement_number(&self.db, measurement)? else {
-            return Ok(0);
+            return Ok(Vec::new());
         };
         let by = self.values.partitioning;
         let doomed: Vec<(i64, Vec<u64>)> = self
@@ -260,8 +268,12 @@ impl Background {
             .filter(|(k, _)| by.end_of(k.1) <= i128::from(cutoff))
             .map(|(k, parts)| (k.1, parts.iter().map(|p| p.meta.id).collect()))
             .collect();
-        if doomed.is_empty() {
-            return Ok(0);
+        let ranges: Vec<(i64, i64)> = doomed
+            .iter()
+            .map(|(start, _)| (*start, by.end_of(*start).min(i128::from(i64::MAX)) as i64))
+            .collect();
+        if doomed.is_empty() || dry_run {
+            return Ok(ranges);
         }
         let removed: Vec<u64> = doomed.iter().flat_map(|(_, ids)| ids.clone()).collect();
         let mut txn = self.db.begin_write().map_err(storage)?;
@@ -270,7 +282,7 @@ impl Background {
         txn.commit().map_err(storage)?;
         self.values.view_mut().remove_parts(&removed);
         self.delete_files(&removed);
-        Ok(doomed.len() as u64)
+        Ok(ranges)
     }
 
     /// Deletes the files of parts the manifest no longer names. A file that cannot be

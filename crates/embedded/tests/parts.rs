@@ -1,0 +1,125 @@
+//! The write-ahead log, head and part files seen from outside: flushes, merges,
+//! compaction, retention drops, late points across all of them, and what open does with
+//! the leftovers of a crash.
+
+use std::path::Path;
+use tickertape_backend::{Backend, SeriesAppend};
+use tickertape_core::segment::collect_points;
+use tickertape_core::{Point, SeriesId, SeriesKey};
+use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
+
+/// Partitions of 100 ns and a head of 10 points: a few dozen points make several parts.
+fn open(dir: &Path) -> EmbeddedBackend {
+    let mut options = EmbeddedOptions::new(dir);
+    options.partition_ns = 100;
+    options.head_points = 10;
+    EmbeddedBackend::open(options).expect("open the store")
+}
+
+async fn series(b: &dyn Backend, measurement: &str) -> SeriesId {
+    let key = SeriesKey::new(measurement, vec![("host".into(), "a".into())], "v");
+    b.resolve_series(&[key]).await.expect("register")[0]
+}
+
+async fn append(b: &dyn Backend, s: SeriesId, points: Vec<Point>) {
+    let batch = SeriesAppend::new(s, points).expect("points in time order");
+    b.append(vec![batch]).await.expect("append");
+}
+
+async fn stored(b: &dyn Backend, s: SeriesId) -> Vec<Point> {
+    let segments = b.read_segments(s, i64::MIN, i64::MAX).await.expect("read");
+    collect_points(&segments).expect("decode")
+}
+
+fn files(dir: &Path, folder: &str, suffix: &str) -> usize {
+    std::fs::read_dir(dir.join(folder))
+        .expect("list")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+        .count()
+}
+
+fn points(times: impl Iterator<Item = i64>, value: f64) -> Vec<Point> {
+    times.map(|t| Point::new(t, value + t as f64)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_points_replace_values_in_parts_and_compaction_keeps_the_last_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let s = series(&b, "cpu").await;
+    // 300 points over 3 partitions, 10 per body: many flushes, parts merged.
+    for chunk in (0..300).collect::<Vec<i64>>().chunks(10) {
+        append(&b, s, points(chunk.iter().copied(), 0.0)).await;
+    }
+    // Late: every 7th time again, with new values, long after it was flushed.
+    append(&b, s, points((0..300).step_by(7), 1_000.0)).await;
+    let want: Vec<Point> = (0..300)
+        .map(|t| match t % 7 {
+            0 => Point::new(t, 1_000.0 + t as f64),
+            _ => Point::new(t, t as f64),
+        })
+        .collect();
+    assert_eq!(stored(&b, s).await, want, "before compaction");
+    let head = b.heads(&[s]).await.unwrap()[0].expect("a head");
+    assert_eq!((head.count, head.last.time), (300, 299));
+
+    b.compact().await.expect("compact");
+    assert_eq!(files(dir.path(), "parts", ".part"), 3, "one part per partition");
+    assert_eq!(stored(&b, s).await, want, "after compaction");
+    // Every range with its neighbours, across partition edges.
+    for (start, end) in [(95, 105), (100, 100), (-5, 3), (298, 400), (150, 151)] {
+        let segments = b.read_segments(s, start, end).await.unwrap();
+        let got = collect_points(&segments).unwrap();
+        let expect = tickertape_core::query::select_range(&want, start, end, true);
+        assert_eq!(got, expect, "[{start}, {end})");
+    }
+    drop(b);
+    let b = open(dir.path());
+    assert_eq!(stored(&b, s).await, want, "after reopen");
+    assert_eq!(b.heads(&[s]).await.unwrap()[0].map(|h| h.count), Some(300));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_drops_whole_partitions_of_one_measurement_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let cpu = series(&b, "cpu").await;
+    let mem = series(&b, "mem").await;
+    append(&b, cpu, points(0..300, 0.0)).await;
+    append(&b, mem, points(0..300, 0.0)).await;
+    b.compact().await.unwrap();
+    // 250 cuts the third partition: only [0, 100) and [100, 200) go.
+    let listed = b.drop_raw_before("cpu", 250, true).await.unwrap();
+    assert_eq!(listed, vec![(0, 100), (100, 200)]);
+    assert_eq!(stored(&b, cpu).await.len(), 300, "a dry run drops nothing");
+    let dropped = b.drop_raw_before("cpu", 250, false).await.unwrap();
+    assert_eq!(dropped, listed);
+    assert_eq!(stored(&b, cpu).await, points(200..300, 0.0));
+    assert_eq!(stored(&b, mem).await, points(0..300, 0.0), "other measurements stay");
+    assert!(b.drop_raw_before("nothing", 250, false).await.unwrap().is_empty());
+    drop(b);
+    let b = open(dir.path());
+    assert_eq!(stored(&b, cpu).await, points(200..300, 0.0), "after reopen");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_deletes_part_files_no_manifest_entry_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = {
+        let mut options = EmbeddedOptions::new(dir.path());
+        options.head_points = 1_000_000;
+        let b = EmbeddedBackend::open(options).unwrap();
+        let s = series(&b, "cpu").await;
+        append(&b, s, points(0..50, 0.0)).await;
+        s
+    };
+    // A crash during a flush or merge leaves files no manifest entry names.
+    let parts = dir.path().join("parts");
+    std::fs::write(parts.join("00000000000000000999.part.tmp"), b"half a part").unwrap();
+    std::fs::write(parts.join("00000000000000000998.part"), b"not named").unwrap();
+    let b = open(dir.path());
+    assert_eq!(stored(&b, s).await, points(0..50, 0.0));
+    assert!(!parts.join("00000000000000000999.part.tmp").exists());
+    assert!(!parts.join("00000000000000000998.part").exists());
+}
