@@ -65,7 +65,11 @@ async fn late_points_replace_values_in_parts_and_compaction_keeps_the_last_write
     assert_eq!((head.count, head.last.time), (300, 299));
 
     b.compact().await.expect("compact");
-    assert_eq!(files(dir.path(), "parts", ".part"), 3, "one part per partition");
+    assert_eq!(
+        files(dir.path(), "parts", ".part"),
+        3,
+        "one part per partition"
+    );
     assert_eq!(stored(&b, s).await, want, "after compaction");
     // Every range with its neighbours, across partition edges.
     for (start, end) in [(95, 105), (100, 100), (-5, 3), (298, 400), (150, 151)] {
@@ -96,8 +100,16 @@ async fn retention_drops_whole_partitions_of_one_measurement_only() {
     let dropped = b.drop_raw_before("cpu", 250, false).await.unwrap();
     assert_eq!(dropped, listed);
     assert_eq!(stored(&b, cpu).await, points(200..300, 0.0));
-    assert_eq!(stored(&b, mem).await, points(0..300, 0.0), "other measurements stay");
-    assert!(b.drop_raw_before("nothing", 250, false).await.unwrap().is_empty());
+    assert_eq!(
+        stored(&b, mem).await,
+        points(0..300, 0.0),
+        "other measurements stay"
+    );
+    assert!(b
+        .drop_raw_before("nothing", 250, false)
+        .await
+        .unwrap()
+        .is_empty());
     drop(b);
     let b = open(dir.path());
     assert_eq!(stored(&b, cpu).await, points(200..300, 0.0), "after reopen");

@@ -17,6 +17,7 @@ pub mod names;
 mod plan;
 pub mod query;
 pub mod read;
+mod rollup_source;
 pub mod series_cache;
 mod stored;
 mod windows;

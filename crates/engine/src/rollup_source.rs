@@ -1,0 +1,139 @@
+//! What a body's rollups are computed from: the points each raw write stored, once the
+//! backend said which were refused or already held.
+
+use tickertape_backend::{
+    AppendOutcome, BackendError, BucketWrite, BucketWriteOutcome, RawOutcome,
+};
+use tickertape_core::rollup::{rollup_updates, Resolution};
+use tickertape_core::{Point, SeriesId};
+
+/// The points of one group that were stored, as its rollups see them (bucket points at
+/// their slot's start time).
+pub(crate) struct Stored {
+    pub(crate) group: usize,
+    pub(crate) points: Vec<Point>,
+}
+
+/// What a body's rollups are computed from, once the raw writes' outcome is known. Owned,
+/// so that a backend may run the computation on its writer thread, in the transaction
+/// of the raw writes (`Backend::write_with_rollups`).
+#[derive(Default)]
+pub(crate) struct RollupSource {
+    /// One per group, in group order.
+    pub(crate) groups: Vec<RollupGroup>,
+    /// The group of each append of the batch, in order.
+    pub(crate) append_groups: Vec<usize>,
+    /// `(group, point index, slot start)` of each raw bucket write of the batch, in order.
+    pub(crate) bucket_sources: Vec<(usize, usize, i64)>,
+}
+
+pub(crate) struct RollupGroup {
+    pub(crate) series: SeriesId,
+    /// The measurement's name-store token; `None` when it has no buckets and no rollups.
+    pub(crate) measurement: Option<u64>,
+    pub(crate) rollups: Vec<Resolution>,
+    pub(crate) points: Vec<Point>,
+}
+
+impl RollupSource {
+    /// The outcome of the raw writes when none is refused.
+    pub(crate) fn all_stored(&self) -> RawOutcome {
+        RawOutcome {
+            appends: vec![AppendOutcome::all_new(); self.append_groups.len()],
+            buckets: vec![BucketWriteOutcome::Applied; self.bucket_sources.len()],
+        }
+    }
+
+    /// The points each group's raw writes stored: an append's unrefused suffix, the
+    /// bucket writes not refused as a taken slot (at their slot's start time).
+    pub(crate) fn stored(&self, outcome: &RawOutcome) -> Vec<Stored> {
+        let mut stored: Vec<Stored> = Vec::new();
+        for (&g, append) in self.append_groups.iter().zip(&outcome.appends) {
+            let points = &self.groups[g].points;
+            let refused = append.refused.min(points.len());
+            // Points at a time the series held already are not new: their slot counted
+            // them when they were first stored.
+            let mut existing = append.existing.iter().peekable();
+            let new = points.iter().enumerate().skip(refused).filter(|(i, _)| {
+                let held = existing.peek() == Some(&i);
+                if held {
+                    existing.next();
+                }
+                !held
+            });
+            stored.push(Stored {
+                group: g,
+                points: new.map(|(_, p)| *p).collect(),
+            });
+        }
+        for (&(g, i, slot_time), write) in self.bucket_sources.iter().zip(&outcome.buckets) {
+            if *write == BucketWriteOutcome::SlotTaken {
+                continue;
+            }
+            let point = Point::new(slot_time, self.groups[g].points[i].value);
+            match stored.last_mut() {
+                Some(s) if s.group == g => s.points.push(point),
+                _ => stored.push(Stored {
+                    group: g,
+                    points: vec![point],
+                }),
+            }
+        }
+        stored
+    }
+
+    /// The rollup writes of exactly the points the raw writes stored: one summary
+    /// delta per touched slot of each rollup, merged into the stored slot.
+    pub(crate) fn rollup_writes(
+        &self,
+        outcome: &RawOutcome,
+    ) -> Result<Vec<BucketWrite>, BackendError> {
+        let mut writes = Vec::new();
+        for s in self.stored(outcome) {
+            let group = &self.groups[s.group];
+            let Some(measurement) = group.measurement else {
+                continue;
+            };
+            if s.points.is_empty() || group.rollups.is_empty() {
+                continue;
+            }
+            let mut points = s.points;
+            // Bucket points may arrive in any order; rollup runs are per slot either way,
+            // and sorting keeps one update per slot.
+            points.sort_by_key(|p| p.time);
+            let updates = rollup_updates(&points, &group.rollups).map_err(|e| {
+                BackendError::Invalid(format!("rollups of series {}: {e}", group.series))
+            })?;
+            for u in &updates {
+                writes.push(BucketWrite::rollup(measurement, group.series, u, &points)?);
+            }
+        }
+        Ok(writes)
+    }
+}
+
+/// How many points the raw writes stored (what [`RollupSource::stored`] would list).
+pub(crate) fn stored_count(source: &RollupSource, outcome: &RawOutcome) -> u64 {
+    let appended = source
+        .append_groups
+        .iter()
+        .zip(&outcome.appends)
+        .map(|(&g, a)| source.groups[g].points.len().saturating_sub(a.refused));
+    let slotted = outcome
+        .buckets
+        .iter()
+        .filter(|b| **b == BucketWriteOutcome::Applied);
+    (appended.sum::<usize>() + slotted.count()) as u64
+}
+
+/// Whether the raw writes stored every point they were given, all of them new.
+pub(crate) fn nothing_refused(outcome: &RawOutcome) -> bool {
+    outcome
+        .appends
+        .iter()
+        .all(|a| a.refused == 0 && a.existing.is_empty())
+        && outcome
+            .buckets
+            .iter()
+            .all(|b| *b == BucketWriteOutcome::Applied)
+}
