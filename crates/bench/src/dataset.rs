@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use tickertape_core::model::Point;
 
 /// 2016-01-01T00:00:00Z, the first timestamp gen.py writes.
 pub const START_NS: i64 = 1_451_606_400_000_000_000;
@@ -361,43 +362,92 @@ fn check_fields(fields: &str) -> Result<u64> {
 
 /// The dataset as gen.py lays it out: time-major rows, random walks clamped to [0, 100].
 fn generate_text(shape: Shape) -> String {
-    let mut rng = StdRng::seed_from_u64(shape.seed);
-    let prefixes: Vec<String> = (0..shape.hosts).map(|i| host_prefix(&mut rng, i)).collect();
-    let mut state: Vec<[f64; 10]> = (0..shape.hosts)
-        .map(|_| std::array::from_fn(|_| rng.gen_range(0.0..100.0)))
-        .collect();
-    let steps = shape.hours * 3600 * 1_000_000_000 / INTERVAL_NS as u64;
-    let mut out = String::with_capacity(shape.hosts * steps as usize * 340);
-    let mut value = String::new();
-    for s in 0..steps {
+    let mut walk = Walk::new(shape);
+    let mut out = String::with_capacity(shape.hosts * walk.steps() as usize * 340);
+    for s in 0..walk.steps() {
         let time = START_NS + s as i64 * INTERVAL_NS;
-        for (prefix, values) in prefixes.iter().zip(state.iter_mut()) {
+        walk.step(|_, prefix, values| {
             out.push_str(prefix);
-            for (j, v) in values.iter_mut().enumerate() {
-                *v = (*v + (rng.gen::<f64>() * 2.0 - 1.0)).clamp(0.0, 100.0);
-                value.clear();
-                match shape.round {
-                    // `{:.N}` rounds the exact binary value; parsing it back gives the f64
-                    // nearest to the rounded decimal, as Python's round(x, N) does.
-                    Some(n) => {
-                        let rounded: f64 = format!("{:.*}", n as usize, *v).parse().unwrap_or(*v);
-                        let _ = write!(value, "{rounded}");
-                    }
-                    None => {
-                        let _ = write!(value, "{v}");
-                    }
-                }
+            for (j, v) in values.iter().enumerate() {
                 if j > 0 {
                     out.push(',');
                 }
-                out.push_str(FIELDS[j]);
-                out.push('=');
-                out.push_str(&value);
+                // `{v}` prints the shortest text that parses back to the same f64.
+                let _ = write!(out, "{}={v}", FIELDS[j]);
             }
             let _ = writeln!(out, " {time}");
-        }
+        });
     }
     out
+}
+
+/// The same dataset as [`generate_text`], point for point and bit for bit, as one column
+/// of points per series without the detour through text: series `host × 10 + field`, in
+/// time order.
+pub fn generate_columns(shape: Shape) -> Vec<Vec<Point>> {
+    let mut walk = Walk::new(shape);
+    let steps = walk.steps() as usize;
+    let mut columns: Vec<Vec<Point>> = (0..shape.hosts * FIELDS.len())
+        .map(|_| Vec::with_capacity(steps))
+        .collect();
+    for s in 0..steps {
+        let time = START_NS + s as i64 * INTERVAL_NS;
+        walk.step(|host, _, values| {
+            for (j, &v) in values.iter().enumerate() {
+                columns[host * FIELDS.len() + j].push(Point::new(time, v));
+            }
+        });
+    }
+    columns
+}
+
+/// gen.py's random walks: the host prefixes are drawn first, then one step of every host
+/// per row time, each field a step U[-1, 1] clamped to [0, 100].
+struct Walk {
+    rng: StdRng,
+    prefixes: Vec<String>,
+    state: Vec<[f64; 10]>,
+    shape: Shape,
+}
+
+impl Walk {
+    fn new(shape: Shape) -> Self {
+        let mut rng = StdRng::seed_from_u64(shape.seed);
+        let prefixes = (0..shape.hosts).map(|i| host_prefix(&mut rng, i)).collect();
+        let state = (0..shape.hosts)
+            .map(|_| std::array::from_fn(|_| rng.gen_range(0.0..100.0)))
+            .collect();
+        Self {
+            rng,
+            prefixes,
+            state,
+            shape,
+        }
+    }
+
+    /// Row times in the dataset.
+    fn steps(&self) -> u64 {
+        self.shape.hours * 3600 * 1_000_000_000 / INTERVAL_NS as u64
+    }
+
+    /// Advances every host one step, in host order, and hands `row` the host's index, its
+    /// line prefix (`cpu,tags `) and its values as the dataset holds them (rounded if the shape says so; the
+    /// walk itself goes on unrounded).
+    fn step(&mut self, mut row: impl FnMut(usize, &str, &[f64; 10])) {
+        for (host, values) in self.state.iter_mut().enumerate() {
+            let mut shown = [0.0; 10];
+            for (v, out) in values.iter_mut().zip(&mut shown) {
+                *v = (*v + (self.rng.gen::<f64>() * 2.0 - 1.0)).clamp(0.0, 100.0);
+                *out = match self.shape.round {
+                    // `{:.N}` rounds the exact binary value; parsing it back gives the f64
+                    // nearest to the rounded decimal, as Python's round(x, N) does.
+                    Some(n) => format!("{:.*}", n as usize, *v).parse().unwrap_or(*v),
+                    None => *v,
+                };
+            }
+            row(host, &self.prefixes[host], &shown);
+        }
+    }
 }
 
 fn host_prefix(rng: &mut StdRng, i: usize) -> String {
@@ -478,6 +528,32 @@ mod tests {
             round: None,
         };
         assert_eq!(generate_text(shape), generate_text(shape));
+    }
+
+    #[test]
+    fn columns_hold_the_text_point_for_point() {
+        for round in [None, Some(2)] {
+            let shape = Shape {
+                hosts: 2,
+                hours: 1,
+                seed: 5,
+                round,
+            };
+            let columns = generate_columns(shape);
+            let d = Dataset::generate(shape, 100, 1).unwrap();
+            let text = d.reference(&d.hosts).unwrap();
+            assert_eq!(columns.len(), 2 * FIELDS.len());
+            for (host, name) in d.hosts.iter().enumerate() {
+                for (j, field) in FIELDS.iter().enumerate() {
+                    let column = &columns[host * FIELDS.len() + j];
+                    let expected = &text[&(name.clone(), field.to_string())];
+                    assert_eq!(column.len(), 360);
+                    for (p, (t, v)) in column.iter().zip(expected) {
+                        assert_eq!((p.time, p.value.to_bits()), (*t, v.to_bits()));
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! - `disk.rs`: allocated bytes of a directory.
 //! - `layouts/`: seed 003's schema simulator (`tickertape-bench layouts`), one file per
 //!   family of layouts.
+//! - `candidates/`: storage designs for the embedded engine's part files (issue 9): own
+//!   part files, pco, fjall, on the same per-series columns.
 
+mod candidates;
 mod dataset;
 mod disk;
 mod ingest;
@@ -61,6 +64,18 @@ enum Command {
     /// pre-allocation (h, i). Pre-allocation is timed apart from the writes.
     #[command(verbatim_doc_comment)]
     Layouts(layouts::Args),
+    /// Storage candidates for the embedded engine's part files (issue 9), measured on the
+    /// same data: the devops dataset generated as one column per series (host × field),
+    /// at full precision and rounded to --round decimals.
+    ///
+    /// Own part files (one sequential file, blocks of a day, 1024 or 160 points, a small
+    /// index with crc32) with the own codec, pco, and own times + pco values; and the
+    /// own-codec blocks as values of fjall (lz4 on), day blocks and 160-point blocks,
+    /// plus 160-point plain arrays to show what lz4 alone does. Prints bytes per point and
+    /// single-thread encode and decode speed; every candidate must read back every point
+    /// bit for bit.
+    #[command(verbatim_doc_comment)]
+    Candidates(candidates::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -69,6 +84,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Ingest(args) => ingest::run(args).await,
             Command::Layouts(args) => layouts::run(args).await,
+            Command::Candidates(args) => candidates::run(args).await,
         }
     })
 }
