@@ -200,3 +200,42 @@ async fn max_points_closes_an_open_end_at_now() {
     let err = e.query(&q).await.unwrap_err().to_string();
     assert!(err.contains("max_points needs start"), "{err}");
 }
+
+/// Where the last write wins (the embedded store's rule, here on the reference with that
+/// rule), a body's points arrive in any order, a later line of the same time wins, and a
+/// body sent twice (a client retrying) changes neither the points nor the rollups: points
+/// already held are not rolled up again.
+#[tokio::test]
+async fn last_write_wins_bodies_sort_and_a_retried_body_changes_no_rollup() {
+    use tickertape_backend::AppendRule;
+    let backend = ReferenceBackend::with_rule(160, AppendRule::LastWriteWins).unwrap();
+    let e = Engine::new(Arc::new(backend));
+    let s = NANOS_PER_SECOND;
+    let body: String = [(30, 3.0), (10, 1.0), (20, 2.0), (10, 1.5)]
+        .iter()
+        .map(|(t, v)| format!("m v={v} {}\n", t * s))
+        .collect();
+    for _ in 0..2 {
+        let r = e.write_lines(&body, Precision::Nanoseconds).await.unwrap();
+        assert_eq!((r.accepted, r.rejected, r.points_written), (4, 0, 4));
+    }
+    assert_eq!(
+        raw(&e, "m").await,
+        vec![(10 * s, 1.5), (20 * s, 2.0), (30 * s, 3.0)]
+    );
+    let total = |resolution| {
+        let mut q = Query::raw(selector("m"), 0, 60 * s);
+        q.agg = Some(Aggregate::Sum);
+        q.resolution = Some(resolution);
+        q
+    };
+    let from_rollup = e
+        .query(&total(ResolutionOrRaw::Rollup(
+            tickertape_core::rollup::Resolution::MINUTE,
+        )))
+        .await
+        .unwrap();
+    let from_raw = e.query(&total(ResolutionOrRaw::Raw)).await.unwrap();
+    assert_eq!(from_rollup[0].points, vec![Point::new(0, 6.5)]);
+    assert_eq!(from_raw[0].points, from_rollup[0].points);
+}
