@@ -58,7 +58,7 @@ pub struct Args {
     #[arg(long)]
     pub store: Option<PathBuf>,
     /// Per-measurement schema of the in-process store (TOML, as `serve --config`); the
-    /// default keeps the 1m, 5m, 1h and 1d rollups of every measurement at write time.
+    /// default keeps the 1h and 1d rollups of a value-segment measurement at write time.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Keep the temporary store (its path is printed).

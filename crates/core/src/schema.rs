@@ -9,7 +9,7 @@
 //! layout = "buckets"        # or "segments", the default
 //! interval = "1s"           # sampling interval; required for buckets, refused for segments
 //! kind = "counter"          # or "gauge", the default
-//! rollups = ["1m", "5m", "1h", "1d"]            # the default; [] keeps none
+//! rollups = ["1m", "5m", "1h", "1d"]            # [] keeps none; default below
 //! retention = { raw = "7d", "1m" = "90d", "1h" = "2y" }   # absent: kept forever
 //! change_only = false       # skip a point equal to its series' last value
 //! preallocate = false       # buckets only: write next period's empty documents ahead
@@ -125,13 +125,21 @@ pub struct MeasurementSchema {
     pub preallocate: bool,
 }
 
+/// The rollups a value-segment measurement keeps unless its config says otherwise: 1h and
+/// 1d. A 30-day chart (`max_points=1000`, a 1h step) still reads a rollup, and shorter
+/// ranges read raw points, which the embedded store keeps in day-long compressed blocks.
+/// The finer 1m and 5m rollups cost more than the raw points themselves: one slot per 6
+/// and per 30 points of a 10 s series, and a merge per body (docs/BENCHMARKS.md, issue 9).
+pub const SEGMENT_ROLLUPS: [Resolution; 2] = [Resolution::HOUR, Resolution::DAY];
+
 impl Default for MeasurementSchema {
-    /// Segments, gauge, rollups 1m/5m/1h/1d, everything kept forever, every point stored.
+    /// Segments, gauge, rollups 1h/1d ([`SEGMENT_ROLLUPS`]), everything kept forever,
+    /// every point stored.
     fn default() -> Self {
         Self {
             layout: Layout::Segments,
             kind: Kind::Gauge,
-            rollups: Resolution::STANDARD.to_vec(),
+            rollups: SEGMENT_ROLLUPS.to_vec(),
             retention: BTreeMap::new(),
             change_only: false,
             preallocate: false,
@@ -321,13 +329,15 @@ impl RawMeasurement {
         }
 
         let rollups = match self.rollups {
-            // The standard rollups a bucket interval can feed: a rollup slot must hold
-            // whole raw slots (a weekly interval gets none).
-            None => defaults
-                .rollups
-                .into_iter()
-                .filter(|r| interval.is_none_or(|i| r.nanos() % i == 0))
-                .collect(),
+            // Buckets: the standard rollups their interval can feed (a rollup slot must
+            // hold whole raw slots; a weekly interval gets none). Segments: the default's.
+            None => match interval {
+                Some(i) => Resolution::STANDARD
+                    .into_iter()
+                    .filter(|r| r.nanos() % i == 0)
+                    .collect(),
+                None => defaults.rollups,
+            },
             Some(texts) => {
                 let mut rollups: Vec<Resolution> = Vec::with_capacity(texts.len());
                 for (i, text) in texts.iter().enumerate() {

@@ -45,7 +45,7 @@ fn unlisted_measurements_get_the_default() {
     assert_eq!(m, &MeasurementSchema::default());
     assert_eq!(m.layout, Layout::Segments);
     assert_eq!(m.kind, Kind::Gauge);
-    assert_eq!(m.rollups, Resolution::STANDARD.to_vec());
+    assert_eq!(m.rollups, vec![Resolution::HOUR, Resolution::DAY]);
     assert!(m.retention.is_empty() && !m.change_only);
     // An empty table is the default too; unordered and equivalent rollups normalise.
     let schema = Schema::from_toml(
@@ -223,7 +223,7 @@ fn serialises_with_the_config_keys_and_round_trips() {
             .as_array()
             .unwrap()
             .len(),
-        4
+        2
     );
     assert!(default.get("interval").is_none());
     let page = &table["measurements"]["pageviews"];

@@ -70,8 +70,15 @@ pub struct Writer {
     redb_dirty: bool,
     /// The current group holds a redb change that is not in the log.
     needs_durable_commit: bool,
+    /// Non-durable redb commits since the last durable one.
+    lazy_commits: u32,
     poisoned: Option<String>,
 }
+
+/// redb frees the pages a commit replaced only at a durable commit: after this many
+/// non-durable ones the next commit is durable (one fsync), or the file grows without
+/// bound under a steady stream of rollup merges (measured: 1.8 GB for 8.64M points).
+const LAZY_COMMITS: u32 = 16;
 
 impl Writer {
     pub fn new(parts: WriterParts) -> Self {
@@ -81,6 +88,7 @@ impl Writer {
             frames: Vec::new(),
             redb_dirty: false,
             needs_durable_commit: false,
+            lazy_commits: 0,
             poisoned: None,
         }
     }
@@ -356,7 +364,9 @@ impl Writer {
             // Nothing in redb to commit; dropping the transaction is its cheap abort.
             return Ok(answers);
         }
-        txn.set_durability(match self.needs_durable_commit {
+        let sync = self.needs_durable_commit || self.lazy_commits >= LAZY_COMMITS;
+        self.lazy_commits = if sync { 0 } else { self.lazy_commits + 1 };
+        txn.set_durability(match sync {
             true => Durability::Immediate,
             false => Durability::None,
         });

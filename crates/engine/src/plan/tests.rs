@@ -11,8 +11,10 @@ const H: i64 = 60 * M;
 
 const CONFIG: &str = r#"
 [measurements.seg]
+rollups = ["1m", "5m", "1h", "1d"]
 
 [measurements.followers]
+rollups = ["1m", "5m", "1h", "1d"]
 change_only = true
 
 [measurements.bkt]
@@ -97,7 +99,7 @@ fn raw_queries_read_points() {
 
 #[test]
 fn windows_read_the_coarsest_rollup_that_divides_the_step() {
-    // seg keeps the default rollups 1m, 5m, 1h, 1d.
+    // seg keeps the rollups 1m, 5m, 1h, 1d.
     let rollup = |text| Source::Rollup(r(text));
     for (step, source) in [
         (M, rollup("1m")),
