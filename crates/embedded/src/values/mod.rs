@@ -118,8 +118,16 @@ impl View {
         removed
     }
 
-    /// Whether the store holds a point of `series` at `time` (any value).
-    pub fn contains(&self, series: SeriesId, time: i64, by: Partitioning) -> Result<bool> {
+    /// Whether the store holds a point of `series` at `time` (any value). Blocks decoded
+    /// to answer are kept in `blocks`, so the late points of one write group decode each
+    /// block once (measured before: ~0.5 ms per late point, a decode each).
+    pub fn contains(
+        &self,
+        series: SeriesId,
+        time: i64,
+        by: Partitioning,
+        blocks: &mut HashMap<(u64, SeriesId), Vec<Point>>,
+    ) -> Result<bool> {
         if self.head.get(series, time).is_some()
             || self
                 .frozen
@@ -140,12 +148,15 @@ impl View {
             let inside = part
                 .entry(series)
                 .is_some_and(|e| e.min <= time && time <= e.max);
-            if inside
-                && part
-                    .read(series)?
-                    .binary_search_by_key(&time, |p| p.time)
-                    .is_ok()
-            {
+            if !inside {
+                continue;
+            }
+            let key = (part.meta.id, series);
+            if !blocks.contains_key(&key) {
+                blocks.insert(key, part.read(series)?);
+            }
+            let points = blocks.get(&key).map_or(&[][..], Vec::as_slice);
+            if points.binary_search_by_key(&time, |p| p.time).is_ok() {
                 return Ok(true);
             }
         }

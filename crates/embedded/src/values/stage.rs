@@ -11,6 +11,8 @@ use tickertape_core::{Point, SeriesId};
 pub struct Stage {
     points: Head,
     latest: HashMap<SeriesId, SeriesHead>,
+    /// Part blocks decoded to check late points, for the rest of the group.
+    blocks: HashMap<(u64, SeriesId), Vec<Point>>,
 }
 
 impl Stage {
@@ -35,7 +37,8 @@ impl Stage {
             // Only a point at or before the series' latest time can exist already; the
             // usual append after it costs no lookup.
             let late = head.is_some_and(|h| p.time <= h.last.time);
-            let existed = staged_before || (late && view.contains(series, p.time, by)?);
+            let existed =
+                staged_before || (late && view.contains(series, p.time, by, &mut self.blocks)?);
             if existed {
                 outcome.existing.push(i);
             }
