@@ -30,6 +30,7 @@ pub mod wal;
 
 use head::Head;
 use part::Part;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tickertape_backend::{Result, SeriesHead};
@@ -151,11 +152,10 @@ impl View {
             if !inside {
                 continue;
             }
-            let key = (part.meta.id, series);
-            if !blocks.contains_key(&key) {
-                blocks.insert(key, part.read(series)?);
-            }
-            let points = blocks.get(&key).map_or(&[][..], Vec::as_slice);
+            let points = match blocks.entry((part.meta.id, series)) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(part.read(series)?),
+            };
             if points.binary_search_by_key(&time, |p| p.time).is_ok() {
                 return Ok(true);
             }
