@@ -77,8 +77,9 @@ pub struct Writer {
 
 /// redb frees the pages a commit replaced only at a durable commit: after this many
 /// non-durable ones the next commit is durable (one fsync), or the file grows without
-/// bound under a steady stream of rollup merges (measured: 1.8 GB for 8.64M points).
-const LAZY_COMMITS: u32 = 16;
+/// bound under a steady stream of rollup merges (measured on 8.64M points with the 1h
+/// and 1d rollups: never durable 1.8 GB; every 16th 100.6 MB; see docs/BENCHMARKS.md).
+const LAZY_COMMITS: u32 = 4;
 
 impl Writer {
     pub fn new(parts: WriterParts) -> Self {
