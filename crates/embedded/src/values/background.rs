@@ -48,6 +48,18 @@ pub enum Task {
     },
 }
 
+impl Task {
+    /// Answers the task's caller with `error` (a flush has no caller: the log keeps its
+    /// points).
+    pub fn fail(self, error: BackendError) {
+        match self {
+            Task::Flush(_) => {}
+            Task::Compact(reply) => drop(reply.send(Err(error))),
+            Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
+        }
+    }
+}
+
 pub struct Background {
     pub db: Arc<Database>,
     pub catalog: Arc<Catalog>,
@@ -71,11 +83,7 @@ impl Background {
                 let error = BackendError::Storage(format!(
                     "background work stopped after an earlier failure ({reason}); restart to reopen the store"
                 ));
-                match task {
-                    Task::Flush(_) => {}
-                    Task::Compact(reply) => drop(reply.send(Err(error))),
-                    Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
-                }
+                task.fail(error);
                 continue;
             }
             match task {

@@ -201,12 +201,9 @@ impl Writer {
     /// Hands a task to the background thread, waiting while it is behind (backpressure).
     fn send(&self, task: Task) {
         if let Err(std::sync::mpsc::SendError(task)) = self.parts.background.send(task) {
-            let error = BackendError::Storage("the background thread has stopped".into());
-            match task {
-                Task::Flush(_) => {}
-                Task::Compact(reply) => drop(reply.send(Err(error))),
-                Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
-            }
+            task.fail(BackendError::Storage(
+                "the background thread has stopped".into(),
+            ));
         }
     }
 
