@@ -197,30 +197,27 @@ impl Values {
     /// the nearest at or after `end`, sorted by time, one per time (the last written).
     pub fn read(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Point>> {
         let (inside, before, after) = self.sources(series, start, end);
+        // Each part's block is decoded once, then every source is read as a slice: the
+        // block holding the range usually holds the neighbour before it too.
         let mut decoded: HashMap<u64, Vec<Point>> = HashMap::new();
-        let mut load = |source: &Source| -> Result<Vec<Point>> {
-            Ok(match source {
-                Source::Memory(points) => points.clone(),
-                Source::Part(part) => match decoded.get(&part.meta.id) {
-                    Some(points) => points.clone(),
-                    None => {
-                        let points = part.read(series)?;
-                        decoded.insert(part.meta.id, points.clone());
-                        points
-                    }
-                },
-            })
-        };
+        for source in inside.iter().chain(&before).chain(&after) {
+            if let (_, Source::Part(part)) = source {
+                if let Entry::Vacant(e) = decoded.entry(part.meta.id) {
+                    e.insert(part.read(series)?);
+                }
+            }
+        }
+        let points_of = |source| points_of(source, &decoded);
         let mut ranges = Vec::with_capacity(inside.len());
         for (rank, source) in &inside {
-            let points = load(source)?;
+            let points = points_of(source);
             let from = points.partition_point(|p| p.time < start);
             let to = points.partition_point(|p| p.time < end);
             ranges.push((*rank, points[from..to].to_vec()));
         }
         let mut nearest_before: Option<(i64, u64, f64)> = None;
         for (rank, source) in &before {
-            let points = load(source)?;
+            let points = points_of(source);
             let at = points.partition_point(|p| p.time < start);
             if let Some(p) = at.checked_sub(1).map(|i| points[i]) {
                 nearest_before = nearest_before.max_by_time((p.time, *rank, p.value));
@@ -228,7 +225,7 @@ impl Values {
         }
         let mut nearest_after: Option<(i64, u64, f64)> = None;
         for (rank, source) in &after {
-            let points = load(source)?;
+            let points = points_of(source);
             let at = points.partition_point(|p| p.time < end);
             if let Some(p) = points.get(at) {
                 nearest_after = nearest_after.min_by_time((p.time, *rank, p.value));
@@ -328,6 +325,14 @@ impl Values {
     pub fn heads(&self, series: &[SeriesId]) -> Vec<Option<SeriesHead>> {
         let view = self.view();
         series.iter().map(|s| view.latest.get(s).copied()).collect()
+    }
+}
+
+/// The points of a source: its own, or its part's decoded block.
+fn points_of<'a>(source: &'a Source, decoded: &'a HashMap<u64, Vec<Point>>) -> &'a [Point] {
+    match source {
+        Source::Memory(points) => points,
+        Source::Part(part) => decoded.get(&part.meta.id).map_or(&[], Vec::as_slice),
     }
 }
 
