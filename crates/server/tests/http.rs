@@ -32,6 +32,26 @@ fn embedded(dir: &Path) -> Arc<dyn Backend> {
     Arc::new(EmbeddedBackend::open(options).expect("open store"))
 }
 
+/// The embedded store in `dir` again, once the server before it has let go of it: the
+/// last connection task of a stopped server may still be dropping the store (bounded wait).
+async fn reopen(dir: &Path) -> Arc<dyn Backend> {
+    for _ in 0..100 {
+        let mut options = EmbeddedOptions::new(dir);
+        options.head_points = SEGMENT_CAPACITY;
+        match EmbeddedBackend::open(options) {
+            Ok(b) => return Arc::new(b),
+            Err(tickertape_backend::BackendError::Unavailable(_)) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("open store: {e}"),
+        }
+    }
+    panic!(
+        "the store in {} stayed open for 5 s after its server stopped",
+        dir.display()
+    )
+}
+
 /// A fresh in-memory reference store.
 fn reference() -> Arc<dyn Backend> {
     Arc::new(ReferenceBackend::new(SEGMENT_CAPACITY).expect("a valid capacity"))
@@ -75,6 +95,9 @@ impl TestServer {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        // Close the client's keep-alive connections first: a connection task still open
+        // holds the engine, and the store closes only when the last one ends.
+        self.client = reqwest::Client::new();
         if let Some(task) = self.task.take() {
             task.await.expect("server task").expect("server");
         }
@@ -458,7 +481,7 @@ async fn two_clients_interleaved_in_time_store_every_point_and_compaction_keeps_
         "after compaction"
     );
     Arc::into_inner(server).expect("one handle").stop().await;
-    let server = TestServer::start(embedded(dir.path()), ServerConfig::default()).await;
+    let server = TestServer::start(reopen(dir.path()).await, ServerConfig::default()).await;
     assert_eq!(server.points("measurement=m").await, want, "after restart");
     server.stop().await;
 }
