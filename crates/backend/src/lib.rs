@@ -30,7 +30,10 @@ pub use names::{NameSpace, TokenRequest, NAMES_PER_DOCUMENT};
 pub use partitions::DocumentSpan;
 
 use async_trait::async_trait;
+use std::sync::Arc;
 use thiserror::Error;
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::Segment;
 use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
 
@@ -198,6 +201,10 @@ pub struct RawOutcome {
 /// writer thread, so it must not block; an `Err` means the rollups cannot be written.
 pub type DeriveRollups = Box<dyn FnOnce(&RawOutcome) -> Result<Vec<BucketWrite>> + Send>;
 
+/// The rollup resolutions kept of each value-segment measurement, by its name: what a
+/// backend that computes those rollups itself ([`Backend::derive_segment_rollups`]) keeps.
+pub type SegmentRollupPlan = Arc<dyn Fn(&str) -> Vec<Resolution> + Send + Sync>;
+
 /// Space used by a store, for `tickertape-bench` and `/metrics`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StorageStats {
@@ -315,6 +322,54 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The names of tokens issued in `namespace` (`None` for a token never issued).
     async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>>;
+
+    /// Offers the backend to compute the rollups of value-segment measurements itself, off
+    /// the write path, at the resolutions `plan` names for each measurement; returns
+    /// whether it does. When it does, the engine writes no rollup of value segments and
+    /// reads them with [`read_segment_rollup`](Self::read_segment_rollup). The default
+    /// declines: the engine then writes them as bucket rollups with every body. A later
+    /// call replaces the plan.
+    fn derive_segment_rollups(&self, plan: SegmentRollupPlan) -> bool {
+        let _ = plan;
+        false
+    }
+
+    /// The rollup slots of a value-segment series at `resolution` whose start lies in
+    /// `[start, end)` (both multiples of the resolution), by time; slots without a point
+    /// are absent. Each slot is exactly what `core::rollup::summarize_slots` gives over
+    /// the series' stored points, late and replaced points included, so an answer from
+    /// it is the raw answer bit for bit. Only for a backend that
+    /// [derives](Self::derive_segment_rollups) them; the default refuses.
+    async fn read_segment_rollup(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, Summary)>> {
+        let _ = (series, start, end);
+        Err(BackendError::Invalid(format!(
+            "the {} store keeps no derived rollup of value segments (asked for {resolution})",
+            self.kind()
+        )))
+    }
+
+    /// Drops the derived rollup slots at `resolution` of `measurement` (see
+    /// [`derive_segment_rollups`](Self::derive_segment_rollups)) in whole time partitions
+    /// that end at or before `cutoff`, or with `dry_run` only lists them; returns the
+    /// partitions' `[start, end)`. [`drop_raw_before`](Self::drop_raw_before) keeps
+    /// them, so rollups can outlive raw points. The default (a backend that derives no
+    /// rollup) drops nothing.
+    async fn drop_segment_rollup_before(
+        &self,
+        measurement: &str,
+        resolution: Resolution,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        let _ = (measurement, resolution, cutoff, dry_run);
+        Ok(Vec::new())
+    }
 
     /// Merges what the store keeps in pieces (recent points, small files) into its final,
     /// smallest form, and answers when everything mergeable is merged. A store that keeps

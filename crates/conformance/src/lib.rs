@@ -7,6 +7,7 @@
 
 mod bucket_ranges;
 mod buckets;
+mod derived_rollups;
 mod model;
 mod names;
 mod rollup_merges;
@@ -17,6 +18,7 @@ pub use buckets::{
     counter_slots_accumulate, partitions_are_listed_and_dropped, preallocated_slots_read_as_absent,
     raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order,
 };
+pub use derived_rollups::derived_rollups_equal_the_raw_slots;
 pub use model::matches_the_reference;
 pub use names::{
     assert_one_token_per_name, name_tokens_are_stable, name_tokens_count_from_zero_per_namespace,

@@ -40,15 +40,18 @@ use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS, SERIES_KEYS};
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
-    Result, SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket, TokenRequest,
+    Result, SegmentRollupPlan, SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
+    TokenRequest,
 };
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use tokio::sync::{mpsc, oneshot};
-use values::background::{self, Background};
+use values::background::{self, Background, Dropped};
 use values::manifest::{self, CHECKPOINT_LSN, PARTITION_NS};
 use values::wal::Wal;
-use values::{Partitioning, Values, View};
+use values::{Partitioning, RollupPlan, Values, View};
 use writer::{storage, Job, Writer, WriterParts};
 
 pub use values::DEFAULT_PARTITION_NS;
@@ -97,6 +100,8 @@ pub struct EmbeddedBackend {
     db: Arc<Database>,
     catalog: Arc<Catalog>,
     values: Arc<Values>,
+    /// The rollups of value segments the background thread computes.
+    rollups: Arc<RollupPlan>,
     queue: Option<mpsc::Sender<Job>>,
     writer: Option<JoinHandle<()>>,
     background: Option<JoinHandle<()>>,
@@ -139,6 +144,7 @@ impl EmbeddedBackend {
         let (wal, frames) = Wal::open(&dir, checkpoint)?;
         let wal = wal.with_faults(options.io_faults);
         let failed = Arc::new(Mutex::new(None));
+        let rollups = Arc::new(RollupPlan::default());
         let (tasks, task_queue) = std::sync::mpsc::sync_channel(FLUSH_QUEUE_DEPTH);
         let worker = Background {
             db: db.clone(),
@@ -146,6 +152,8 @@ impl EmbeddedBackend {
             values: values.clone(),
             store: dir.clone(),
             next_part_id,
+            rollups: rollups.clone(),
+            names: Default::default(),
             failed: failed.clone(),
         };
         let background = std::thread::Builder::new()
@@ -171,6 +179,7 @@ impl EmbeddedBackend {
             db,
             catalog,
             values,
+            rollups,
             queue: Some(tx),
             writer: Some(handle),
             background: Some(background),
@@ -289,6 +298,26 @@ impl Backend for EmbeddedBackend {
         Ok(self.values.heads(series))
     }
 
+    /// Rollups of value segments are computed by the background thread, from the points
+    /// of each part it writes, and kept beside them (`values/part.rs`).
+    fn derive_segment_rollups(&self, plan: SegmentRollupPlan) -> bool {
+        self.rollups.set(plan);
+        true
+    }
+
+    async fn read_segment_rollup(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, Summary)>> {
+        let values = self.values.clone();
+        tokio::task::spawn_blocking(move || values.read_rollup(series, resolution, start, end))
+            .await
+            .map_err(|e| BackendError::Storage(format!("read task failed: {e}")))?
+    }
+
     /// `bytes`: the whole store directory (redb file, log, parts); `segments`: column
     /// blocks in parts plus series with points in memory.
     async fn stats(&self) -> Result<StorageStats> {
@@ -299,7 +328,7 @@ impl Backend for EmbeddedBackend {
                 .parts
                 .values()
                 .flatten()
-                .map(|p| p.entries().len())
+                .map(|p| p.raw_entries().count())
                 .sum();
             let in_memory: usize = view.frozen.iter().map(|f| f.head.iter().count()).sum();
             (blocks + in_memory + view.head.iter().count()) as u64
@@ -415,15 +444,42 @@ impl Backend for EmbeddedBackend {
         self.submit(|reply| Job::Compact { reply }).await
     }
 
+    /// Drops raw points partition by partition; the rollup blocks computed from them
+    /// stay until [`drop_segment_rollup_before`](Backend::drop_segment_rollup_before).
     async fn drop_raw_before(
         &self,
         measurement: &str,
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
+        self.drop_before(measurement, Dropped::Raw, cutoff, dry_run)
+            .await
+    }
+
+    async fn drop_segment_rollup_before(
+        &self,
+        measurement: &str,
+        resolution: Resolution,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        self.drop_before(measurement, Dropped::Rollup(resolution), cutoff, dry_run)
+            .await
+    }
+}
+
+impl EmbeddedBackend {
+    async fn drop_before(
+        &self,
+        measurement: &str,
+        what: Dropped,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
         let measurement = measurement.to_string();
-        self.submit(|reply| Job::DropRawBefore {
+        self.submit(|reply| Job::DropBefore {
             measurement,
+            what,
             cutoff,
             dry_run,
             reply,
@@ -516,9 +572,12 @@ fn create_tables(db: &Database) -> Result<()> {
                      {FORMAT_VERSION} only ({}); re-import its data into a new store",
                     found.unwrap_or(1),
                     match found {
+                        Some(3) =>
+                            "format 3 kept the rollups of value segments in redb rows; \
+                             format 4 keeps them in the part files",
                         Some(2) =>
-                            "format 2 kept raw points in redb value segments; format 3 \
-                                    keeps them in a write-ahead log and part files",
+                            "format 2 kept raw points in redb value segments; format 4 \
+                             keeps them in a write-ahead log and part files",
                         _ => "rollup slots moved from documents to rows",
                     }
                 )));

@@ -16,8 +16,9 @@ pub const NEXT_SERIES_ID: &str = "next_series_id";
 pub const FORMAT_VERSION_KEY: &str = "format_version";
 /// The layout this version writes and reads. 1 (never recorded: a file without the key)
 /// kept rollup slots in bucket documents; 2 kept them in rows of 32 slots and value
-/// segments in redb; 3 keeps raw points in the write-ahead log and part files.
-pub const FORMAT_VERSION: u64 = 3;
+/// segments in redb; 3 kept raw points in the write-ahead log and part files; 4 keeps the
+/// rollups of value segments in the part files too.
+pub const FORMAT_VERSION: u64 = 4;
 
 pub fn encode_key(key: &SeriesKey) -> Vec<u8> {
     // Serializing a struct of strings to a Vec cannot fail.

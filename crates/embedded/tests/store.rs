@@ -174,11 +174,11 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
 }
 
 /// A file written by the format 1 layout (no `format_version`), by format 2 (value segments
-/// in redb) or by an unknown format is refused with a message that says so, and left as it
+/// in redb), by format 3 (rollups of value segments in redb) or by an unknown format is refused with a message that says so, and left as it
 /// was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(2), Some(4)] {
+    for version in [None, Some(1u64), Some(2), Some(3), Some(5)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -199,6 +199,9 @@ fn other_formats_are_refused() {
                 assert!(msg.contains("re-import"), "{msg}");
                 if version == Some(2) {
                     assert!(msg.contains("write-ahead log and part files"), "{msg}");
+                }
+                if version == Some(3) {
+                    assert!(msg.contains("rollups of value segments"), "{msg}");
                 }
             }
             Err(e) => panic!("{version:?}: {e}"),

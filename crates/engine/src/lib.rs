@@ -27,8 +27,8 @@ use names::NameCache;
 use series_cache::SeriesCache;
 use std::sync::Arc;
 use thiserror::Error;
-use tickertape_backend::{Backend, BackendError};
-use tickertape_core::schema::Schema;
+use tickertape_backend::{Backend, BackendError, SegmentRollupPlan};
+use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{Clock, SystemClock};
 
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
@@ -53,6 +53,10 @@ pub struct Engine {
     names: Arc<NameCache>,
     clock: Arc<dyn Clock>,
     schema: Arc<Schema>,
+    /// Whether the backend computes the rollups of value segments itself
+    /// (`Backend::derive_segment_rollups`): then the engine writes none and reads them
+    /// with `Backend::read_segment_rollup`.
+    derived_rollups: bool,
 }
 
 impl Engine {
@@ -67,13 +71,36 @@ impl Engine {
             names: Arc::new(NameCache::default()),
             clock,
             schema: Arc::new(Schema::default()),
+            derived_rollups: false,
         }
+        .offer_segment_rollups()
     }
 
     /// Uses `schema` for every measurement it lists (the default for the others).
     pub fn with_schema(mut self, schema: Schema) -> Self {
         self.schema = Arc::new(schema);
+        self.offer_segment_rollups()
+    }
+
+    /// Tells the backend which rollups each value-segment measurement keeps, in case it
+    /// computes them itself.
+    fn offer_segment_rollups(mut self) -> Self {
+        let schema = Arc::clone(&self.schema);
+        let plan: SegmentRollupPlan = Arc::new(move |measurement: &str| {
+            let m = schema.for_measurement(measurement);
+            match m.layout {
+                Layout::Segments => m.rollups.clone(),
+                Layout::Buckets { .. } => Vec::new(),
+            }
+        });
+        self.derived_rollups = self.backend.derive_segment_rollups(plan);
         self
+    }
+
+    /// Whether the engine writes and reads the rollups of measurements of this schema as
+    /// bucket rollups (else the backend derives them from value segments).
+    pub(crate) fn writes_rollups_of(&self, schema: &MeasurementSchema) -> bool {
+        !(self.derived_rollups && schema.layout == Layout::Segments)
     }
 
     pub fn schema(&self) -> &Schema {

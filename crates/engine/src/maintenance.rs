@@ -59,6 +59,8 @@ impl Engine {
     pub async fn apply_retention(&self, dry_run: bool) -> Result<RetentionReport, EngineError> {
         let now = self.clock.now_nanos();
         let mut report = self.apply_raw_retention(now, dry_run).await?;
+        let derived = self.apply_derived_rollup_retention(now, dry_run).await?;
+        report.dropped.extend(derived.dropped);
         let partitions = self.backend.list_partitions().await?;
         let names = self.measurement_names(&partitions).await?;
         for partition in partitions {
@@ -113,6 +115,44 @@ impl Engine {
                     end,
                     retention,
                 });
+            }
+        }
+        Ok(report)
+    }
+
+    /// The retention of the rollups a backend derives from value segments
+    /// (`Backend::drop_segment_rollup_before`), which outlive the raw points.
+    async fn apply_derived_rollup_retention(
+        &self,
+        now: i64,
+        dry_run: bool,
+    ) -> Result<RetentionReport, EngineError> {
+        let mut report = RetentionReport::default();
+        for (name, m) in &self.schema.measurements {
+            if self.writes_rollups_of(m) {
+                continue;
+            }
+            for &r in &m.rollups {
+                let Some(retention) = m.retention_ns(ResolutionOrRaw::Rollup(r)) else {
+                    continue;
+                };
+                let cutoff = now.saturating_sub(retention);
+                let dropped = self
+                    .backend
+                    .drop_segment_rollup_before(name, r, cutoff, dry_run)
+                    .await?;
+                for (start, end) in dropped {
+                    if !dry_run {
+                        tracing::info!(measurement = %name, resolution = %r, start, "retention dropped a partition of a rollup");
+                    }
+                    report.dropped.push(ExpiredPartition {
+                        measurement: name.clone(),
+                        resolution: ResolutionOrRaw::Rollup(r),
+                        start,
+                        end,
+                        retention,
+                    });
+                }
             }
         }
         Ok(report)
@@ -223,6 +263,13 @@ impl Engine {
         end: i64,
     ) -> Result<RebuildReport, EngineError> {
         let schema = self.schema.for_measurement(measurement);
+        if !self.writes_rollups_of(schema) {
+            return Err(EngineError::BadQuery(format!(
+                "the {} store computes the rollups of measurement {measurement:?} from its \
+                 raw points itself, so they never miss any: nothing to rebuild",
+                self.backend.kind()
+            )));
+        }
         let series = self
             .backend
             .find_series(&SeriesSelector {

@@ -59,6 +59,12 @@ impl Engine {
         end: i64,
     ) -> Result<Vec<(i64, Summary)>, EngineError> {
         // An empty range costs nothing: the backend answers it without a read.
+        if !self.writes_rollups_of(self.schema.for_measurement(&info.key.measurement)) {
+            return Ok(self
+                .backend
+                .read_segment_rollup(info.id, r, start, end)
+                .await?);
+        }
         let token = self.measurement_token(&info.key.measurement).await?;
         self.slots(info, BucketFamily::rollup(token, r), start, end)
             .await?

@@ -227,8 +227,12 @@ impl Engine {
         let mut batch = RawBatch::default();
         let mut source = RollupSource::default();
         for (g, group) in groups.iter().enumerate() {
-            let uses_names =
-                group.schema.layout != Layout::Segments || !group.schema.rollups.is_empty();
+            // Rollups the backend derives from value segments are not written here.
+            let rollups = match self.writes_rollups_of(group.schema) {
+                true => group.schema.rollups.clone(),
+                false => Vec::new(),
+            };
+            let uses_names = group.schema.layout != Layout::Segments || !rollups.is_empty();
             let measurement = match uses_names {
                 true => Some(self.measurement_token(group.measurement).await?),
                 false => None,
@@ -236,7 +240,7 @@ impl Engine {
             source.groups.push(RollupGroup {
                 series: group.series,
                 measurement,
-                rollups: group.schema.rollups.clone(),
+                rollups,
                 points: group.points.clone(),
             });
             let Layout::Buckets { interval_ns } = group.schema.layout else {

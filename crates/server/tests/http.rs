@@ -485,3 +485,74 @@ async fn two_clients_interleaved_in_time_store_every_point_and_compaction_keeps_
     assert_eq!(server.points("measurement=m").await, want, "after restart");
     server.stop().await;
 }
+
+/// The embedded store computes the rollups of value segments itself (1h and 1d by
+/// default) when it writes part files: every windowed answer read from them equals the
+/// raw answer, bit for bit, with late and replaced points, before and after compaction
+/// and a restart.
+#[tokio::test]
+async fn embedded_rollups_answer_as_raw_points_do() {
+    const HOUR: i64 = 3_600_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(embedded(dir.path()), ServerConfig::default()).await;
+    // Three days every 7 minutes, sent newest body first; then every 5th point again
+    // with another value (the last write wins).
+    let line = |k: i64, scale: f64| {
+        format!(
+            "m,h=a v={} {}\n",
+            k as f64 * scale + 0.1,
+            k * 420_000_000_000
+        )
+    };
+    let n = 3 * 24 * 60 / 7;
+    let bodies: Vec<String> = (0..n)
+        .collect::<Vec<i64>>()
+        .chunks(50)
+        .rev()
+        .map(|ks| ks.iter().map(|&k| line(k, 0.37)).collect())
+        .collect();
+    for body in bodies {
+        assert_eq!(server.write("", &body).await.0, 204);
+    }
+    let replaced: String = (0..n).step_by(5).map(|k| line(k, -1.3)).collect();
+    assert_eq!(server.write("", &replaced).await.0, 204);
+    let end = n * 420_000_000_000;
+    let queries: Vec<String> = ["sum", "avg", "min", "max", "count", "first", "last"]
+        .iter()
+        .flat_map(|agg| {
+            [
+                format!("measurement=m&start=0&end={end}&step=1h&agg={agg}"),
+                format!("measurement=m&start={HOUR}&end={end}&step=1d&agg={agg}"),
+                format!("measurement=m&start=0&end={}&agg={agg}", 2 * 24 * HOUR),
+            ]
+        })
+        .collect();
+    check_rollups(&server, &queries, "written").await;
+    let compacted = server
+        .client
+        .post(format!("{}/api/v1/admin/compact", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(compacted.status().as_u16(), 204);
+    check_rollups(&server, &queries, "compacted").await;
+    // A late point into a compacted day.
+    assert_eq!(server.write("", &line(3, 100.0)).await.0, 204);
+    check_rollups(&server, &queries, "late point").await;
+    server.stop().await;
+    let server = TestServer::start(reopen(dir.path()).await, ServerConfig::default()).await;
+    check_rollups(&server, &queries, "restarted").await;
+    server.stop().await;
+}
+
+/// Each query answered from rollups (the default) and from raw points is the same.
+async fn check_rollups(server: &TestServer, queries: &[String], when: &str) {
+    for q in queries {
+        let rolled = server.get(&format!("/api/v1/query?{q}")).await;
+        let raw = server
+            .get(&format!("/api/v1/query?{q}&resolution=raw"))
+            .await;
+        assert_eq!(rolled.0, 200, "{when}: {q}: {}", rolled.1);
+        assert_eq!(rolled, raw, "{when}: {q}");
+    }
+}

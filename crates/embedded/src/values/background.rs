@@ -2,6 +2,12 @@
 //! parts of a partition into one, and drops partitions for retention. It takes tasks in
 //! the order the writer sends them, so heads are flushed in log order.
 //!
+//! Rollups are computed here, off the write path: every part carries, beside each series'
+//! raw block, its slots at each rollup resolution the measurement keeps (`RollupPlan`).
+//! After a flush, every partition the flush did not write to and that has more than one
+//! part is merged, so a day that is over ends as one part whose rollup blocks answer
+//! rollup reads (`Values::read_rollup`).
+//!
 //! Crash safety of each task, step by step:
 //! - flush: parts are written whole (temp file, fsync, rename, folder fsync), then one
 //!   durable redb transaction names them and moves the checkpoint; only then are the log
@@ -10,7 +16,9 @@
 //! - merge: the merged part is written whole, then one transaction names it and forgets
 //!   its inputs, then their files are deleted. Before the transaction the inputs are the
 //!   store; after it, the merged part.
-//! - drop: one transaction forgets the partition's parts, then their files are deleted.
+//! - drop: the parts that keep blocks (rollups outlive raw points) are rewritten whole
+//!   without the dropped ones, then one transaction swaps them for the old parts, then
+//!   the old files are deleted.
 //!
 //! A failure stops the thread's work for good (`failed`): the writer then refuses writes
 //! until the store is reopened, as after any I/O error. Nothing acknowledged is lost: the
@@ -19,15 +27,16 @@
 use super::manifest::{self, CHECKPOINT_LSN};
 use super::part::{part_path, Part, PartMeta, PARTS_DIR};
 use super::wal::Wal;
-use super::{merge_newest_last, Frozen, Values};
+use super::{merge_newest_last, Frozen, RollupPlan, Values};
 use crate::catalog::Catalog;
 use crate::writer::storage;
 use redb::{Database, Durability};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use tickertape_backend::{BackendError, Result};
+use tickertape_core::rollup::Resolution;
 use tickertape_core::SeriesId;
 use tokio::sync::oneshot;
 
@@ -38,10 +47,11 @@ pub enum Task {
     Flush(Arc<Frozen>),
     /// Merge every partition with more than one part, then answer.
     Compact(oneshot::Sender<Result<()>>),
-    /// Drop (or with `dry_run` list) the partitions of a measurement that end at or
-    /// before `cutoff`.
+    /// Drop (or with `dry_run` list) `what` of the partitions of a measurement that end
+    /// at or before `cutoff`.
     DropBefore {
         measurement: String,
+        what: Dropped,
         cutoff: i64,
         dry_run: bool,
         reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
@@ -60,12 +70,35 @@ impl Task {
     }
 }
 
+/// What a retention drop removes from the parts of a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    /// The raw points; the rollup blocks computed from them stay.
+    Raw,
+    /// The rollup blocks of one resolution.
+    Rollup(Resolution),
+}
+
+impl Dropped {
+    /// The kind of block it drops, as `Part::rewrite` names kinds.
+    fn kind(self) -> Option<Resolution> {
+        match self {
+            Dropped::Raw => None,
+            Dropped::Rollup(r) => Some(r),
+        }
+    }
+}
+
 pub struct Background {
     pub db: Arc<Database>,
     pub catalog: Arc<Catalog>,
     pub values: Arc<Values>,
     pub store: PathBuf,
     pub next_part_id: u64,
+    /// The rollups each measurement keeps.
+    pub rollups: Arc<RollupPlan>,
+    /// Measurement names by number, filled as needed.
+    pub names: HashMap<u64, String>,
     /// Set when a task failed; read by the writer.
     pub failed: Arc<Mutex<Option<String>>>,
 }
@@ -90,20 +123,24 @@ impl Background {
                 Task::Flush(frozen) => {
                     let result = self
                         .flush(&frozen)
-                        .and_then(|()| self.merge_where(MERGE_AT));
+                        .and_then(|written| self.merge_due(&written));
                     self.record(result);
                 }
                 Task::Compact(reply) => {
-                    let result = self.merge_where(2);
+                    let result = self.merge_due(&BTreeSet::new());
                     self.record(result.clone());
                     drop(reply.send(result));
                 }
                 Task::DropBefore {
                     measurement,
+                    what,
                     cutoff,
                     dry_run,
                     reply,
-                } => drop(reply.send(self.drop_before(&measurement, cutoff, dry_run))),
+                } => {
+                    let result = self.drop_before(&measurement, what, cutoff, dry_run);
+                    drop(reply.send(result));
+                }
             }
         }
     }
@@ -124,8 +161,20 @@ impl Background {
         self.next_part_id - 1
     }
 
+    /// The rollup resolutions part files of measurement `number` keep.
+    fn rollups_of(&mut self, number: u64) -> Result<Vec<Resolution>> {
+        if !self.names.contains_key(&number) {
+            self.names = manifest::measurement_names(&self.db)?;
+        }
+        Ok(match self.names.get(&number) {
+            Some(name) => self.rollups.kept(name, self.values.partitioning),
+            None => Vec::new(),
+        })
+    }
+
     /// Writes a frozen head into parts, one per (measurement, partition), and checkpoints.
-    fn flush(&mut self, frozen: &Frozen) -> Result<()> {
+    /// Returns the partitions written to.
+    fn flush(&mut self, frozen: &Frozen) -> Result<BTreeSet<(u64, i64)>> {
         let started = std::time::Instant::now();
         let tokens = self.measurement_tokens(frozen)?;
         let by = self.values.partitioning;
@@ -141,22 +190,24 @@ impl Background {
                 layout.entry((token, start)).or_default().insert(series);
             }
         }
+        let written: BTreeSet<(u64, i64)> = layout.keys().copied().collect();
         let mut parts = Vec::with_capacity(layout.len());
         for ((token, start), series) in layout {
             let meta = PartMeta {
                 id: self.next_id(),
                 measurement: token,
                 start,
-                end: by.end_of(start).min(i128::from(i64::MAX)) as i64,
+                end: by.clamped_end_of(start),
                 max_lsn: frozen.lsn,
             };
+            let rollups = self.rollups_of(token)?;
             let blocks = series.into_iter().map(|s| {
                 let points = frozen.head.points(s);
                 let from = points.partition_point(|p| p.time < start);
                 let to = points.partition_point(|p| i128::from(p.time) < by.end_of(start));
                 Ok((s, points[from..to].to_vec()))
             });
-            parts.push(Arc::new(Part::write(&self.dir(), meta, blocks)?));
+            parts.push(Arc::new(Part::write(&self.dir(), meta, &rollups, blocks)?));
         }
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
@@ -180,15 +231,12 @@ impl Background {
             ms = started.elapsed().as_millis() as u64,
             "flushed a frozen head"
         );
-        Ok(())
+        Ok(written)
     }
 
     /// The measurement number of every series in the frozen head, numbering measurements
     /// never flushed before.
-    fn measurement_tokens(
-        &self,
-        frozen: &Frozen,
-    ) -> Result<std::collections::HashMap<SeriesId, u64>> {
+    fn measurement_tokens(&mut self, frozen: &Frozen) -> Result<HashMap<SeriesId, u64>> {
         let series: Vec<SeriesId> = frozen.head.iter().map(|(s, _)| s).collect();
         let measurements = self.catalog.measurements_of(&series);
         let mut names: Vec<String> = measurements.iter().flatten().cloned().collect();
@@ -199,7 +247,10 @@ impl Background {
         txn.set_durability(Durability::None);
         let tokens = manifest::measurement_numbers(&txn, &names)?;
         txn.commit().map_err(storage)?;
-        let token_of: std::collections::HashMap<&String, u64> = names.iter().zip(tokens).collect();
+        for (name, &token) in names.iter().zip(&tokens) {
+            self.names.insert(token, name.clone());
+        }
+        let token_of: HashMap<&String, u64> = names.iter().zip(tokens).collect();
         Ok(series
             .into_iter()
             .zip(measurements)
@@ -207,15 +258,19 @@ impl Background {
             .collect())
     }
 
-    /// Merges every partition with at least `fan_in` parts into one part.
-    fn merge_where(&mut self, fan_in: usize) -> Result<()> {
+    /// Merges into one part every partition with [`MERGE_AT`] parts, and every other one
+    /// with more than one part that is not in `busy` (the partitions the last flush wrote
+    /// to: they are likely to get more parts soon).
+    fn merge_due(&mut self, busy: &BTreeSet<(u64, i64)>) -> Result<()> {
         let due: Vec<Vec<Arc<Part>>> = self
             .values
             .view()
             .parts
-            .values()
-            .filter(|parts| parts.len() >= fan_in)
-            .cloned()
+            .iter()
+            .filter(|(key, parts)| {
+                parts.len() >= MERGE_AT || (parts.len() > 1 && !busy.contains(key))
+            })
+            .map(|(_, parts)| parts.clone())
             .collect();
         for parts in due {
             self.merge(&parts)?;
@@ -234,8 +289,9 @@ impl Background {
         };
         let series: BTreeSet<SeriesId> = parts
             .iter()
-            .flat_map(|p| p.entries().iter().map(|e| e.series))
+            .flat_map(|p| p.raw_entries().map(|e| e.series))
             .collect();
+        let rollups = self.rollups_of(meta.measurement)?;
         let blocks = series.into_iter().map(|s| {
             let lists = parts
                 .iter()
@@ -243,7 +299,7 @@ impl Background {
                 .collect::<Result<Vec<_>>>()?;
             Ok((s, merge_newest_last(lists)))
         });
-        let merged = Arc::new(Part::write(&self.dir(), meta, blocks)?);
+        let merged = Arc::new(Part::write(&self.dir(), meta, &rollups, blocks)?);
         let removed: Vec<u64> = parts.iter().map(|p| p.meta.id).collect();
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
@@ -258,9 +314,12 @@ impl Background {
         Ok(())
     }
 
+    /// Drops `what` from the partitions of `measurement` that end at or before `cutoff`
+    /// and hold some; returns their `[start, end)`.
     fn drop_before(
         &mut self,
         measurement: &str,
+        what: Dropped,
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
@@ -268,29 +327,66 @@ impl Background {
             return Ok(Vec::new());
         };
         let by = self.values.partitioning;
-        let doomed: Vec<(i64, Vec<u64>)> = self
+        let doomed: Vec<(i64, Vec<Arc<Part>>)> = self
             .values
             .view()
             .parts
             .range((token, i64::MIN)..=(token, i64::MAX))
             .filter(|(k, _)| by.end_of(k.1) <= i128::from(cutoff))
-            .map(|(k, parts)| (k.1, parts.iter().map(|p| p.meta.id).collect()))
+            .filter(|(_, parts)| parts.iter().any(|p| p.holds(what.kind())))
+            .map(|(k, parts)| (k.1, parts.clone()))
             .collect();
         let ranges: Vec<(i64, i64)> = doomed
             .iter()
-            .map(|(start, _)| (*start, by.end_of(*start).min(i128::from(i64::MAX)) as i64))
+            .map(|(start, _)| (*start, by.clamped_end_of(*start)))
             .collect();
-        if doomed.is_empty() || dry_run {
+        if dry_run {
             return Ok(ranges);
         }
-        let removed: Vec<u64> = doomed.iter().flat_map(|(_, ids)| ids.clone()).collect();
+        for (start, mut parts) in doomed {
+            if what == Dropped::Raw && parts.len() > 1 {
+                // The rollup blocks that stay must cover every point: merge first, so
+                // that the partition's one part holds the rollups of all of them.
+                self.merge(&parts)?;
+                parts = self
+                    .values
+                    .view()
+                    .parts
+                    .get(&(token, start))
+                    .cloned()
+                    .unwrap_or_default();
+            }
+            self.drop_blocks(&parts, what)?;
+        }
+        Ok(ranges)
+    }
+
+    /// Rewrites each part without its blocks of `what` (deleting a part left empty):
+    /// the new parts are written whole, then one transaction swaps them in.
+    fn drop_blocks(&mut self, parts: &[Arc<Part>], what: Dropped) -> Result<()> {
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        for part in parts.iter().filter(|p| p.holds(what.kind())) {
+            let id = self.next_id();
+            if let Some(kept) = part.rewrite(&self.dir(), id, |kind| kind != what.kind())? {
+                added.push(Arc::new(kept));
+            }
+            removed.push(part.meta.id);
+        }
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
-        manifest::swap_parts(&txn, &[], &removed)?;
+        let named: Vec<(u64, u64)> = added.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
+        manifest::swap_parts(&txn, &named, &removed)?;
         txn.commit().map_err(storage)?;
-        self.values.view_mut().remove_parts(&removed);
+        {
+            let mut view = self.values.view_mut();
+            view.remove_parts(&removed);
+            for part in added {
+                view.add_part(part);
+            }
+        }
         self.delete_files(&removed);
-        Ok(ranges)
+        Ok(())
     }
 
     /// Deletes the files of parts the manifest no longer names. A file that cannot be

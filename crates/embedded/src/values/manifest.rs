@@ -94,6 +94,18 @@ pub fn measurement_number(db: &Database, name: &str) -> Result<Option<u64>> {
     Ok(table.get(name).map_err(storage)?.map(|v| v.value()))
 }
 
+/// Every measurement name with its number in part files.
+pub fn measurement_names(db: &Database) -> Result<HashMap<u64, String>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(MEASUREMENTS).map_err(storage)?;
+    let mut names = HashMap::new();
+    for entry in table.iter().map_err(storage)? {
+        let (name, number) = entry.map_err(storage)?;
+        names.insert(number.value(), name.value().to_string());
+    }
+    Ok(names)
+}
+
 pub fn load_heads(db: &Database) -> Result<HashMap<SeriesId, SeriesHead>> {
     let txn = db.begin_read().map_err(storage)?;
     let table = txn.open_table(SERIES_STATE).map_err(storage)?;

@@ -10,7 +10,8 @@
 //!
 //! - `wal`: frames and their files; `record`: what a frame carries;
 //! - `head`: the points since the last freeze, per series sorted by time;
-//! - `part`: the part file (one partition of one measurement, a column block per series);
+//! - `part`: the part file (one partition of one measurement, a column block per series,
+//!   and the series' rollup slots beside it, `summary`);
 //! - `manifest`: the parts that make up the store, the checkpoint, the series' latest points;
 //! - `background`: the thread that flushes frozen heads, merges parts and drops partitions.
 //!
@@ -26,6 +27,7 @@ pub mod manifest;
 pub mod part;
 pub mod record;
 pub mod stage;
+pub mod summary;
 pub mod wal;
 
 use head::Head;
@@ -33,7 +35,9 @@ use part::Part;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use tickertape_backend::{Result, SeriesHead};
+use tickertape_backend::{Result, SegmentRollupPlan, SeriesHead};
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::{Point, SeriesId};
 
 /// The default width of a time partition: a day, as VictoriaMetrics' and InfluxDB's.
@@ -62,6 +66,39 @@ impl Partitioning {
     /// last partition can end after `i64::MAX`.
     pub fn end_of(&self, start: i64) -> i128 {
         i128::from(self.start_of(start)) + i128::from(self.width)
+    }
+
+    /// [`end_of`](Self::end_of) clamped to `i64::MAX` (the last partition's end).
+    pub fn clamped_end_of(&self, start: i64) -> i64 {
+        self.end_of(start).min(i128::from(i64::MAX)) as i64
+    }
+
+    /// Whether every slot of `resolution` lies inside one partition: only those rollups
+    /// are kept in part files, the others are summarised from raw points when read.
+    pub fn holds_slots_of(&self, resolution: Resolution) -> bool {
+        self.width % resolution.nanos() == 0
+    }
+}
+
+/// The rollups a store keeps in its part files, set by the engine
+/// (`Backend::derive_segment_rollups`); none until it is.
+#[derive(Default)]
+pub struct RollupPlan(RwLock<Option<SegmentRollupPlan>>);
+
+impl RollupPlan {
+    pub fn set(&self, plan: SegmentRollupPlan) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(plan);
+    }
+
+    /// The resolutions of `measurement` that part files keep (those whose slots fit in a
+    /// partition), finest first.
+    pub fn kept(&self, measurement: &str, by: Partitioning) -> Vec<Resolution> {
+        let plan = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let mut kept: Vec<Resolution> = plan.as_ref().map_or_else(Vec::new, |p| p(measurement));
+        kept.retain(|r| by.holds_slots_of(*r));
+        kept.sort();
+        kept.dedup();
+        kept
     }
 }
 
@@ -92,8 +129,8 @@ pub struct View {
 impl View {
     /// Adds a part to its partition, keeping the partition's parts by `max_lsn`.
     pub fn add_part(&mut self, part: Arc<Part>) {
-        for e in part.entries() {
-            self.measurement_of.insert(e.series, part.meta.measurement);
+        for series in part.series() {
+            self.measurement_of.insert(series, part.meta.measurement);
         }
         let parts = self
             .parts
@@ -101,6 +138,15 @@ impl View {
             .or_default();
         parts.push(part);
         parts.sort_by_key(|p| p.meta.max_lsn);
+    }
+
+    /// Whether the head or a frozen head holds a point of `series` in `[start, end)`.
+    fn in_memory(&self, series: SeriesId, start: i64, end: i64) -> bool {
+        let holds = |points: &[Point]| {
+            let from = points.partition_point(|p| p.time < start);
+            points.get(from).is_some_and(|p| p.time < end)
+        };
+        holds(self.head.points(series)) || self.frozen.iter().any(|f| holds(f.head.points(series)))
     }
 
     /// Removes the parts with these ids; returns them.
@@ -193,10 +239,95 @@ impl Values {
         self.view.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The rollup slots of `series` at `resolution` whose start lies in `[start, end)`
+    /// (multiples of the resolution), by time. A partition whose only part holds the
+    /// series' rollup block, and none of whose points of the series are still in memory,
+    /// answers from that block; the rest of the range is summarised from the points a
+    /// read merges. Both are `summarize_slots` over the same sorted points, so the
+    /// answer does not depend on which one a slot came from.
+    pub fn read_rollup(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, Summary)>> {
+        let mut out = Vec::new();
+        let mut cursor = start;
+        for (from, to, part) in self.stored_rollups(series, resolution, start, end) {
+            out.extend(self.summarize(series, resolution, cursor, from)?);
+            let slots = part.read_rollup(series, resolution)?.unwrap_or_default();
+            out.extend(slots.into_iter().filter(|(t, _)| from <= *t && *t < to));
+            cursor = to;
+        }
+        out.extend(self.summarize(series, resolution, cursor, end)?);
+        Ok(out)
+    }
+
+    /// The slots of `resolution` over the points of `series` in `[start, end)`.
+    fn summarize(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, Summary)>> {
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let points = self.read_between(series, start, end, false)?;
+        Ok(summarize_slots(&points, start, end, resolution))
+    }
+
+    /// The partitions of `[start, end)`, clipped to it, whose rollup block of `series`
+    /// at `resolution` answers for them (see [`read_rollup`](Self::read_rollup)), by time.
+    fn stored_rollups(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Vec<(i64, i64, Arc<Part>)> {
+        let by = self.partitioning;
+        if start >= end || !by.holds_slots_of(resolution) {
+            return Vec::new();
+        }
+        let view = self.view();
+        let Some(&token) = view.measurement_of.get(&series) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (&(_, pstart), parts) in view.parts.range((token, by.start_of(start))..(token, end)) {
+            let [part] = parts.as_slice() else {
+                continue;
+            };
+            let pend = by.clamped_end_of(pstart);
+            if part.has_rollup(series, resolution) && !view.in_memory(series, pstart, pend) {
+                out.push((pstart.max(start), pend.min(end), part.clone()));
+            }
+        }
+        out
+    }
+
     /// The points of `series` in `[start, end)`, with the nearest point before `start` and
     /// the nearest at or after `end`, sorted by time, one per time (the last written).
     pub fn read(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Point>> {
-        let (inside, before, after) = self.sources(series, start, end);
+        self.read_between(series, start, end, true)
+    }
+
+    /// [`read`](Self::read), with the neighbours only when `neighbours`.
+    fn read_between(
+        &self,
+        series: SeriesId,
+        start: i64,
+        end: i64,
+        neighbours: bool,
+    ) -> Result<Vec<Point>> {
+        let (inside, mut before, mut after) = self.sources(series, start, end);
+        if !neighbours {
+            before.clear();
+            after.clear();
+        }
         // Each part's block is decoded once, then every source is read as a slice: the
         // block holding the range usually holds the neighbour before it too.
         let mut decoded: HashMap<u64, Vec<Point>> = HashMap::new();

@@ -1,19 +1,23 @@
 //! Part files: immutable, one time partition of one measurement, one compressed column
 //! block per series (all its points of the partition, thousands of them, with the
-//! segment codec of `tickertape_core::codec`). Layout in `docs/format/embedded.md`:
+//! segment codec of `tickertape_core::codec`), and beside it one rollup block per rollup
+//! resolution the measurement keeps (`summary.rs`), computed from exactly those points.
+//! Layout in `docs/format/embedded.md`:
 //!
 //! ```text
-//! "TTPART01" · block · block · … · index · footer (64 bytes)
-//! index entry (44 bytes): series u64 · count u32 · min i64 · max i64 · offset u64 · len u32 · crc32 u32
+//! "TTPART02" · block · block · … · index · footer (64 bytes)
+//! index entry (52 bytes): series u64 · kind u64 · count u32 · min i64 · max i64 · offset u64 · len u32 · crc32 u32
 //! footer: index offset u64 · entries u32 · index crc32 u32 · measurement number u64
 //!         · partition start i64 · partition end i64 · max lsn u64 · part id u64 · "TTPARTND"
 //! ```
 //!
-//! All integers little endian. A part is written to `<id>.part.tmp`, fsynced, renamed to
-//! `<id>.part` and the folder fsynced before the manifest names it, so a part the manifest
-//! names is always whole. Blocks are read with positioned reads (`pread`); the index stays
-//! in memory.
+//! `kind` is 0 for a series' raw block and the resolution in ns for a rollup block; the
+//! index is sorted by (series, kind). All integers little endian. A part is written to
+//! `<id>.part.tmp`, fsynced, renamed to `<id>.part` and the folder fsynced before the
+//! manifest names it, so a part the manifest names is always whole. Blocks are read with
+//! positioned reads (`pread`); the index stays in memory.
 
+use super::summary;
 use crate::values::wal::sync_dir;
 use crate::writer::storage;
 use std::fs::{self, File};
@@ -22,13 +26,17 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use tickertape_backend::{BackendError, Result};
 use tickertape_core::codec;
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::{Point, SeriesId};
 
 /// The folder of part files inside the store directory.
 pub const PARTS_DIR: &str = "parts";
-const MAGIC: &[u8; 8] = b"TTPART01";
+const MAGIC: &[u8; 8] = b"TTPART02";
 const END_MAGIC: &[u8; 8] = b"TTPARTND";
-const ENTRY_LEN: usize = 44;
+const ENTRY_LEN: usize = 52;
+/// The `kind` of a raw block.
+const RAW: u64 = 0;
 const FOOTER_LEN: usize = 64;
 
 /// What a part holds, beside its blocks.
@@ -45,10 +53,15 @@ pub struct PartMeta {
     pub max_lsn: u64,
 }
 
-/// Where one series' block is.
+/// Where one block of a series is: its raw points, or a rollup's slots.
+///
+/// A rollup block's `min`/`max` are those of the raw block it was computed from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub series: SeriesId,
+    /// [`RAW`], or the resolution of a rollup block in ns.
+    kind: u64,
+    /// Points (raw) or slots (rollup).
     pub count: u32,
     pub min: i64,
     pub max: i64,
@@ -57,12 +70,22 @@ pub struct Entry {
     crc: u32,
 }
 
+impl Entry {
+    /// `None` for a raw block, else the rollup's resolution.
+    fn resolution(&self) -> Option<Resolution> {
+        match self.kind {
+            RAW => None,
+            ns => Resolution::new(i64::try_from(ns).ok()?),
+        }
+    }
+}
+
 /// An open part file.
 pub struct Part {
     pub meta: PartMeta,
     file: File,
     path: PathBuf,
-    /// Sorted by series.
+    /// Sorted by (series, kind).
     index: Vec<Entry>,
 }
 
@@ -72,51 +95,87 @@ pub fn part_path(dir: &Path, id: u64) -> PathBuf {
 
 impl Part {
     /// Writes a part holding `blocks` (series ascending, each with its points sorted by
-    /// time, one per time, all inside the partition) and opens it. Durable when this
-    /// returns: data and name fsynced. Blocks are taken one at a time, so a merge never
-    /// holds more than one series' points.
+    /// time, one per time, all inside the partition) and, for each series, its rollup
+    /// slots at each of `rollups` (resolutions that divide the partition), and opens it.
+    /// Durable when this returns: data and name fsynced. Blocks are taken one at a time,
+    /// so a merge never holds more than one series' points.
     pub fn write(
         dir: &Path,
         meta: PartMeta,
+        rollups: &[Resolution],
         blocks: impl IntoIterator<Item = Result<(SeriesId, Vec<Point>)>>,
     ) -> Result<Part> {
-        let path = part_path(dir, meta.id);
-        let tmp = path.with_extension("part.tmp");
+        let tmp = part_path(dir, meta.id).with_extension("part.tmp");
         let io = |e: std::io::Error| storage(format!("cannot write {}: {e}", tmp.display()));
         let file = File::create(&tmp).map_err(io)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(MAGIC).map_err(io)?;
         let mut offset = MAGIC.len() as u64;
         let mut index = Vec::new();
-        for block in blocks {
-            let (series, points) = block?;
-            let (Some(first), Some(last)) = (points.first(), points.last()) else {
-                continue;
-            };
-            let block = codec::encode_block(&points);
+        let mut put = |series, kind, count: usize, span: (i64, i64), block: Vec<u8>| {
             out.write_all(&block).map_err(io)?;
             index.push(Entry {
                 series,
-                count: points.len() as u32,
-                min: first.time,
-                max: last.time,
+                kind,
+                count: count as u32,
+                min: span.0,
+                max: span.1,
                 offset,
                 len: block.len() as u32,
                 crc: crc32fast::hash(&block),
             });
             offset += block.len() as u64;
+            Ok::<(), BackendError>(())
+        };
+        for block in blocks {
+            let (series, points) = block?;
+            let (Some(first), Some(last)) = (points.first(), points.last()) else {
+                continue;
+            };
+            let span = (first.time, last.time);
+            put(
+                series,
+                RAW,
+                points.len(),
+                span,
+                codec::encode_block(&points),
+            )?;
+            for r in rollups {
+                let slots = summarize_slots(&points, meta.start, meta.end, *r);
+                let kind = r.nanos() as u64;
+                put(series, kind, slots.len(), span, summary::encode(&slots))?;
+            }
         }
-        let encoded = encode_index(&index);
-        out.write_all(&encoded).map_err(io)?;
-        out.write_all(&encode_footer(&meta, offset, index.len(), &encoded))
-            .map_err(io)?;
-        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
-        file.sync_all().map_err(io)?;
-        drop(file);
-        fs::rename(&tmp, &path)
-            .map_err(|e| storage(format!("cannot rename {}: {e}", tmp.display())))?;
-        sync_dir(dir)?;
-        Part::open(&path)
+        finish(dir, &meta, out, offset, &index)
+    }
+
+    /// Writes a part with id `id` holding the blocks of this one that `keep` keeps (by
+    /// kind: `None` for raw, the resolution for a rollup block), copied as they are, and
+    /// opens it; `None` when it would hold no block. Durable when this returns.
+    pub fn rewrite(
+        &self,
+        dir: &Path,
+        id: u64,
+        keep: impl Fn(Option<Resolution>) -> bool,
+    ) -> Result<Option<Part>> {
+        let kept: Vec<&Entry> = self.index.iter().filter(|e| keep(e.resolution())).collect();
+        if kept.is_empty() {
+            return Ok(None);
+        }
+        let meta = PartMeta { id, ..self.meta };
+        let tmp = part_path(dir, id).with_extension("part.tmp");
+        let io = |e: std::io::Error| storage(format!("cannot write {}: {e}", tmp.display()));
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io)?);
+        out.write_all(MAGIC).map_err(io)?;
+        let mut offset = MAGIC.len() as u64;
+        let mut index = Vec::with_capacity(kept.len());
+        for entry in kept {
+            let block = self.block(entry)?;
+            out.write_all(&block).map_err(io)?;
+            index.push(Entry { offset, ..*entry });
+            offset += block.len() as u64;
+        }
+        finish(dir, &meta, out, offset, &index).map(Some)
     }
 
     /// Opens a part and reads its index. `Corrupt` names the file when it is not a whole
@@ -132,6 +191,15 @@ impl Part {
             |what: &str| BackendError::Corrupt(format!("part file {}: {what}", path.display()));
         if bytes < (MAGIC.len() + FOOTER_LEN) as u64 {
             return Err(bad("shorter than a part's header and footer"));
+        }
+        let mut magic = [0u8; MAGIC.len()];
+        read_exact_at(&file, path, &mut magic, 0)?;
+        if &magic != MAGIC {
+            return Err(bad(&format!(
+                "starts with {:?}, not {:?} (not a part file of this version)",
+                String::from_utf8_lossy(&magic),
+                String::from_utf8_lossy(MAGIC)
+            )));
         }
         let mut footer = [0u8; FOOTER_LEN];
         read_exact_at(&file, path, &mut footer, bytes - FOOTER_LEN as u64)?;
@@ -170,17 +238,42 @@ impl Part {
         })
     }
 
-    /// The block entry of `series`, if the part holds any of its points.
+    /// The raw block entry of `series`, if the part holds any of its points.
     pub fn entry(&self, series: SeriesId) -> Option<&Entry> {
+        self.find(series, RAW)
+    }
+
+    fn find(&self, series: SeriesId, kind: u64) -> Option<&Entry> {
         let at = self
             .index
-            .binary_search_by_key(&series, |e| e.series)
+            .binary_search_by_key(&(series, kind), |e| (e.series, e.kind))
             .ok()?;
         self.index.get(at)
     }
 
-    pub fn entries(&self) -> &[Entry] {
-        &self.index
+    /// The raw block entries, by series.
+    pub fn raw_entries(&self) -> impl Iterator<Item = &Entry> {
+        self.index.iter().filter(|e| e.kind == RAW)
+    }
+
+    /// Every series the part holds a block of, raw or rollup, ascending.
+    pub fn series(&self) -> impl Iterator<Item = SeriesId> + '_ {
+        let mut last = None;
+        self.index.iter().filter_map(move |e| {
+            let new = last != Some(e.series);
+            last = Some(e.series);
+            new.then_some(e.series)
+        })
+    }
+
+    /// Whether the part holds a block of this kind (`None`: raw).
+    pub fn holds(&self, kind: Option<Resolution>) -> bool {
+        self.index.iter().any(|e| e.resolution() == kind)
+    }
+
+    /// Whether the part holds rollup slots of `series` at `resolution`.
+    pub fn has_rollup(&self, series: SeriesId, resolution: Resolution) -> bool {
+        self.find(series, resolution.nanos() as u64).is_some()
     }
 
     /// The points of `series` in this part, sorted by time (empty when it has none).
@@ -188,24 +281,77 @@ impl Part {
         let Some(entry) = self.entry(series) else {
             return Ok(Vec::new());
         };
+        let block = self.block(entry)?;
+        codec::decode_block(&block).map_err(|e| self.bad(entry, e.to_string()))
+    }
+
+    /// The rollup slots of `series` at `resolution`, by time; `None` when the part holds
+    /// none (the measurement did not keep that rollup when the part was written).
+    pub fn read_rollup(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+    ) -> Result<Option<Vec<(i64, Summary)>>> {
+        let Some(entry) = self.find(series, resolution.nanos() as u64) else {
+            return Ok(None);
+        };
+        let block = self.block(entry)?;
+        summary::decode(&block)
+            .map(Some)
+            .map_err(|e| self.bad(entry, e.to_string()))
+    }
+
+    /// A block's bytes, checked against its checksum.
+    fn block(&self, entry: &Entry) -> Result<Vec<u8>> {
         let mut block = vec![0u8; entry.len as usize];
         read_exact_at(&self.file, &self.path, &mut block, entry.offset)?;
-        let bad = |what: String| {
-            BackendError::Corrupt(format!(
-                "part file {}, block of series {series}: {what}",
-                self.path.display()
-            ))
-        };
         if crc32fast::hash(&block) != entry.crc {
-            return Err(bad("checksum mismatch".into()));
+            return Err(self.bad(entry, "checksum mismatch".into()));
         }
-        codec::decode_block(&block).map_err(|e| bad(e.to_string()))
+        Ok(block)
+    }
+
+    fn bad(&self, entry: &Entry, what: String) -> BackendError {
+        let block = match entry.kind {
+            RAW => "block".to_string(),
+            ns => format!("rollup block ({ns} ns)"),
+        };
+        BackendError::Corrupt(format!(
+            "part file {}, {block} of series {}: {what}",
+            self.path.display(),
+            entry.series
+        ))
     }
 
     #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Writes the index and footer after the blocks, makes the part durable under its name
+/// and opens it.
+fn finish(
+    dir: &Path,
+    meta: &PartMeta,
+    mut out: BufWriter<File>,
+    index_offset: u64,
+    index: &[Entry],
+) -> Result<Part> {
+    let path = part_path(dir, meta.id);
+    let tmp = path.with_extension("part.tmp");
+    let io = |e: std::io::Error| storage(format!("cannot write {}: {e}", tmp.display()));
+    let encoded = encode_index(index);
+    out.write_all(&encoded).map_err(io)?;
+    out.write_all(&encode_footer(meta, index_offset, index.len(), &encoded))
+        .map_err(io)?;
+    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    fs::rename(&tmp, &path)
+        .map_err(|e| storage(format!("cannot rename {}: {e}", tmp.display())))?;
+    sync_dir(dir)?;
+    Part::open(&path)
 }
 
 fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
@@ -217,6 +363,7 @@ fn encode_index(index: &[Entry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(index.len() * ENTRY_LEN);
     for e in index {
         out.extend_from_slice(&e.series.0.to_le_bytes());
+        out.extend_from_slice(&e.kind.to_le_bytes());
         out.extend_from_slice(&e.count.to_le_bytes());
         out.extend_from_slice(&e.min.to_le_bytes());
         out.extend_from_slice(&e.max.to_le_bytes());
@@ -235,17 +382,21 @@ fn decode_index(raw: &[u8], index_offset: u64) -> Option<Vec<Entry>> {
         let h = |i: usize| u32::from_le_bytes(chunk[i..i + 4].try_into().unwrap_or_default());
         let e = Entry {
             series: SeriesId(w(0)),
-            count: h(8),
-            min: w(12) as i64,
-            max: w(20) as i64,
-            offset: w(28),
-            len: h(36),
-            crc: h(40),
+            kind: w(8),
+            count: h(16),
+            min: w(20) as i64,
+            max: w(28) as i64,
+            offset: w(36),
+            len: h(44),
+            crc: h(48),
         };
         let inside = e.offset >= MAGIC.len() as u64
             && e.offset.checked_add(u64::from(e.len))? <= index_offset;
-        let sorted = index.last().is_none_or(|p| p.series < e.series);
-        if !inside || !sorted || e.min > e.max {
+        let sorted = index
+            .last()
+            .is_none_or(|p| (p.series, p.kind) < (e.series, e.kind));
+        let kind_known = e.kind == RAW || e.resolution().is_some();
+        if !inside || !sorted || !kind_known || e.min > e.max {
             return None;
         }
         index.push(e);
@@ -290,7 +441,7 @@ mod tests {
         let a: Vec<Point> = a.chunk_by(|x, y| x.time == y.time).map(|c| c[0]).collect();
         let b = vec![Point::new(999, f64::NAN)];
         let blocks = vec![(SeriesId(2), a.clone()), (SeriesId(9), b)];
-        let _written = Part::write(dir.path(), meta(), blocks.into_iter().map(Ok)).unwrap();
+        let _written = Part::write(dir.path(), meta(), &[], blocks.into_iter().map(Ok)).unwrap();
         let reopened = Part::open(&part_path(dir.path(), 7)).unwrap();
         assert_eq!(reopened.meta, meta());
         assert_eq!(reopened.read(SeriesId(2)).unwrap(), a);
@@ -304,10 +455,53 @@ mod tests {
     }
 
     #[test]
+    fn rollup_blocks_sit_beside_raw_blocks_and_outlive_them_in_a_rewrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let points: Vec<Point> = (0..100)
+            .map(|t| Point::new(t * 9, t as f64 * 0.3))
+            .collect();
+        let rollups = [Resolution::new(100).unwrap(), Resolution::new(250).unwrap()];
+        let blocks = vec![(SeriesId(4), points.clone())];
+        let part = Part::write(dir.path(), meta(), &rollups, blocks.into_iter().map(Ok)).unwrap();
+        let bits = |v: Vec<(i64, Summary)>| -> Vec<(i64, [u64; 8])> {
+            v.into_iter().map(|(t, s)| (t, s.to_bits())).collect()
+        };
+        for r in rollups {
+            let want = summarize_slots(&points, 0, 1_000, r);
+            let got = part.read_rollup(SeriesId(4), r).unwrap().unwrap();
+            assert_eq!(bits(got), bits(want), "{r}");
+        }
+        assert!(part
+            .read_rollup(SeriesId(4), Resolution::new(50).unwrap())
+            .unwrap()
+            .is_none());
+        // Without its raw block, the part keeps the rollups, copied as they were.
+        let stripped = part
+            .rewrite(dir.path(), 8, |kind| kind.is_some())
+            .unwrap()
+            .unwrap();
+        assert!(stripped.read(SeriesId(4)).unwrap().is_empty());
+        assert!(!stripped.holds(None));
+        assert_eq!(stripped.series().collect::<Vec<_>>(), vec![SeriesId(4)]);
+        let reopened = Part::open(&part_path(dir.path(), 8)).unwrap();
+        assert_eq!(
+            bits(
+                reopened
+                    .read_rollup(SeriesId(4), rollups[1])
+                    .unwrap()
+                    .unwrap()
+            ),
+            bits(summarize_slots(&points, 0, 1_000, rollups[1]))
+        );
+        // Nothing kept: no part.
+        assert!(part.rewrite(dir.path(), 9, |_| false).unwrap().is_none());
+    }
+
+    #[test]
     fn a_damaged_part_is_refused_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let blocks = vec![(SeriesId(1), vec![Point::new(1, 1.0), Point::new(2, 2.0)])];
-        let part = Part::write(dir.path(), meta(), blocks.into_iter().map(Ok)).unwrap();
+        let part = Part::write(dir.path(), meta(), &[], blocks.into_iter().map(Ok)).unwrap();
         let path = part.path().to_path_buf();
         let full = fs::read(&path).unwrap();
         // Cut short: no footer.

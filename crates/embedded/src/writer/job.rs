@@ -2,6 +2,7 @@
 //! durable or aborted.
 
 use crate::buckets::{Target, ValidWrite};
+use crate::values::background::Dropped;
 use tickertape_backend::{
     AppendOutcome, BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result,
     SeriesAppend,
@@ -54,9 +55,11 @@ pub enum Job {
     /// Not a write: freeze the head and have the background thread flush and merge
     /// everything; answered when it has.
     Compact { reply: oneshot::Sender<Result<()>> },
-    /// Not a write: have the background thread drop old partitions of a measurement.
-    DropRawBefore {
+    /// Not a write: have the background thread drop the raw points or a rollup of old
+    /// partitions of a measurement.
+    DropBefore {
         measurement: String,
+        what: Dropped,
         cutoff: i64,
         dry_run: bool,
         reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
@@ -75,13 +78,13 @@ impl Job {
             } => appends.iter().map(|a| a.points().len()).sum::<usize>() + buckets.len(),
             Job::Preallocate { targets, .. } => targets.len(),
             Job::Tokenize { names, .. } => names.len(),
-            Job::DropPartition { .. } | Job::Compact { .. } | Job::DropRawBefore { .. } => 1,
+            Job::DropPartition { .. } | Job::Compact { .. } | Job::DropBefore { .. } => 1,
         }
     }
 
     /// Whether the job is background work rather than a change to apply in a group.
     pub fn is_control(&self) -> bool {
-        matches!(self, Job::Compact { .. } | Job::DropRawBefore { .. })
+        matches!(self, Job::Compact { .. } | Job::DropBefore { .. })
     }
 
     /// Answers the job with `error` at once.
@@ -100,7 +103,7 @@ impl Job {
             Job::DropPartition { reply, .. } => Answer::unapplied(reply),
             Job::Tokenize { reply, .. } => Answer::unapplied(reply),
             Job::Compact { reply } => Answer::unapplied(reply),
-            Job::DropRawBefore { reply, .. } => Answer::unapplied(reply),
+            Job::DropBefore { reply, .. } => Answer::unapplied(reply),
         }
     }
 }

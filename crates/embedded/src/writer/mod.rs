@@ -183,13 +183,15 @@ impl Writer {
                 }
                 self.send(Task::Compact(reply));
             }
-            Job::DropRawBefore {
+            Job::DropBefore {
                 measurement,
+                what,
                 cutoff,
                 dry_run,
                 reply,
             } => self.send(Task::DropBefore {
                 measurement,
+                what,
                 cutoff,
                 dry_run,
                 reply,
@@ -429,7 +431,7 @@ impl Writer {
                 names,
                 reply,
             } => answered(reply, names::issue(txn, namespace, &names)),
-            job @ (Job::Compact { .. } | Job::DropRawBefore { .. }) => {
+            job @ (Job::Compact { .. } | Job::DropBefore { .. }) => {
                 let error = BackendError::Storage("a control job reached a write group".into());
                 (job.unanswered(), Some(error))
             }
