@@ -14,6 +14,7 @@
 
 pub mod maintenance;
 pub mod names;
+mod parse;
 mod plan;
 pub mod query;
 pub mod read;

@@ -1,6 +1,7 @@
 //! Ingest: a line-protocol body becomes one append per series, and every refusal is
 //! reported with the line it came from. A bad line never costs the good ones.
 
+use crate::parse::{parse_lines, Parsed};
 use crate::rollup_source::{nothing_refused, stored_count, RollupGroup, RollupSource};
 use crate::{Engine, EngineError};
 use std::collections::{BTreeMap, HashMap};
@@ -9,14 +10,11 @@ use tickertape_backend::{
     AppendRule, BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups,
     NameSpace, RawBatch, RawOutcome, SeriesAppend, SlotChange,
 };
-use tickertape_core::lineproto::{self, FieldValue, Line};
+use tickertape_core::lineproto::Line;
 use tickertape_core::rollup::{BucketGeometry, MIN_BUCKET_TIME};
 use tickertape_core::schema::{Kind, Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{format_rfc3339, Precision};
 use tickertape_core::{Point, SeriesId, SeriesKey};
-
-/// Integers beyond ±2^53 have no exact f64; storing them would silently change them.
-const MAX_EXACT_INTEGER: u64 = 1 << 53;
 
 /// How a body's values apply: `POST /write` sets points, `POST /write?mode=inc` adds each
 /// value to the slot of its time in a counter measurement (seed 003).
@@ -44,13 +42,6 @@ pub struct WriteReport {
     pub points_rejected: u64,
     /// Sorted by line number, one entry per rejected line.
     pub errors: Vec<LineError>,
-}
-
-/// A parsed line whose fields all convert to f64.
-struct Parsed<'a> {
-    number: usize,
-    line: Line<'a>,
-    values: Vec<f64>,
 }
 
 /// One point on its way to a series, with the line it came from.
@@ -132,14 +123,7 @@ impl Engine {
         let now = self.clock.now_nanos();
         let mut errors = Errors::new();
         let mut parsed = Vec::new();
-        for (number, result) in lineproto::parse_body(body, precision, now) {
-            let result = result.map_err(|e| e.to_string()).and_then(|line| {
-                Ok(Parsed {
-                    number,
-                    values: numeric_values(&line)?,
-                    line,
-                })
-            });
+        for (number, result) in parse_lines(body, precision, now) {
             match result {
                 Ok(p) => parsed.push(p),
                 Err(message) => errors.entry(number).or_default().push(message),
@@ -384,28 +368,6 @@ fn series_key(p: &Pending<'_, '_>) -> SeriesKey {
             .collect(),
         p.field,
     )
-}
-
-/// Every field of a line as an f64, or why the line cannot be stored exactly.
-fn numeric_values(line: &Line<'_>) -> Result<Vec<f64>, String> {
-    line.fields
-        .iter()
-        .map(|(name, value)| match value {
-            FieldValue::Float(f) => Ok(*f),
-            FieldValue::Integer(i) if i.unsigned_abs() <= MAX_EXACT_INTEGER => Ok(*i as f64),
-            FieldValue::Unsigned(u) if *u <= MAX_EXACT_INTEGER => Ok(*u as f64),
-            FieldValue::Integer(i) => Err(format!(
-                "field {name:?}: integer {i} has no exact float64, and tickertape stores float64 values"
-            )),
-            FieldValue::Unsigned(u) => Err(format!(
-                "field {name:?}: integer {u} has no exact float64, and tickertape stores float64 values"
-            )),
-            FieldValue::Boolean(b) => Ok(f64::from(u8::from(*b))),
-            FieldValue::String(_) => Err(format!(
-                "field {name:?} is a string; tickertape stores numbers and booleans only"
-            )),
-        })
-        .collect()
 }
 
 /// Why a whole line cannot go to its measurement with `mode`, if it cannot.
