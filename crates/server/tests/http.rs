@@ -116,6 +116,13 @@ impl TestServer {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// `POST /api/v1/admin/compact`; its status.
+    async fn compact(&self) -> u16 {
+        let url = format!("{}/api/v1/admin/compact", self.url);
+        let response = self.client.post(url).send().await.unwrap();
+        response.status().as_u16()
+    }
+
     async fn get(&self, path_and_query: &str) -> (u16, Value) {
         let response = self
             .client
@@ -468,13 +475,7 @@ async fn two_clients_interleaved_in_time_store_every_point_and_compaction_keeps_
     }
     let want: Vec<(i64, f64)> = (0..400).map(|t| (t, t as f64)).collect();
     assert_eq!(server.points("measurement=m").await, want);
-    let compacted = server
-        .client
-        .post(format!("{}/api/v1/admin/compact", server.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(compacted.status().as_u16(), 204);
+    assert_eq!(server.compact().await, 204);
     assert_eq!(
         server.points("measurement=m").await,
         want,
@@ -528,13 +529,7 @@ async fn embedded_rollups_answer_as_raw_points_do() {
         })
         .collect();
     check_rollups(&server, &queries, "written").await;
-    let compacted = server
-        .client
-        .post(format!("{}/api/v1/admin/compact", server.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(compacted.status().as_u16(), 204);
+    assert_eq!(server.compact().await, 204);
     check_rollups(&server, &queries, "compacted").await;
     // A late point into a compacted day.
     assert_eq!(server.write("", &line(3, 100.0)).await.0, 204);
