@@ -40,7 +40,7 @@ pub(crate) fn parse_lines<'a>(
             })
             .collect::<Vec<_>>()
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let threads = parse_threads();
     if body.len() < PARALLEL_PARSE_BYTES || threads < 2 {
         return parse(body, 1);
     }
@@ -63,6 +63,13 @@ pub(crate) fn parse_lines<'a>(
         }
         all
     })
+}
+
+/// Threads a long body is parsed on: the cores, at most 4. Asked once per process, since
+/// `available_parallelism` reads cgroup files on Linux and a write must not pay for that.
+fn parse_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
 }
 
 /// `body` cut into at most `n` pieces at line ends, each with the number of its first

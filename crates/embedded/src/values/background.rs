@@ -301,17 +301,7 @@ impl Background {
         });
         let merged = Arc::new(Part::write(&self.dir(), meta, &rollups, blocks)?);
         let removed: Vec<u64> = parts.iter().map(|p| p.meta.id).collect();
-        let mut txn = self.db.begin_write().map_err(storage)?;
-        txn.set_durability(Durability::Immediate);
-        manifest::swap_parts(&txn, &[(merged.meta.id, merged.meta.max_lsn)], &removed)?;
-        txn.commit().map_err(storage)?;
-        {
-            let mut view = self.values.view_mut();
-            view.remove_parts(&removed);
-            view.add_part(merged);
-        }
-        self.delete_files(&removed);
-        Ok(())
+        self.swap(vec![merged], &removed)
     }
 
     /// Drops `what` from the partitions of `measurement` that end at or before `cutoff`
@@ -373,19 +363,26 @@ impl Background {
             }
             removed.push(part.meta.id);
         }
+        self.swap(added, &removed)
+    }
+
+    /// Puts `added` (written whole) in place of the parts `removed`: one durable
+    /// transaction names the new ones and forgets the old, readers switch over, then the
+    /// old files are deleted.
+    fn swap(&mut self, added: Vec<Arc<Part>>, removed: &[u64]) -> Result<()> {
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
         let named: Vec<(u64, u64)> = added.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
-        manifest::swap_parts(&txn, &named, &removed)?;
+        manifest::swap_parts(&txn, &named, removed)?;
         txn.commit().map_err(storage)?;
         {
             let mut view = self.values.view_mut();
-            view.remove_parts(&removed);
+            view.remove_parts(removed);
             for part in added {
                 view.add_part(part);
             }
         }
-        self.delete_files(&removed);
+        self.delete_files(removed);
         Ok(())
     }
 
