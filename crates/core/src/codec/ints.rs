@@ -15,9 +15,12 @@
 //! wrap (two's complement), so any `i64` series round-trips, and dividing by the gcd is
 //! exact, so the decoder's wrapping multiply restores every difference.
 //!
-//! Why both modes: **groups** (of [`GROUP`] codes, each a 7-bit width then every code in
-//! that width) cost ~0.2 bits per code when all codes are 0 and stay within a bit of the
-//! largest code when they are all alike (jitter, random walks). **Buckets** (Gorilla's
+//! Why both modes: **groups** (of [`GROUP`] codes, each a width then every code in that
+//! width) cost 1/32 bit per code when all codes are 0 and stay within a bit of the largest
+//! code when they are all alike (jitter, random walks). A group's width is written as one
+//! bit `1` when it equals the previous group's (the first group's "previous" is 0), else
+//! `0` and the 7-bit width ([`Widths::Repeated`], block version 2); version 1 blocks wrote
+//! the 7-bit width before every group ([`Widths::EveryGroup`]), 0.22 bit per code. **Buckets** (Gorilla's
 //! prefix code, see [`bucket_of`]) cost 1 bit per zero and spend bits only on the codes
 //! that are not, so they win when a few outliers would widen whole groups (a regular series
 //! with one late point). The encoder computes both sizes and writes the smaller.
@@ -32,6 +35,15 @@ use super::CodecError;
 /// Codes per group in the group mode. 32 keeps the width field at 7/32 bit per code while
 /// letting the width follow a series whose spread changes within a 160-point block.
 const GROUP: usize = 32;
+
+/// How group widths are written: the block format version decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Widths {
+    /// Version 1: a 7-bit width before every group.
+    EveryGroup,
+    /// Version 2 (written today): `1` for the previous group's width, else `0` + 7 bits.
+    Repeated,
+}
 
 /// A series ready to write, with its exact size known, so that callers can compare
 /// encodings without writing the losers.
@@ -100,9 +112,10 @@ impl Plan {
         if self.buckets {
             self.codes.iter().for_each(|&z| write_bucket(w, z));
         } else {
-            self.codes
-                .chunks(GROUP)
-                .for_each(|group| write_group(w, group));
+            let mut previous = 0;
+            for group in self.codes.chunks(GROUP) {
+                previous = write_group(w, group, previous);
+            }
         }
     }
 }
@@ -123,6 +136,7 @@ fn prefixed_bits(v: u64) -> usize {
 #[inline]
 pub(crate) fn decode<T>(
     r: &mut BitReader<'_>,
+    widths: Widths,
     out: &mut [T],
     mut put: impl FnMut(&mut T, i64),
 ) -> Result<(), CodecError> {
@@ -144,20 +158,21 @@ pub(crate) fn decode<T>(
             x = x.wrapping_add(unzigzag(z));
             put(slot, x);
         };
-        read_codes(r, rest, buckets, step)
+        read_codes(r, widths, rest, buckets, step)
     } else {
         let g = g as i64;
         let step = |slot: &mut T, z: u64| {
             x = x.wrapping_add(unzigzag(z).wrapping_mul(g));
             put(slot, x);
         };
-        read_codes(r, rest, buckets, step)
+        read_codes(r, widths, rest, buckets, step)
     }
 }
 
 #[inline]
 fn read_codes<T>(
     r: &mut BitReader<'_>,
+    widths: Widths,
     out: &mut [T],
     buckets: bool,
     mut step: impl FnMut(&mut T, u64),
@@ -167,9 +182,15 @@ fn read_codes<T>(
             step(slot, read_bucket(r));
         }
     } else {
+        let mut previous = 0;
         for group in out.chunks_mut(GROUP) {
+            let width = match widths {
+                Widths::Repeated if r.read_bit() => previous,
+                _ => r.read_width()?,
+            };
+            previous = width;
             // One branch per group rather than per code: most widths take the short read.
-            match r.read_width()? {
+            match width {
                 0 => group.iter_mut().for_each(|slot| step(slot, 0)),
                 width @ 1..=56 => group
                     .iter_mut()
@@ -213,20 +234,40 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 
 /// Bits the group mode takes for `codes`.
 fn group_cost(codes: &[u64]) -> usize {
+    let mut previous = 0;
     codes
         .chunks(GROUP)
-        .map(|g| WIDTH_FIELD_BITS as usize + g.len() * group_width(g) as usize)
+        .map(|g| {
+            let width = group_width(g);
+            let field = width_field_bits(width, previous);
+            previous = width;
+            field + g.len() * width as usize
+        })
         .sum()
+}
+
+/// Bits of a group's width field after a group of width `previous`.
+fn width_field_bits(width: u32, previous: u32) -> usize {
+    if width == previous {
+        1
+    } else {
+        1 + WIDTH_FIELD_BITS as usize
+    }
 }
 
 fn group_width(group: &[u64]) -> u32 {
     bit_width(group.iter().fold(0, |acc, &z| acc | z))
 }
 
-fn write_group(w: &mut BitWriter, group: &[u64]) {
+/// Writes a group after one of width `previous`; returns this group's width.
+fn write_group(w: &mut BitWriter, group: &[u64], previous: u32) -> u32 {
     let width = group_width(group);
-    w.write(u64::from(width), WIDTH_FIELD_BITS);
+    w.write_bit(width == previous);
+    if width != previous {
+        w.write(u64::from(width), WIDTH_FIELD_BITS);
+    }
     w.write_all(group, width);
+    width
 }
 
 /// Gorilla's timestamp buckets, widened for 64-bit codes: `(prefix, prefix bits, payload
@@ -294,7 +335,7 @@ mod tests {
         let bytes = w.finish();
         let mut r = BitReader::new(&bytes);
         let mut out = vec![0i64; xs.len()];
-        decode(&mut r, &mut out, |slot, x| *slot = x).unwrap();
+        decode(&mut r, Widths::Repeated, &mut out, |slot, x| *slot = x).unwrap();
         assert_eq!(r.finish(), Ok(bytes.len()));
         assert_eq!(out, xs);
         bits

@@ -40,16 +40,17 @@ pub enum CodecError {
 }
 
 /// The format version written in a block's first byte. Bump it for any change to the
-/// layout; decoders keep reading every older version.
-pub const FORMAT_VERSION: u8 = 1;
+/// layout; decoders keep reading every older version. Version 2 writes a group's width
+/// as one bit when it repeats the previous group's; version 1 wrote 7 bits every group.
+pub const FORMAT_VERSION: u8 = 2;
 
 /// A bound on points per block byte that every valid block respects, so a corrupt count
 /// cannot make the decoder allocate more than this many points per byte of input.
 ///
-/// Why it holds: each point costs at least 7/32 bit in each of the two sections (a group
-/// of 32 zero codes is one 7-bit width field), so a point takes at least 14/32 bit and a
-/// byte holds at most 18 points.
-pub const MAX_POINTS_PER_BYTE: usize = 32;
+/// Why it holds: each point costs at least 1/32 bit in each of the two sections (a group
+/// of 32 zero codes is one repeated-width bit), so a point takes at least 2/32 bit and a
+/// byte holds at most 128 points.
+pub const MAX_POINTS_PER_BYTE: usize = 128;
 
 /// Compresses points into one block. Accepts any i64 times and any f64 bit patterns, in
 /// any order; the block records them as given.
@@ -73,9 +74,11 @@ pub fn decode_block(bytes: &[u8]) -> Result<Vec<Point>, CodecError> {
     let (&version, rest) = bytes
         .split_first()
         .ok_or(CodecError::Corrupt("empty block"))?;
-    if version != FORMAT_VERSION {
-        return Err(CodecError::Corrupt("unknown format version"));
-    }
+    let widths = match version {
+        1 => ints::Widths::EveryGroup,
+        2 => ints::Widths::Repeated,
+        _ => return Err(CodecError::Corrupt("unknown format version")),
+    };
     let (count, rest) = read_varint(rest)?;
     let limit = bytes.len().saturating_mul(MAX_POINTS_PER_BYTE);
     let count = usize::try_from(count)
@@ -87,9 +90,9 @@ pub fn decode_block(bytes: &[u8]) -> Result<Vec<Point>, CodecError> {
     let mut points = vec![Point::new(0, 0.0); count];
     let mut rest = rest;
     if count > 0 {
-        let used = timestamps::decode(rest, &mut points)?;
+        let used = timestamps::decode(rest, widths, &mut points)?;
         rest = rest.get(used..).unwrap_or_default();
-        let used = values::decode(rest, &mut points)?;
+        let used = values::decode(rest, widths, &mut points)?;
         rest = rest.get(used..).unwrap_or_default();
     }
     if !rest.is_empty() {

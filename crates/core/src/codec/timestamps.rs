@@ -8,7 +8,7 @@
 //! ```
 //!
 //! A regular series (every delta equal) has all delta-of-deltas 0: the group mode then
-//! spends 7 bits per 32 points, ~0.22 bit/point. Deltas wrap, so times in any order,
+//! spends 1 bit per 32 points (7 bits per 32 in version 1 blocks). Deltas wrap, so times in any order,
 //! duplicates and `i64::MIN`/`i64::MAX` neighbours all round-trip.
 
 use super::bits::{BitReader, BitWriter};
@@ -32,14 +32,18 @@ pub(crate) fn encode(out: Vec<u8>, points: &[Point]) -> Vec<u8> {
 }
 
 /// Reads the timestamp section into `points[..].time` and returns the bytes it took.
-pub(crate) fn decode(bytes: &[u8], points: &mut [Point]) -> Result<usize, CodecError> {
+pub(crate) fn decode(
+    bytes: &[u8],
+    widths: ints::Widths,
+    points: &mut [Point],
+) -> Result<usize, CodecError> {
     let mut r = BitReader::new(bytes);
     let Some((first, rest)) = points.split_first_mut() else {
         return Ok(0);
     };
     let mut time = r.read(64) as i64;
     first.time = time;
-    ints::decode(&mut r, rest, |point, delta| {
+    ints::decode(&mut r, widths, rest, |point, delta| {
         time = time.wrapping_add(delta);
         point.time = time;
     })?;

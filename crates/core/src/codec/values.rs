@@ -95,7 +95,11 @@ impl Candidate {
 }
 
 /// Reads a value section into `points[..].value` and returns the bytes it took.
-pub(crate) fn decode(bytes: &[u8], points: &mut [Point]) -> Result<usize, CodecError> {
+pub(crate) fn decode(
+    bytes: &[u8],
+    widths: ints::Widths,
+    points: &mut [Point],
+) -> Result<usize, CodecError> {
     let (&tag, stream) = bytes
         .split_first()
         .ok_or(CodecError::Corrupt("value section is missing"))?;
@@ -104,10 +108,12 @@ pub(crate) fn decode(bytes: &[u8], points: &mut [Point]) -> Result<usize, CodecE
         TAG_DECIMAL => {
             let e = r.read(EXPONENT_BITS) as usize;
             let scale = *POW10.get(e).ok_or(CodecError::Corrupt("bad exponent"))?;
-            ints::decode(&mut r, points, |p, n| p.value = from_decimal(n, scale))?;
+            ints::decode(&mut r, widths, points, |p, n| {
+                p.value = from_decimal(n, scale)
+            })?;
         }
         TAG_FLOAT_KEYS => {
-            ints::decode(&mut r, points, |p, key| {
+            ints::decode(&mut r, widths, points, |p, key| {
                 p.value = f64::from_bits(float_key(key as u64) as u64);
             })?;
         }
@@ -191,7 +197,10 @@ mod tests {
         let points: Vec<Point> = values.into_iter().map(|v| Point::new(0, v)).collect();
         let section = encode(Vec::new(), &points);
         let mut decoded = vec![Point::new(0, 0.0); points.len()];
-        assert_eq!(decode(&section, &mut decoded), Ok(section.len()));
+        assert_eq!(
+            decode(&section, ints::Widths::Repeated, &mut decoded),
+            Ok(section.len())
+        );
         assert!(points.iter().zip(&decoded).all(|(a, b)| a.bit_eq(b)));
         section[0]
     }
@@ -216,15 +225,15 @@ mod tests {
     #[test]
     fn corrupt_sections_are_refused() {
         let mut points = vec![Point::new(0, 0.0); 3];
-        assert!(decode(&[], &mut points).is_err());
-        assert!(decode(&[3, 0], &mut points).is_err());
+        assert!(decode(&[], ints::Widths::Repeated, &mut points).is_err());
+        assert!(decode(&[3, 0], ints::Widths::Repeated, &mut points).is_err());
         // XOR: a new window with lead 63 and length 64.
         let mut w = BitWriter::new(vec![TAG_XOR]);
         w.write(0, 64);
         w.write(0b11, 2);
         w.write(63, 6);
         w.write(63, 6);
-        assert!(decode(&w.finish(), &mut points).is_err());
+        assert!(decode(&w.finish(), ints::Widths::Repeated, &mut points).is_err());
     }
 
     #[test]
