@@ -33,6 +33,12 @@ impl Catalog {
         keys.iter().map(|k| inner.ids.get(k).copied()).collect()
     }
 
+    /// The id of each of `keys`, `None` for those not registered.
+    pub fn ids_of(&self, keys: &[SeriesKey]) -> Vec<Option<SeriesId>> {
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        keys.iter().map(|k| inner.ids.get(k).copied()).collect()
+    }
+
     /// The first of `ids` that is not registered, if any (one lock for the whole batch).
     pub fn first_unknown(&self, ids: impl IntoIterator<Item = SeriesId>) -> Option<SeriesId> {
         let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());

@@ -26,6 +26,7 @@ mod buckets;
 mod catalog;
 mod faults;
 mod names;
+mod series_keys;
 mod tables;
 mod values;
 mod writer;
@@ -36,7 +37,7 @@ use redb::{Database, ReadableTable};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS, SERIES_KEYS};
+use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS_V4, SERIES_KEYS};
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
@@ -130,7 +131,7 @@ impl EmbeddedBackend {
         create_tables(&db)?;
         let partitioning = partitioning(&db, options.partition_ns)?;
         let catalog = Arc::new(Catalog::default());
-        catalog.insert_all(load_catalog(&db)?);
+        catalog.insert_all(series_keys::load(&db)?);
         let (parts, next_part_id) = background::open_parts(&db, &dir)?;
         let mut view = View {
             latest: manifest::load_heads(&db)?,
@@ -547,7 +548,6 @@ fn create_tables(db: &Database) -> Result<()> {
     // Any table at all means the file was written before: by this layout only if it says so.
     let used = txn.list_tables().map_err(storage)?.next().is_some();
     txn.open_table(SERIES_KEYS).map_err(storage)?;
-    txn.open_table(SERIES_IDS).map_err(storage)?;
     txn.open_table(manifest::PARTS).map_err(storage)?;
     txn.open_table(manifest::SERIES_STATE).map_err(storage)?;
     txn.open_table(manifest::MEASUREMENTS).map_err(storage)?;
@@ -564,6 +564,18 @@ fn create_tables(db: &Database) -> Result<()> {
             None if !used => {
                 meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
+            }
+            Some(4) => {
+                // Format 4 differs only in how the catalog is written: rewrite it here,
+                // in the same transaction as the new version number.
+                drop(meta);
+                let series = series_keys::migrate_from_json(&txn)?;
+                txn.delete_table(SERIES_IDS_V4).map_err(storage)?;
+                txn.open_table(META)
+                    .map_err(storage)?
+                    .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+                    .map_err(storage)?;
+                tracing::info!(series, "migrated the series catalog from format 4 to 5");
             }
             found => {
                 // Dropping `txn` without a commit leaves the file as it was.
@@ -585,20 +597,6 @@ fn create_tables(db: &Database) -> Result<()> {
         }
     }
     txn.commit().map_err(storage)
-}
-
-fn load_catalog(db: &Database) -> Result<Vec<(SeriesKey, SeriesId)>> {
-    let txn = db.begin_read().map_err(storage)?;
-    let table = txn.open_table(SERIES_KEYS).map_err(storage)?;
-    let mut out = Vec::new();
-    for entry in table.iter().map_err(storage)? {
-        let (id, raw) = entry.map_err(storage)?;
-        let key = tables::decode_key(raw.value()).ok_or_else(|| {
-            BackendError::Corrupt(format!("series {} has a malformed key", id.value()))
-        })?;
-        out.push((key, SeriesId(id.value())));
-    }
-    Ok(out)
 }
 
 /// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths).

@@ -12,6 +12,7 @@
 use crate::tables::META;
 use crate::writer::storage;
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
+use std::collections::HashMap;
 use tickertape_backend::{BackendError, NameSpace, Result};
 
 /// (namespace code, name) → token.
@@ -20,9 +21,13 @@ pub const NAME_TOKENS: TableDefinition<(&str, &str), u64> = TableDefinition::new
 pub const TOKEN_NAMES: TableDefinition<(&str, u64), &str> = TableDefinition::new("token_names");
 
 /// The `meta` key of a namespace's next token (`next_token.m`, `next_token.tk`, …).
-fn counter_key(namespace: NameSpace) -> String {
-    format!("next_token.{}", namespace.code())
+fn counter_key(code: &str) -> String {
+    format!("next_token.{code}")
 }
+
+/// The store's own namespace of the strings in series keys (`crate::series_keys`), apart
+/// from the four of the name store API, whose tokens users see and count from 0.
+pub const CATALOG_CODE: &str = "key";
 
 /// The token of each name, `None` for names not issued yet. A read transaction: an
 /// existing name never waits for the writer.
@@ -65,11 +70,15 @@ pub fn names_of(
 /// Runs in the writer's transaction, so a name two callers both found missing is looked
 /// up again here and gets one token.
 pub fn issue(txn: &WriteTransaction, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+    issue_in(txn, namespace.code(), names)
+}
+
+/// [`issue`] in the namespace of stored code `code`.
+pub fn issue_in(txn: &WriteTransaction, code: &str, names: &[String]) -> Result<Vec<u64>> {
     let mut tokens = txn.open_table(NAME_TOKENS).map_err(storage)?;
     let mut names_table = txn.open_table(TOKEN_NAMES).map_err(storage)?;
     let mut meta = txn.open_table(META).map_err(storage)?;
-    let code = namespace.code();
-    let key = counter_key(namespace);
+    let key = counter_key(code);
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         if let Some(token) = tokens.get((code, name.as_str())).map_err(storage)? {
@@ -80,9 +89,9 @@ pub fn issue(txn: &WriteTransaction, namespace: NameSpace, names: &[String]) -> 
             .get(key.as_str())
             .map_err(storage)?
             .map_or(0, |v| v.value());
-        let after = next.checked_add(1).ok_or_else(|| {
-            BackendError::Invalid(format!("namespace {namespace} has no tokens left"))
-        })?;
+        let after = next
+            .checked_add(1)
+            .ok_or_else(|| BackendError::Invalid(format!("namespace {code} has no tokens left")))?;
         meta.insert(key.as_str(), after).map_err(storage)?;
         tokens
             .insert((code, name.as_str()), next)
@@ -93,4 +102,18 @@ pub fn issue(txn: &WriteTransaction, namespace: NameSpace, names: &[String]) -> 
         out.push(next);
     }
     Ok(out)
+}
+
+/// Every name of the catalog's namespace ([`CATALOG_CODE`]) by token: what the catalog
+/// decodes its records with.
+pub fn catalog_names(db: &Database) -> Result<HashMap<u64, String>> {
+    let txn = db.begin_read().map_err(storage)?;
+    let table = txn.open_table(TOKEN_NAMES).map_err(storage)?;
+    let range = (CATALOG_CODE, 0u64)..=(CATALOG_CODE, u64::MAX);
+    let mut names = HashMap::new();
+    for entry in table.range(range).map_err(storage)? {
+        let (key, name) = entry.map_err(storage)?;
+        names.insert(key.value().1, name.value().to_string());
+    }
+    Ok(names)
 }

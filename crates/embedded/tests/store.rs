@@ -174,11 +174,11 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
 }
 
 /// A file written by the format 1 layout (no `format_version`), by format 2 (value segments
-/// in redb), by format 3 (rollups of value segments in redb) or by an unknown format is refused with a message that says so, and left as it
-/// was.
+/// in redb), by format 3 (rollups of value segments in redb) or by an unknown format is
+/// refused with a message that says so, and left as it was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(2), Some(3), Some(5)] {
+    for version in [None, Some(1u64), Some(2), Some(3), Some(6)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -212,6 +212,60 @@ fn other_formats_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     drop(open(&dir));
     drop(open(&dir));
+}
+
+/// A format 4 store (series keys as JSON, and a JSON → id table) is migrated at open:
+/// the same series under the same ids, new series after them, and it opens again.
+#[tokio::test]
+async fn a_format_4_catalog_is_migrated() {
+    use tickertape_core::{SeriesKey, SeriesSelector};
+    let dir = tempfile::tempdir().unwrap();
+    let keys = [
+        SeriesKey::new("cpu", vec![("host".into(), "a b".into())], "usage"),
+        SeriesKey::new("disk", vec![], "free"),
+    ];
+    {
+        let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+            let by_id: redb::TableDefinition<u64, &[u8]> =
+                redb::TableDefinition::new("series_keys");
+            let by_key: redb::TableDefinition<&[u8], u64> =
+                redb::TableDefinition::new("series_ids");
+            let mut meta = txn.open_table(meta).unwrap();
+            meta.insert("format_version", 4).unwrap();
+            meta.insert("next_series_id", 8).unwrap();
+            let (mut by_id, mut by_key) = (
+                txn.open_table(by_id).unwrap(),
+                txn.open_table(by_key).unwrap(),
+            );
+            for (key, id) in keys.iter().zip([3u64, 7]) {
+                let json = serde_json::to_vec(key).unwrap();
+                by_id.insert(id, json.as_slice()).unwrap();
+                by_key.insert(json.as_slice(), id).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    for _ in 0..2 {
+        let b = open(&dir);
+        for (key, id) in keys.iter().zip([3, 7]) {
+            let selector = SeriesSelector {
+                measurement: key.measurement.clone(),
+                ..SeriesSelector::default()
+            };
+            let found = b.find_series(&selector).await.unwrap();
+            let found: Vec<_> = found.into_iter().map(|s| (s.id, s.key)).collect();
+            assert_eq!(found, vec![(SeriesId(id), key.clone())]);
+        }
+        let ids = b
+            .resolve_series(&[keys[1].clone(), SeriesKey::new("net", vec![], "rx")])
+            .await
+            .unwrap();
+        assert_eq!(ids[0], SeriesId(7));
+        assert!(ids[1].0 >= 8, "{ids:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -29,7 +29,8 @@ pub use job::Job;
 use crate::buckets::{self, ValidWrite};
 use crate::catalog::Catalog;
 use crate::names;
-use crate::tables::{self, META, NEXT_SERIES_ID, SERIES_IDS, SERIES_KEYS};
+use crate::series_keys;
+use crate::tables::{META, NEXT_SERIES_ID};
 use crate::values::background::Task;
 use crate::values::manifest::{self, APPLIED_LSN};
 use crate::values::record;
@@ -38,6 +39,7 @@ use crate::values::wal::{Frame, Wal};
 use crate::values::{Frozen, Values};
 use job::{Aborted, Answer, MAX_POINTS_PER_COMMIT};
 use redb::{Database, Durability, ReadableTable, WriteTransaction};
+use std::collections::HashMap;
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use tickertape_backend::{
@@ -447,37 +449,44 @@ impl Writer {
             .collect()
     }
 
+    /// The ids of `keys`, registering those never seen: ids from the `next_series_id`
+    /// counter, records written in one batch ([`series_keys::insert`]). Keys registered
+    /// earlier in this group are in `registered`, not yet in the catalog.
     fn register(
         &mut self,
         txn: &WriteTransaction,
         keys: &[SeriesKey],
         registered: &mut Vec<(SeriesKey, SeriesId)>,
     ) -> Result<Vec<SeriesId>> {
-        let mut ids_table = txn.open_table(SERIES_IDS).map_err(storage)?;
-        let mut keys_table = txn.open_table(SERIES_KEYS).map_err(storage)?;
+        let mut ids = self.parts.catalog.ids_of(keys);
+        if ids.iter().all(Option::is_some) {
+            return Ok(ids.into_iter().flatten().collect());
+        }
+        let mut in_group: HashMap<&SeriesKey, SeriesId> =
+            registered.iter().map(|(k, id)| (k, *id)).collect();
         let mut meta = txn.open_table(META).map_err(storage)?;
-        let mut ids = Vec::with_capacity(keys.len());
-        for key in keys {
-            let encoded = tables::encode_key(key);
-            if let Some(id) = ids_table.get(encoded.as_slice()).map_err(storage)? {
-                ids.push(SeriesId(id.value()));
+        let mut next = meta
+            .get(NEXT_SERIES_ID)
+            .map_err(storage)?
+            .map_or(1, |v| v.value());
+        let mut new = Vec::new();
+        for (key, id) in keys.iter().zip(ids.iter_mut()) {
+            if id.is_some() {
                 continue;
             }
-            let next = meta
-                .get(NEXT_SERIES_ID)
-                .map_err(storage)?
-                .map_or(1, |v| v.value());
-            meta.insert(NEXT_SERIES_ID, next + 1).map_err(storage)?;
-            ids_table
-                .insert(encoded.as_slice(), next)
-                .map_err(storage)?;
-            keys_table
-                .insert(next, encoded.as_slice())
-                .map_err(storage)?;
-            registered.push((key.clone(), SeriesId(next)));
-            ids.push(SeriesId(next));
+            let found = in_group.entry(key).or_insert_with(|| {
+                new.push((key.clone(), SeriesId(next)));
+                next += 1;
+                SeriesId(next - 1)
+            });
+            *id = Some(*found);
         }
-        Ok(ids)
+        meta.insert(NEXT_SERIES_ID, next).map_err(storage)?;
+        // The name store opens `meta` too: a redb table is open once per transaction.
+        drop((meta, in_group));
+        series_keys::insert(txn, &new)?;
+        registered.extend(new);
+        Ok(ids.into_iter().flatten().collect())
     }
 
     /// Raw writes, then the rollups `derive` computes from their outcome; one log frame
