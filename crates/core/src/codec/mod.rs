@@ -40,9 +40,10 @@ pub enum CodecError {
 }
 
 /// The format version written in a block's first byte. Bump it for any change to the
-/// layout; decoders keep reading every older version. Version 2 writes a group's width
-/// as one bit when it repeats the previous group's; version 1 wrote 7 bits every group.
-pub const FORMAT_VERSION: u8 = 2;
+/// layout; decoders keep reading every older version. Version 3 adds the bounded mode of
+/// integer series (a 2-bit mode field); version 2 writes a group's width as one bit when
+/// it repeats the previous group's; version 1 wrote 7 bits every group.
+pub const FORMAT_VERSION: u8 = 3;
 
 /// A bound on points per block byte that every valid block respects, so a corrupt count
 /// cannot make the decoder allocate more than this many points per byte of input.
@@ -77,6 +78,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Vec<Point>, CodecError> {
     let widths = match version {
         1 => ints::Widths::EveryGroup,
         2 => ints::Widths::Repeated,
+        3 => ints::Widths::Bounded,
         _ => return Err(CodecError::Corrupt("unknown format version")),
     };
     let (count, rest) = read_varint(rest)?;

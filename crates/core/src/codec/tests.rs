@@ -287,20 +287,29 @@ fn assert_bit_eq(read: &[Point], expected: &[Point]) {
     }
 }
 
-/// Blocks written by format version 1 (a 7-bit width before every group), captured from
-/// the encoder of that version, still decode to the points they were made of.
+/// Blocks written by format versions 1 (a 7-bit width before every group) and 2 (widths
+/// repeated in one bit, a 1-bit mode), captured from the encoders of those versions,
+/// still decode to the points they were made of.
 #[test]
-fn version_1_blocks_still_decode() {
+fn older_versions_still_decode() {
     let mut float_keys = devops_walk(7, 70, Some(2));
     float_keys.extend(devops_walk(8, 40, None));
     float_keys[90].time += 3;
-    let block = from_hex(include_str!("testdata/v1-float-keys.hex"));
-    assert_eq!(block[0], 1);
-    assert_bit_eq(&decode_block(&block).unwrap(), &float_keys);
-
     let mut decimal = devops_walk(9, 100, Some(2));
     decimal[40].time -= 7;
-    let block = from_hex(include_str!("testdata/v1-decimal.hex"));
-    assert_eq!(block[0], 1);
-    assert_bit_eq(&decode_block(&block).unwrap(), &decimal);
+    let blocks = [
+        (1, include_str!("testdata/v1-float-keys.hex"), &float_keys),
+        (1, include_str!("testdata/v1-decimal.hex"), &decimal),
+        (2, include_str!("testdata/v2-float-keys.hex"), &float_keys),
+        (2, include_str!("testdata/v2-decimal.hex"), &decimal),
+    ];
+    for (version, hex, points) in blocks {
+        let block = from_hex(hex);
+        assert_eq!(block[0], version);
+        assert_bit_eq(&decode_block(&block).unwrap(), points);
+    }
+    assert_ne!(
+        encode_block(&decimal),
+        from_hex(include_str!("testdata/v2-decimal.hex"))
+    );
 }

@@ -198,7 +198,7 @@ mod tests {
         let section = encode(Vec::new(), &points);
         let mut decoded = vec![Point::new(0, 0.0); points.len()];
         assert_eq!(
-            decode(&section, ints::Widths::Repeated, &mut decoded),
+            decode(&section, ints::Widths::Bounded, &mut decoded),
             Ok(section.len())
         );
         assert!(points.iter().zip(&decoded).all(|(a, b)| a.bit_eq(b)));
@@ -225,15 +225,15 @@ mod tests {
     #[test]
     fn corrupt_sections_are_refused() {
         let mut points = vec![Point::new(0, 0.0); 3];
-        assert!(decode(&[], ints::Widths::Repeated, &mut points).is_err());
-        assert!(decode(&[3, 0], ints::Widths::Repeated, &mut points).is_err());
+        assert!(decode(&[], ints::Widths::Bounded, &mut points).is_err());
+        assert!(decode(&[3, 0], ints::Widths::Bounded, &mut points).is_err());
         // XOR: a new window with lead 63 and length 64.
         let mut w = BitWriter::new(vec![TAG_XOR]);
         w.write(0, 64);
         w.write(0b11, 2);
         w.write(63, 6);
         w.write(63, 6);
-        assert!(decode(&w.finish(), ints::Widths::Repeated, &mut points).is_err());
+        assert!(decode(&w.finish(), ints::Widths::Bounded, &mut points).is_err());
     }
 
     #[test]
