@@ -37,6 +37,13 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // mimalloc asks the kernel for transparent huge pages on its regions; each time it
+    // reused a region's memory the kernel faulted in and zeroed a whole 2 MiB page, ~10%
+    // of the server's CPU while ingesting (perf, docs/BENCHMARKS.md). 4 KiB pages only.
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        eprintln!("note: could not turn transparent huge pages off: {e}");
+    }
     let cli = Cli::parse();
     tickertape_server::binary::run_main(async move {
         match cli.command {

@@ -1,6 +1,7 @@
 //! Parsing a write's body: every line parsed and its fields converted to f64, with its
 //! line number; long bodies on several threads at once.
 
+use rayon::prelude::*;
 use tickertape_core::lineproto::{self, FieldValue, Line};
 use tickertape_core::time::Precision;
 
@@ -44,28 +45,17 @@ pub(crate) fn parse_lines<'a>(
     if body.len() < PARALLEL_PARSE_BYTES || threads < 2 {
         return parse(body, 1);
     }
-    let pieces = split_at_lines(body, threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = pieces
-            .iter()
-            .skip(1)
-            .map(|&(piece, first)| scope.spawn(move || parse(piece, first)))
-            .collect();
-        let mut all = pieces
-            .first()
-            .map_or_else(Vec::new, |&(p, first)| parse(p, first));
-        for handle in handles {
-            // A panic in a parser thread is a bug; resume it here rather than lose lines.
-            match handle.join() {
-                Ok(lines) => all.extend(lines),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        all
-    })
+    // Rayon's pool of long-lived threads, not threads spawned per body.
+    split_at_lines(body, threads)
+        .into_par_iter()
+        .map(|(piece, first)| parse(piece, first))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
-/// Threads a long body is parsed on: the cores, at most 4. Asked once per process, since
+/// Pieces a long body is cut into: the cores, at most 4. Asked once per process, since
 /// `available_parallelism` reads cgroup files on Linux and a write must not pay for that.
 fn parse_threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();

@@ -4,6 +4,7 @@
 use crate::parse::{parse_lines, Parsed};
 use crate::rollup_source::{nothing_refused, stored_count, RollupGroup, RollupSource};
 use crate::{Engine, EngineError};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tickertape_backend::{
@@ -409,7 +410,7 @@ fn group_by_series<'s>(
     rule: AppendRule,
     errors: &mut Errors,
 ) -> (Vec<Group<'s>>, u64) {
-    let mut index: HashMap<SeriesId, usize> = HashMap::new();
+    let mut index: FxHashMap<SeriesId, usize> = FxHashMap::default();
     let mut groups: Vec<Group> = Vec::new();
     for (i, (p, &series)) in pending.iter().zip(ids).enumerate() {
         let g = *index.entry(series).or_insert_with(|| {

@@ -173,7 +173,7 @@ impl View {
         series: SeriesId,
         time: i64,
         by: Partitioning,
-        blocks: &mut HashMap<(u64, SeriesId), Vec<Point>>,
+        blocks: &mut rustc_hash::FxHashMap<(u64, SeriesId), Vec<Point>>,
     ) -> Result<bool> {
         if self.head.get(series, time).is_some()
             || self

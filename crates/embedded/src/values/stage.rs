@@ -3,16 +3,16 @@
 
 use super::head::Head;
 use super::{Partitioning, View};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use tickertape_backend::{AppendOutcome, Result, SeriesHead};
 use tickertape_core::{Point, SeriesId};
 
 #[derive(Default)]
 pub struct Stage {
     points: Head,
-    latest: HashMap<SeriesId, SeriesHead>,
+    latest: FxHashMap<SeriesId, SeriesHead>,
     /// Part blocks decoded to check late points, for the rest of the group.
-    blocks: HashMap<(u64, SeriesId), Vec<Point>>,
+    blocks: FxHashMap<(u64, SeriesId), Vec<Point>>,
 }
 
 impl Stage {
@@ -32,8 +32,12 @@ impl Stage {
             .get(&series)
             .or_else(|| view.latest.get(&series))
             .copied();
+        // Indices of points that replaced a point staged earlier in this group, ascending.
+        let mut restaged = Vec::new();
+        self.points.insert_all(series, points, |i| restaged.push(i));
+        let mut restaged = restaged.into_iter().peekable();
         for (i, &p) in points.iter().enumerate() {
-            let staged_before = self.points.insert(series, p).is_some();
+            let staged_before = restaged.next_if_eq(&i).is_some();
             // Only a point at or before the series' latest time can exist already; the
             // usual append after it costs no lookup.
             let late = head.is_some_and(|h| p.time <= h.last.time);
@@ -59,9 +63,7 @@ impl Stage {
     /// Makes the staged points readable (after the group is durable).
     pub fn publish(self, view: &mut View) {
         for (series, points) in self.points.iter() {
-            for &p in points {
-                view.head.insert(series, p);
-            }
+            view.head.insert_all(series, points, |_| {});
         }
         view.latest.extend(self.latest);
     }
