@@ -81,6 +81,8 @@ pub struct EmbeddedOptions {
     pub partition_ns: i64,
     /// Points the head holds before it is flushed into parts.
     pub head_points: usize,
+    /// Bytes of decoded part blocks kept for later reads (0: none).
+    pub block_cache_bytes: u64,
     /// Tests only: put the data file behind a switch that makes its writes fail on a
     /// countdown ([`IoFaults`]).
     pub io_faults: Option<IoFaults>,
@@ -92,6 +94,7 @@ impl EmbeddedOptions {
             path: path.into(),
             partition_ns: DEFAULT_PARTITION_NS,
             head_points: DEFAULT_HEAD_POINTS,
+            block_cache_bytes: values::cache::DEFAULT_BLOCK_CACHE_BYTES,
             io_faults: None,
         }
     }
@@ -140,7 +143,7 @@ impl EmbeddedBackend {
         for part in parts {
             view.add_part(part);
         }
-        let values = Arc::new(Values::new(partitioning, view));
+        let values = Arc::new(Values::new(partitioning, view, options.block_cache_bytes));
         let checkpoint = manifest::meta(&db, CHECKPOINT_LSN)?.unwrap_or(0);
         let (wal, frames) = Wal::open(&dir, checkpoint)?;
         let wal = wal.with_faults(options.io_faults);

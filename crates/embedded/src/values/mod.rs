@@ -13,7 +13,8 @@
 //! - `part`: the part file (one partition of one measurement, a column block per series,
 //!   and the series' rollup slots beside it, `summary`);
 //! - `manifest`: the parts that make up the store, the checkpoint, the series' latest points;
-//! - `background`: the thread that flushes frozen heads, merges parts and drops partitions.
+//! - `background`: the thread that flushes frozen heads, merges parts and drops partitions;
+//! - `cache`: decoded part blocks kept for the next read.
 //!
 //! The last write wins: of several values at one time the reader takes the one from the
 //! newest source — the head, then frozen heads from the newest, then parts by `max_lsn`.
@@ -22,6 +23,7 @@
 //! (heads are frozen and flushed in log order; a merge takes every part of its partition).
 
 pub mod background;
+pub mod cache;
 pub mod head;
 pub mod manifest;
 pub mod part;
@@ -215,6 +217,7 @@ impl View {
 pub struct Values {
     pub partitioning: Partitioning,
     view: RwLock<View>,
+    blocks: cache::BlockCache,
 }
 
 /// One place a read takes points from, with its precedence (larger wins at equal times).
@@ -224,10 +227,12 @@ enum Source {
 }
 
 impl Values {
-    pub fn new(partitioning: Partitioning, view: View) -> Self {
+    /// `cache_bytes`: decoded part blocks kept for later reads ([`cache`]).
+    pub fn new(partitioning: Partitioning, view: View, cache_bytes: u64) -> Self {
         Self {
             partitioning,
             view: RwLock::new(view),
+            blocks: cache::BlockCache::new(cache_bytes),
         }
     }
 
@@ -330,11 +335,15 @@ impl Values {
         }
         // Each part's block is decoded once, then every source is read as a slice: the
         // block holding the range usually holds the neighbour before it too.
-        let mut decoded: HashMap<u64, Vec<Point>> = HashMap::new();
+        let mut decoded: HashMap<u64, Arc<Vec<Point>>> = HashMap::new();
         for source in inside.iter().chain(&before).chain(&after) {
             if let (_, Source::Part(part)) = source {
                 if let Entry::Vacant(e) = decoded.entry(part.meta.id) {
-                    e.insert(part.read(series)?);
+                    let id = part.meta.id;
+                    e.insert(
+                        self.blocks
+                            .get_or_decode(id, series, || part.read(series))?,
+                    );
                 }
             }
         }
@@ -460,10 +469,10 @@ impl Values {
 }
 
 /// The points of a source: its own, or its part's decoded block.
-fn points_of<'a>(source: &'a Source, decoded: &'a HashMap<u64, Vec<Point>>) -> &'a [Point] {
+fn points_of<'a>(source: &'a Source, decoded: &'a HashMap<u64, Arc<Vec<Point>>>) -> &'a [Point] {
     match source {
         Source::Memory(points) => points,
-        Source::Part(part) => decoded.get(&part.meta.id).map_or(&[], Vec::as_slice),
+        Source::Part(part) => decoded.get(&part.meta.id).map_or(&[], |p| p.as_slice()),
     }
 }
 
