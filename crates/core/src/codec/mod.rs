@@ -75,12 +75,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Vec<Point>, CodecError> {
     let (&version, rest) = bytes
         .split_first()
         .ok_or(CodecError::Corrupt("empty block"))?;
-    let widths = match version {
-        1 => ints::Widths::EveryGroup,
-        2 => ints::Widths::Repeated,
-        3 => ints::Widths::Bounded,
-        _ => return Err(CodecError::Corrupt("unknown format version")),
-    };
+    let widths = widths_of(version)?;
     let (count, rest) = read_varint(rest)?;
     let limit = bytes.len().saturating_mul(MAX_POINTS_PER_BYTE);
     let count = usize::try_from(count)
@@ -101,6 +96,78 @@ pub fn decode_block(bytes: &[u8]) -> Result<Vec<Point>, CodecError> {
         return Err(CodecError::Corrupt("trailing bytes after the block"));
     }
     Ok(points)
+}
+
+/// Appends a column of times alone — the timestamp section of a block of these times —
+/// for containers that keep several value columns against one time column (the embedded
+/// store's rollup blocks). The container records the `FORMAT_VERSION` it wrote with.
+pub fn encode_time_column(out: Vec<u8>, times: &[i64]) -> Vec<u8> {
+    let points: Vec<Point> = times.iter().map(|&t| Point::new(t, 0.0)).collect();
+    match points.is_empty() {
+        true => out,
+        false => timestamps::encode(out, &points),
+    }
+}
+
+/// Reads `n` times written by [`encode_time_column`] with format `version`; returns them
+/// and the bytes they took.
+pub fn decode_time_column(
+    bytes: &[u8],
+    version: u8,
+    n: usize,
+) -> Result<(Vec<i64>, usize), CodecError> {
+    let widths = widths_of(version)?;
+    let mut points = bounded_points(bytes, n)?;
+    let used = match n {
+        0 => 0,
+        _ => timestamps::decode(bytes, widths, &mut points)?,
+    };
+    Ok((points.iter().map(|p| p.time).collect(), used))
+}
+
+/// Appends a column of values alone (a block's value section), as [`encode_time_column`].
+pub fn encode_value_column(out: Vec<u8>, values: &[f64]) -> Vec<u8> {
+    let points: Vec<Point> = values.iter().map(|&v| Point::new(0, v)).collect();
+    match points.is_empty() {
+        true => out,
+        false => values::encode(out, &points),
+    }
+}
+
+/// Reads `n` values written by [`encode_value_column`] with format `version`; returns
+/// them, bit for bit, and the bytes they took.
+pub fn decode_value_column(
+    bytes: &[u8],
+    version: u8,
+    n: usize,
+) -> Result<(Vec<f64>, usize), CodecError> {
+    let widths = widths_of(version)?;
+    let mut points = bounded_points(bytes, n)?;
+    let used = match n {
+        0 => 0,
+        _ => values::decode(bytes, widths, &mut points)?,
+    };
+    Ok((points.iter().map(|p| p.value).collect(), used))
+}
+
+fn widths_of(version: u8) -> Result<ints::Widths, CodecError> {
+    match version {
+        1 => Ok(ints::Widths::EveryGroup),
+        2 => Ok(ints::Widths::Repeated),
+        3 => Ok(ints::Widths::Bounded),
+        _ => Err(CodecError::Corrupt("unknown format version")),
+    }
+}
+
+/// `n` placeholder points, refused first when `bytes` cannot hold `n` (the allocation
+/// bound of [`MAX_POINTS_PER_BYTE`], here for one section: twice the points).
+fn bounded_points(bytes: &[u8], n: usize) -> Result<Vec<Point>, CodecError> {
+    if n > bytes.len().saturating_mul(2 * MAX_POINTS_PER_BYTE) {
+        return Err(CodecError::Corrupt(
+            "column count exceeds what its bytes can hold",
+        ));
+    }
+    Ok(vec![Point::new(0, 0.0); n])
 }
 
 /// LEB128: 7 bits per byte, least significant group first, high bit = more follows.

@@ -313,3 +313,30 @@ fn older_versions_still_decode() {
         from_hex(include_str!("testdata/v2-decimal.hex"))
     );
 }
+
+#[test]
+fn columns_round_trip_alone_and_refuse_short_input() {
+    let walk = devops_walk(11, 500, Some(2));
+    let times: Vec<i64> = walk.iter().map(|p| p.time).collect();
+    let values: Vec<f64> = walk
+        .iter()
+        .map(|p| p.value)
+        .chain([f64::NAN, -0.0])
+        .collect();
+    let out = encode_time_column(vec![7], &times);
+    let out = encode_value_column(out, &values);
+    let (back_times, used) = decode_time_column(&out[1..], FORMAT_VERSION, times.len()).unwrap();
+    assert_eq!(back_times, times);
+    let rest = &out[1 + used..];
+    let (back_values, used) = decode_value_column(rest, FORMAT_VERSION, values.len()).unwrap();
+    assert_eq!(used, rest.len());
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back_values), bits(&values));
+    assert!(decode_value_column(&rest[..rest.len() - 1], FORMAT_VERSION, values.len()).is_err());
+    assert!(decode_value_column(rest, 9, values.len()).is_err());
+    assert!(decode_time_column(&[], FORMAT_VERSION, 1 << 40).is_err());
+    assert_eq!(
+        decode_time_column(&[], FORMAT_VERSION, 0),
+        Ok((Vec::new(), 0))
+    );
+}

@@ -5,7 +5,7 @@
 //! Layout in `docs/format/embedded.md`:
 //!
 //! ```text
-//! "TTPART02" · block · block · … · index · footer (64 bytes)
+//! "TTPART03" · block · block · … · index · footer (64 bytes)
 //! index entry (52 bytes): series u64 · kind u64 · count u32 · min i64 · max i64 · offset u64 · len u32 · crc32 u32
 //! footer: index offset u64 · entries u32 · index crc32 u32 · measurement number u64
 //!         · partition start i64 · partition end i64 · max lsn u64 · part id u64 · "TTPARTND"
@@ -15,7 +15,9 @@
 //! index is sorted by (series, kind). All integers little endian. A part is written to
 //! `<id>.part.tmp`, fsynced, renamed to `<id>.part` and the folder fsynced before the
 //! manifest names it, so a part the manifest names is always whole. Blocks are read with
-//! positioned reads (`pread`); the index stays in memory.
+//! positioned reads (`pread`); the index stays in memory. Parts of version 2
+//! (`TTPART02`) differ only in the layout of their rollup blocks ([`summary::Layout`]):
+//! they are read, and a rewrite keeps their version with their blocks.
 
 use super::summary;
 use crate::values::wal::sync_dir;
@@ -32,7 +34,10 @@ use tickertape_core::{Point, SeriesId};
 
 /// The folder of part files inside the store directory.
 pub const PARTS_DIR: &str = "parts";
-const MAGIC: &[u8; 8] = b"TTPART02";
+/// The magic of the parts this version writes.
+const MAGIC: &[u8; 8] = b"TTPART03";
+/// Parts written before rollup blocks were laid out in columns, still read.
+const MAGIC_V2: &[u8; 8] = b"TTPART02";
 const END_MAGIC: &[u8; 8] = b"TTPARTND";
 const ENTRY_LEN: usize = 52;
 /// The `kind` of a raw block.
@@ -87,6 +92,15 @@ pub struct Part {
     path: PathBuf,
     /// Sorted by (series, kind).
     index: Vec<Entry>,
+    /// How its rollup blocks are laid out, from its magic.
+    rollup_layout: summary::Layout,
+}
+
+fn magic_of(layout: summary::Layout) -> &'static [u8; 8] {
+    match layout {
+        summary::Layout::Columns => MAGIC,
+        summary::Layout::Blocks => MAGIC_V2,
+    }
 }
 
 pub fn part_path(dir: &Path, id: u64) -> PathBuf {
@@ -166,7 +180,8 @@ impl Part {
         let tmp = part_path(dir, id).with_extension("part.tmp");
         let io = |e: std::io::Error| storage(format!("cannot write {}: {e}", tmp.display()));
         let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io)?);
-        out.write_all(MAGIC).map_err(io)?;
+        // The blocks are copied as they are, so the copy keeps this part's version.
+        out.write_all(magic_of(self.rollup_layout)).map_err(io)?;
         let mut offset = MAGIC.len() as u64;
         let mut index = Vec::with_capacity(kept.len());
         for entry in kept {
@@ -194,13 +209,18 @@ impl Part {
         }
         let mut magic = [0u8; MAGIC.len()];
         read_exact_at(&file, path, &mut magic, 0)?;
-        if &magic != MAGIC {
-            return Err(bad(&format!(
-                "starts with {:?}, not {:?} (not a part file of this version)",
-                String::from_utf8_lossy(&magic),
-                String::from_utf8_lossy(MAGIC)
-            )));
-        }
+        let rollup_layout = match &magic {
+            MAGIC => summary::Layout::Columns,
+            MAGIC_V2 => summary::Layout::Blocks,
+            _ => {
+                return Err(bad(&format!(
+                    "starts with {:?}, not {:?} or {:?} (not a part file this version reads)",
+                    String::from_utf8_lossy(&magic),
+                    String::from_utf8_lossy(MAGIC),
+                    String::from_utf8_lossy(MAGIC_V2)
+                )))
+            }
+        };
         let mut footer = [0u8; FOOTER_LEN];
         read_exact_at(&file, path, &mut footer, bytes - FOOTER_LEN as u64)?;
         if &footer[56..64] != END_MAGIC {
@@ -235,6 +255,7 @@ impl Part {
             file,
             path: path.to_path_buf(),
             index,
+            rollup_layout,
         })
     }
 
@@ -296,7 +317,7 @@ impl Part {
             return Ok(None);
         };
         let block = self.block(entry)?;
-        summary::decode(&block)
+        summary::decode(&block, self.rollup_layout)
             .map(Some)
             .map_err(|e| self.bad(entry, e.to_string()))
     }
