@@ -14,6 +14,7 @@
 //!   part files, pco, fjall, on the same per-series columns.
 
 mod candidates;
+mod cardinality;
 mod dataset;
 mod disk;
 mod ingest;
@@ -76,6 +77,13 @@ enum Command {
     /// bit for bit.
     #[command(verbatim_doc_comment)]
     Candidates(candidates::Args),
+    /// Issue 10's load: --series new series of one point each (1,000,000 by default),
+    /// written by one client in 10,000-line bodies to the release `tickertape` server in
+    /// its own process. Prints new series registered per second, the server's resident
+    /// memory per series, the median latency of a one-series-by-tag query and of agg=sum
+    /// over a tenth of the series, and the time from a restart to /health answering.
+    #[command(verbatim_doc_comment)]
+    Cardinality(cardinality::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -85,6 +93,7 @@ fn main() -> std::process::ExitCode {
             Command::Ingest(args) => ingest::run(args).await,
             Command::Layouts(args) => layouts::run(args).await,
             Command::Candidates(args) => candidates::run(args).await,
+            Command::Cardinality(args) => cardinality::run(args).await,
         }
     })
 }
