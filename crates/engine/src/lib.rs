@@ -44,6 +44,34 @@ pub enum EngineError {
     /// A query parameter that cannot be answered; the message names it.
     #[error("{0}")]
     BadQuery(String),
+    /// A query wider than a limit ([`QueryLimits`]); the message names the limit, its
+    /// value and how to narrow the query.
+    #[error("{0}")]
+    OverLimit(String),
+}
+
+/// How wide a query may be, so that one request cannot build an answer that exhausts
+/// the server's memory (`tickertape serve --max-query-series/--max-query-points`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryLimits {
+    /// Series one query may select.
+    pub max_series: usize,
+    /// Points one answer may hold, over all its series.
+    pub max_points: usize,
+}
+
+impl QueryLimits {
+    pub const DEFAULT_MAX_SERIES: usize = 200_000;
+    pub const DEFAULT_MAX_POINTS: usize = 10_000_000;
+}
+
+impl Default for QueryLimits {
+    fn default() -> Self {
+        Self {
+            max_series: Self::DEFAULT_MAX_SERIES,
+            max_points: Self::DEFAULT_MAX_POINTS,
+        }
+    }
 }
 
 /// The engine. Cheap to clone; clones share the backend and caches.
@@ -58,6 +86,7 @@ pub struct Engine {
     /// (`Backend::derive_segment_rollups`): then the engine writes none and reads them
     /// with `Backend::read_segment_rollup`.
     derived_rollups: bool,
+    limits: QueryLimits,
 }
 
 impl Engine {
@@ -73,8 +102,15 @@ impl Engine {
             clock,
             schema: Arc::new(Schema::default()),
             derived_rollups: false,
+            limits: QueryLimits::default(),
         }
         .offer_segment_rollups()
+    }
+
+    /// Refuses queries wider than `limits` (the defaults otherwise).
+    pub fn with_query_limits(mut self, limits: QueryLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Uses `schema` for every measurement it lists (the default for the others).

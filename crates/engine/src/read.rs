@@ -48,17 +48,48 @@ impl Engine {
         let schema = self.schema.for_measurement(&query.selector.measurement);
         let plan = ReadPlan::new(query, schema)?;
         let mut series = self.backend.find_series(&query.selector).await?;
+        self.check_series_limit(series.len())?;
         series.sort_by(|a, b| a.key.cmp(&b.key));
         let QueryReads {
             heads,
             latest_spans,
         } = self.query_reads(query, plan, &series).await?;
-        let answers: Vec<Option<SeriesPoints>> = stream::iter(series.into_iter().zip(heads))
+        let mut answers = stream::iter(series.into_iter().zip(heads))
             .map(|(info, head)| self.query_series(query, schema, plan, info, head, &latest_spans))
-            .buffered(CONCURRENT_SERIES_READS)
-            .try_collect()
-            .await?;
-        Ok(answers.into_iter().flatten().collect())
+            .buffered(CONCURRENT_SERIES_READS);
+        // Counted as the answers come, so an over-wide one stops here, not after it is built.
+        let (mut out, mut points) = (Vec::new(), 0usize);
+        while let Some(answer) = answers.try_next().await? {
+            if let Some(answer) = answer {
+                points += answer.points.len();
+                self.check_points_limit(points)?;
+                out.push(answer);
+            }
+        }
+        Ok(out)
+    }
+
+    fn check_series_limit(&self, selected: usize) -> Result<(), EngineError> {
+        let limit = self.limits.max_series;
+        match selected > limit {
+            true => Err(EngineError::OverLimit(format!(
+                "the query selects {selected} series, over the limit of {limit} series per \
+                 query (--max-query-series): narrow it with tag=KEY:VALUE or field=NAME"
+            ))),
+            false => Ok(()),
+        }
+    }
+
+    fn check_points_limit(&self, points: usize) -> Result<(), EngineError> {
+        let limit = self.limits.max_points;
+        match points > limit {
+            true => Err(EngineError::OverLimit(format!(
+                "the answer holds more than the limit of {limit} points per query \
+                 (--max-query-points): aggregate with step= and agg= (or max_points=), \
+                 shorten the range, or select fewer series"
+            ))),
+            false => Ok(()),
+        }
     }
 
     /// The reads `plan` makes once per query: every series' head in one call, or the

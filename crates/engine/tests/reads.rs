@@ -223,3 +223,59 @@ async fn held_windows_are_reported_at_the_window_start() {
         assert_eq!(points(&e, &q).await, lasts, "{resolution:?}");
     }
 }
+
+/// A query selecting more series, or answering more points, than the limits allow is
+/// refused with a message naming the limit, its value and how to narrow the query; a
+/// narrower query on the same engine is answered.
+#[tokio::test]
+async fn over_wide_queries_are_refused_naming_the_limit() {
+    use tickertape_engine::{EngineError, QueryLimits};
+    let limits = QueryLimits {
+        max_series: 3,
+        max_points: 10,
+    };
+    let e = engine("").with_query_limits(limits);
+    let body: String = (0..4)
+        .flat_map(|h| (0..4).map(move |t| format!("cpu,host=h{h} v={t} {}\n", t + 1)))
+        .collect();
+    let r = e
+        .write_lines_as(&body, Precision::Seconds, WriteMode::Set)
+        .await
+        .unwrap();
+    assert_eq!(r.rejected, 0, "{:?}", r.errors);
+    let all = query("cpu", 0, 10 * S);
+    match e.query(&all).await {
+        Err(EngineError::OverLimit(m)) => {
+            assert!(
+                m.contains("4 series") && m.contains("limit of 3") && m.contains("tag="),
+                "{m}"
+            );
+        }
+        other => panic!("expected the series limit, got {other:?}"),
+    }
+    let mut one_host = all.clone();
+    one_host.selector.tags = vec![("host".into(), "h1".into())];
+    assert_eq!(points(&e, &one_host).await.len(), 4);
+    // Three series of four points each: 12 points, over the limit of 10.
+    let e = engine("").with_query_limits(QueryLimits {
+        max_series: 10,
+        max_points: 10,
+    });
+    let three_hosts: String = body.lines().take(12).map(|l| format!("{l}\n")).collect();
+    e.write_lines_as(&three_hosts, Precision::Seconds, WriteMode::Set)
+        .await
+        .unwrap();
+    match e.query(&all).await {
+        Err(EngineError::OverLimit(m)) => {
+            assert!(
+                m.contains("limit of 10 points") && m.contains("step="),
+                "{m}"
+            );
+        }
+        other => panic!("expected the points limit, got {other:?}"),
+    }
+    let mut windows = all.clone();
+    windows.step = Some(10 * S);
+    windows.agg = Some(Aggregate::Max);
+    assert_eq!(e.query(&windows).await.unwrap().len(), 3);
+}

@@ -23,6 +23,7 @@ impl ApiError {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Engine(EngineError::BadQuery(_)) => StatusCode::BAD_REQUEST,
+            Self::Engine(EngineError::OverLimit(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Engine(EngineError::Backend(e)) => match e {
                 BackendError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 BackendError::Invalid(_) => StatusCode::BAD_REQUEST,
@@ -80,6 +81,17 @@ mod tests {
         assert_eq!(
             status(BackendError::UnknownSeries(tickertape_core::SeriesId(7))),
             StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+
+    /// A query over a limit is understood but refused: 422, not 400 (nothing in it is
+    /// malformed) nor 500.
+    #[test]
+    fn a_query_over_a_limit_is_422() {
+        let over = ApiError::Engine(EngineError::OverLimit("limit of 3 series".into()));
+        assert_eq!(
+            over.into_response().status(),
+            StatusCode::UNPROCESSABLE_ENTITY
         );
     }
 }

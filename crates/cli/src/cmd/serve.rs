@@ -4,7 +4,7 @@ use crate::store::StoreArgs;
 use anyhow::{Context, Result};
 use std::time::Duration;
 use tickertape_core::time::parse_duration;
-use tickertape_engine::Engine;
+use tickertape_engine::{Engine, QueryLimits};
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(clap::Args, Debug)]
@@ -17,6 +17,14 @@ pub struct Args {
     /// Largest accepted request body, in bytes (also after gzip decoding); larger get 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// Most series one query may select; a wider query is refused with 422 and a message
+    /// that says how to narrow it.
+    #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_SERIES)]
+    pub max_query_series: usize,
+    /// Most points one query's answer may hold, over all its series; a larger answer is
+    /// refused with 422 (aggregate with step= and agg=, or shorten the range).
+    #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_POINTS)]
+    pub max_query_points: usize,
     /// How often to drop the partitions past their retention (`retention` in --config);
     /// `0s` turns the schedule off (`tickertape admin retention` still works).
     #[arg(long, default_value = "1h", value_parser = duration)]
@@ -40,7 +48,10 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 pub async fn run(args: Args) -> Result<()> {
-    let engine = args.store.engine().await?;
+    let engine = args.store.engine().await?.with_query_limits(QueryLimits {
+        max_series: args.max_query_series,
+        max_points: args.max_query_points,
+    });
     let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
