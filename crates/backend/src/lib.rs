@@ -212,6 +212,9 @@ pub struct StorageStats {
     pub bytes: u64,
     pub segments: u64,
     pub series: u64,
+    /// Points held in memory and not yet in the store's files (the embedded store's head
+    /// and frozen heads; 0 where every write goes straight to the store).
+    pub memory_points: u64,
 }
 
 /// A storage backend. Implementations are shared between tasks (`Arc<dyn Backend>`).

@@ -323,10 +323,11 @@ impl Backend for EmbeddedBackend {
     }
 
     /// `bytes`: the whole store directory (redb file, log, parts); `segments`: column
-    /// blocks in parts plus series with points in memory.
+    /// blocks in parts plus series with points in memory; `memory_points`: the head's and
+    /// the frozen heads' points.
     async fn stats(&self) -> Result<StorageStats> {
         let series = self.catalog.len() as u64;
-        let segments = {
+        let (segments, memory_points) = {
             let view = self.values.view();
             let blocks: usize = view
                 .parts
@@ -335,7 +336,11 @@ impl Backend for EmbeddedBackend {
                 .map(|p| p.raw_entries().count())
                 .sum();
             let in_memory: usize = view.frozen.iter().map(|f| f.head.iter().count()).sum();
-            (blocks + in_memory + view.head.iter().count()) as u64
+            let points = view.head.len() + view.frozen.iter().map(|f| f.head.len()).sum::<usize>();
+            (
+                (blocks + in_memory + view.head.iter().count()) as u64,
+                points as u64,
+            )
         };
         let dir = self.dir.clone();
         let bytes = tokio::task::spawn_blocking(move || disk_bytes(&dir))
@@ -345,6 +350,7 @@ impl Backend for EmbeddedBackend {
             bytes,
             segments,
             series,
+            memory_points,
         })
     }
 

@@ -153,6 +153,7 @@ impl MongoBackend {
             bytes: number("dataSize") + number("indexSize"),
             segments: count(SEGMENTS).await?,
             series: count(SERIES).await?,
+            memory_points: 0,
         })
     }
 }

@@ -181,6 +181,7 @@ impl Backend for ReferenceBackend {
             bytes: state.points.point_count() * 16 + state.buckets.payload_bytes(),
             segments: state.points.segment_count(state.segment_capacity),
             series: state.series.len() as u64,
+            memory_points: 0,
         })
     }
 

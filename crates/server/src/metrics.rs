@@ -11,6 +11,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
+use tickertape_backend::StorageStats;
 
 /// Upper bounds (seconds) of the request-latency histogram buckets.
 const LATENCY_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
@@ -105,13 +106,43 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
 }
 
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
+    let mut text = state.metrics.render();
+    match state.engine.backend().stats().await {
+        Ok(stats) => text.push_str(&store_gauges(&stats)),
+        // The counters above still answer; the store's figures are left out this time.
+        Err(e) => tracing::warn!(error = %e, "/metrics: cannot read the store's figures"),
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4",
         )],
-        state.metrics.render(),
+        text,
     )
+}
+
+/// The store's own figures, as gauges.
+fn store_gauges(stats: &StorageStats) -> String {
+    let mut out = String::new();
+    for (name, help, value) in [
+        ("tickertape_series", "Series registered.", stats.series),
+        (
+            "tickertape_memory_points",
+            "Points held in memory, not yet in the store's files.",
+            stats.memory_points,
+        ),
+        (
+            "tickertape_store_bytes",
+            "Bytes the store occupies.",
+            stats.bytes,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+        );
+    }
+    out
 }
 
 pub async fn health(State(state): State<AppState>) -> impl IntoResponse {

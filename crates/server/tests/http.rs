@@ -245,6 +245,7 @@ m,h=a v=4 400
     assert!(metrics.contains(
         "tickertape_http_request_duration_seconds_count{route=\"/write\",status=\"400\"} 1"
     ));
+    assert!(metrics.contains("\ntickertape_series 1\n"), "{metrics}");
     server.stop().await;
 }
 
@@ -475,7 +476,22 @@ async fn two_clients_interleaved_in_time_store_every_point_and_compaction_keeps_
     }
     let want: Vec<(i64, f64)> = (0..400).map(|t| (t, t as f64)).collect();
     assert_eq!(server.points("measurement=m").await, want);
+    let memory_points = || async {
+        let (_, metrics) = server.get("/metrics").await;
+        let text = metrics.as_str().unwrap_or_default().to_string();
+        text.lines()
+            .find_map(|l| l.strip_prefix("tickertape_memory_points "))
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    // The test store flushes its head every few dozen points: some are still in it.
+    let before = memory_points().await.expect("the gauge is reported");
+    assert!((1..=400).contains(&before), "{before} points in memory");
     assert_eq!(server.compact().await, 204);
+    assert_eq!(
+        memory_points().await,
+        Some(0),
+        "in part files after compaction"
+    );
     assert_eq!(
         server.points("measurement=m").await,
         want,
