@@ -73,9 +73,9 @@ pub async fn run(args: Args) -> Result<()> {
     let mut server = Server::start(&binary, &store, args.port, &client, &base).await?;
     let outcome = measure(&args, &client, &base, &mut server).await;
     server.stop();
-    if args.keep {
-        let kept = temp.keep();
-        println!("store kept in {}", kept.display());
+    // A --store directory is never removed; the temporary one only without --keep.
+    if args.keep && args.store.is_none() {
+        println!("store kept in {}", temp.keep().display());
     }
     outcome
 }

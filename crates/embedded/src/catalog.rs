@@ -29,8 +29,7 @@ impl Catalog {
 
     /// The ids of `keys`, or `None` when at least one is not registered yet.
     pub fn lookup(&self, keys: &[SeriesKey]) -> Option<Vec<SeriesId>> {
-        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
-        keys.iter().map(|k| inner.ids.get(k).copied()).collect()
+        self.ids_of(keys).into_iter().collect()
     }
 
     /// The id of each of `keys`, `None` for those not registered.

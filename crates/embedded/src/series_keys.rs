@@ -16,6 +16,7 @@ use crate::writer::storage;
 use redb::{Database, ReadableTable, WriteTransaction};
 use std::collections::HashMap;
 use tickertape_backend::{BackendError, Result};
+use tickertape_core::codec;
 use tickertape_core::{SeriesId, SeriesKey};
 
 /// Writes the records of `keys` (new series, ids given), issuing the tokens their names
@@ -40,13 +41,13 @@ pub fn insert(txn: &WriteTransaction, keys: &[(SeriesKey, SeriesId)]) -> Result<
     let mut table = txn.open_table(SERIES_KEYS).map_err(storage)?;
     for (key, id) in keys {
         let mut record = Vec::with_capacity(8 + 4 * key.tags.len());
-        write_varint(&mut record, token(&key.measurement));
-        write_varint(&mut record, key.tags.len() as u64);
+        codec::write_varint(&mut record, token(&key.measurement));
+        codec::write_varint(&mut record, key.tags.len() as u64);
         for (k, v) in &key.tags {
-            write_varint(&mut record, token(k));
-            write_varint(&mut record, token(v));
+            codec::write_varint(&mut record, token(k));
+            codec::write_varint(&mut record, token(v));
         }
-        write_varint(&mut record, token(&key.field));
+        codec::write_varint(&mut record, token(&key.field));
         table.insert(id.0, record.as_slice()).map_err(storage)?;
     }
     Ok(())
@@ -110,41 +111,9 @@ fn decode(mut bytes: &[u8], names: &HashMap<u64, String>) -> Option<SeriesKey> {
         .then(|| SeriesKey::new(measurement, tags, field))
 }
 
-fn write_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
+/// The next varint of `bytes`, which moves past it.
 fn read_varint(bytes: &mut &[u8]) -> Option<u64> {
-    let mut v = 0u64;
-    for i in 0..10 {
-        let (&b, rest) = bytes.split_first()?;
-        *bytes = rest;
-        v |= u64::from(b & 0x7F).checked_shl(7 * i)?;
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varints_round_trip_and_refuse_truncation() {
-        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
-            let mut out = Vec::new();
-            write_varint(&mut out, v);
-            let mut slice = out.as_slice();
-            assert_eq!(read_varint(&mut slice), Some(v));
-            assert!(slice.is_empty());
-            let mut short = &out[..out.len() - 1];
-            assert_eq!(read_varint(&mut short), None);
-        }
-    }
+    let (v, rest) = codec::read_varint(bytes).ok()?;
+    *bytes = rest;
+    Some(v)
 }

@@ -171,7 +171,9 @@ fn bounded_points(bytes: &[u8], n: usize) -> Result<Vec<Point>, CodecError> {
 }
 
 /// LEB128: 7 bits per byte, least significant group first, high bit = more follows.
-fn write_varint(out: &mut Vec<u8>, mut v: u64) {
+/// Public for the containers around blocks and columns (the embedded store's rollup
+/// blocks and series records), so the format has one varint.
+pub fn write_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -180,7 +182,9 @@ fn write_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Reads a LEB128 `u64`; rejects encodings longer than 10 bytes or overflowing 64 bits.
-fn read_varint(bytes: &[u8]) -> Result<(u64, &[u8]), CodecError> {
+/// Returns the number and the bytes after it. (The messages name a block's point count,
+/// its use here; other callers map the error to their own.)
+pub fn read_varint(bytes: &[u8]) -> Result<(u64, &[u8]), CodecError> {
     let mut v = 0u64;
     for (i, &b) in bytes.iter().enumerate().take(10) {
         let shift = 7 * i as u32;

@@ -31,7 +31,7 @@ pub enum Layout {
 /// Encodes summaries sorted by slot start, one per slot ([`Layout::Columns`]).
 pub fn encode(slots: &[(i64, Summary)]) -> Vec<u8> {
     let mut out = vec![codec::FORMAT_VERSION];
-    write_varint(&mut out, slots.len() as u64);
+    codec::write_varint(&mut out, slots.len() as u64);
     let times =
         |f: &dyn Fn(&Summary) -> i64| -> Vec<i64> { slots.iter().map(|(_, s)| f(s)).collect() };
     let values =
@@ -71,7 +71,7 @@ pub fn decode(bytes: &[u8], layout: Layout) -> Result<Vec<(i64, Summary)>, Summa
 
 fn decode_columns(bytes: &[u8]) -> Result<Vec<(i64, Summary)>, SummaryError> {
     let (&version, rest) = bytes.split_first().ok_or(SummaryError::Short)?;
-    let (n, rest) = read_varint(rest).ok_or(SummaryError::Short)?;
+    let (n, rest) = codec::read_varint(rest).map_err(|_| SummaryError::Short)?;
     let n = usize::try_from(n).map_err(|_| SummaryError::Mismatch)?;
     let mut c = Columns { rest, version, n };
     let starts = c.times()?;
@@ -155,25 +155,6 @@ fn decode_blocks(mut bytes: &[u8]) -> Result<Vec<(i64, Summary)>, SummaryError> 
         ));
     }
     Ok(out)
-}
-
-fn write_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
-    let mut v = 0u64;
-    for (i, &b) in bytes.iter().enumerate().take(10) {
-        v |= u64::from(b & 0x7F).checked_shl(7 * i as u32)?;
-        if b & 0x80 == 0 {
-            return Some((v, &bytes[i + 1..]));
-        }
-    }
-    None
 }
 
 #[cfg(test)]
