@@ -350,6 +350,7 @@ pub async fn series_registry(f: &dyn StoreFactory) {
                 measurement: "cpu".into(),
                 field: None,
                 tags: vec![("host".into(), "a".into())],
+                matchers: Vec::new(),
             })
             .await
             .expect("find");
@@ -371,6 +372,7 @@ pub async fn series_registry(f: &dyn StoreFactory) {
             measurement: "mem".into(),
             field: Some("free".into()),
             tags: vec![],
+            matchers: Vec::new(),
         })
         .await
         .expect("find");
@@ -381,6 +383,7 @@ pub async fn series_registry(f: &dyn StoreFactory) {
             measurement: "ünï $.m".into(),
             field: None,
             tags: vec![("$set.k e".into(), "v".repeat(1024))],
+            matchers: Vec::new(),
         })
         .await
         .expect("find");

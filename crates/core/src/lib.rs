@@ -16,6 +16,7 @@
 pub mod codec;
 pub mod hold;
 pub mod lineproto;
+pub mod matcher;
 pub mod model;
 pub mod query;
 pub mod rollup;
@@ -23,4 +24,5 @@ pub mod schema;
 pub mod segment;
 pub mod time;
 
+pub use matcher::{MatchOp, TagCondition, TagMatcher};
 pub use model::{Point, SeriesId, SeriesKey, SeriesSelector};

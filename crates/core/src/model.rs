@@ -1,6 +1,7 @@
 //! The data model: a series is a measurement, a sorted set of tags and one field;
 //! a point is a timestamp in nanoseconds and an f64.
 
+use crate::matcher::{TagCondition, TagMatcher};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -82,23 +83,38 @@ impl fmt::Display for SeriesKey {
     }
 }
 
-/// Which series a query or listing is about: one measurement, optionally one field,
-/// and tag equalities that must all hold (AND).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which series a query or listing is about: one measurement, optionally one field, tag
+/// equalities and tag matchers (`!=`, `=~`, `!~`), all of which must hold (AND).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SeriesSelector {
     pub measurement: String,
     pub field: Option<String>,
+    /// `key = value`: the series has the tag with exactly this value.
     pub tags: Vec<(String, String)>,
+    pub matchers: Vec<TagMatcher>,
 }
 
 impl SeriesSelector {
     pub fn matches(&self, key: &SeriesKey) -> bool {
         key.measurement == self.measurement
             && self.field.as_ref().is_none_or(|f| *f == key.field)
-            && self
-                .tags
-                .iter()
-                .all(|(k, v)| key.tag(k) == Some(v.as_str()))
+            && self.matches_tags(key)
+    }
+
+    /// Adds a parsed `tag` condition of the query API or the CLI.
+    pub fn add_condition(&mut self, condition: TagCondition) {
+        match condition {
+            TagCondition::Equal(k, v) => self.tags.push((k, v)),
+            TagCondition::Matcher(m) => self.matchers.push(m),
+        }
+    }
+
+    /// The tag conditions alone (measurement and field not checked).
+    pub fn matches_tags(&self, key: &SeriesKey) -> bool {
+        self.tags
+            .iter()
+            .all(|(k, v)| key.tag(k) == Some(v.as_str()))
+            && self.matchers.iter().all(|m| m.matches(key.tag(m.key())))
     }
 }
 

@@ -161,6 +161,7 @@ async fn a_fault_anywhere_in_a_commit_keeps_acknowledged_data_and_no_half_batch(
                 measurement: "cpu".into(),
                 field: None,
                 tags: vec![],
+                matchers: Vec::new(),
             })
             .await
             .expect("find");

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use tickertape_core::query::merge_on_time_axis;
 use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::time::{parse_duration, parse_timestamp};
-use tickertape_core::{SeriesKey, SeriesSelector};
+use tickertape_core::{SeriesKey, SeriesSelector, TagCondition};
 use tickertape_engine::{CounterDisplay, Query};
 
 #[derive(Serialize)]
@@ -218,23 +218,17 @@ impl Params {
             .one("measurement")
             .filter(|m| !m.is_empty())
             .ok_or_else(|| ApiError::BadRequest("parameter measurement is required".into()))?;
-        let tags = self
-            .pairs
-            .iter()
-            .filter(|(k, _)| k == "tag")
-            .map(|(_, v)| {
-                v.split_once(':')
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .ok_or_else(|| {
-                        ApiError::BadRequest(format!("parameter tag: {v:?} is not KEY:VALUE"))
-                    })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(SeriesSelector {
+        let mut selector = SeriesSelector {
             measurement: measurement.to_string(),
             field: self.one("field").map(str::to_string),
-            tags,
-        })
+            ..Default::default()
+        };
+        for (_, text) in self.pairs.iter().filter(|(k, _)| k == "tag") {
+            let condition = TagCondition::parse(text)
+                .map_err(|e| ApiError::BadRequest(format!("parameter tag: {e}")))?;
+            selector.add_condition(condition);
+        }
+        Ok(selector)
     }
 }
 
@@ -256,6 +250,10 @@ mod tests {
             vec![("host".into(), "a".into()), ("dc".into(), "x:y".into())]
         );
         assert_eq!(q.start, 1_451_606_400_000_000_000);
+        let q = parse_query("measurement=cpu&tag=host=~h0.*&tag=dc!=x&end=10").unwrap();
+        assert_eq!(q.selector.matchers.len(), 2);
+        assert_eq!(q.selector.matchers[0].to_string(), "host=~h0.*");
+        assert_eq!(q.selector.matchers[1].to_string(), "dc!=x");
         assert_eq!(q.end, 10);
         assert_eq!(q.step, Some(60_000_000_000));
     }
@@ -268,6 +266,7 @@ mod tests {
             ("measurement=cpu&agg=median", "agg"),
             ("measurement=cpu&start=yesterday", "start"),
             ("measurement=cpu&tag=host", "tag"),
+            ("measurement=cpu&tag=host=~(", "tag"),
             ("measurement=cpu&bogus=1", "bogus"),
             ("measurement=cpu&neighbors=maybe", "neighbors"),
             ("measurement=cpu&max_points=lots", "max_points"),

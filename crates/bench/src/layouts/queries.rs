@@ -55,6 +55,7 @@ pub(super) async fn engine_queries(engine: &Engine, data: &Data, runs: usize) ->
         tags: host
             .map(|h| vec![("hostname".to_owned(), h.to_owned())])
             .unwrap_or_default(),
+        matchers: Vec::new(),
     };
     let run = |query: Query| async move {
         let answer = engine.query(&query).await?;

@@ -29,7 +29,8 @@ pub struct Args {
     /// Only this field.
     #[arg(long, short)]
     pub field: Option<String>,
-    /// Only series with this tag (KEY:VALUE); repeat for several (all must match).
+    /// Only series with this tag: KEY:VALUE, or KEY!=VALUE, KEY=~REGEX, KEY!~REGEX (anchored;
+    /// a missing tag counts as empty); repeat for several (all must match).
     #[arg(long = "tag", short)]
     pub tags: Vec<String>,
     /// Range start, inclusive: RFC 3339 or integer nanoseconds. Default: the beginning.

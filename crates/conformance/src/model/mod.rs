@@ -25,7 +25,7 @@ use tickertape_backend::{Backend, BackendError, BucketFamily, NameSpace, SeriesA
 use tickertape_core::query::select_range;
 use tickertape_core::rollup::{Resolution, MIN_BUCKET_TIME};
 use tickertape_core::segment::{collect_points, Segment};
-use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
+use tickertape_core::{MatchOp, Point, SeriesId, SeriesKey, SeriesSelector, TagMatcher};
 use tickertape_reference::ReferenceBackend;
 
 const S: i64 = 1_000_000_000;
@@ -217,7 +217,7 @@ impl Check {
 
     async fn find_series(&mut self) {
         let host = ["a", "b", "$x.y"].choose(&mut self.rng).copied();
-        let selector = SeriesSelector {
+        let mut selector = SeriesSelector {
             measurement: ["cpu", "mem"]
                 .choose(&mut self.rng)
                 .copied()
@@ -228,7 +228,24 @@ impl Check {
                 .map(|h| ("host".into(), h.into()))
                 .into_iter()
                 .collect(),
+            matchers: Vec::new(),
         };
+        // Sometimes a matcher too: a missing `host` counts as empty, regexes are anchored.
+        let matcher = [
+            None,
+            Some((MatchOp::NotEqual, "a")),
+            Some((MatchOp::Regex, "a|\\$x\\.y")),
+            Some((MatchOp::Regex, ".*")),
+            Some((MatchOp::NotRegex, "b?")),
+        ]
+        .choose(&mut self.rng)
+        .copied()
+        .flatten();
+        if let Some((op, pattern)) = matcher {
+            selector
+                .matchers
+                .push(TagMatcher::new("host", op, pattern).expect("valid matcher"));
+        }
         let real = self.real().find_series(&selector).await.expect("find real");
         let reference = self.reference.find_series(&selector).await.expect("find");
         let context = self.context(&format!("find_series {selector:?}"));
