@@ -250,12 +250,12 @@ mod tests {
             vec![("host".into(), "a".into()), ("dc".into(), "x:y".into())]
         );
         assert_eq!(q.start, 1_451_606_400_000_000_000);
+        assert_eq!(q.end, 10);
+        assert_eq!(q.step, Some(60_000_000_000));
         let q = parse_query("measurement=cpu&tag=host=~h0.*&tag=dc!=x&end=10").unwrap();
         assert_eq!(q.selector.matchers.len(), 2);
         assert_eq!(q.selector.matchers[0].to_string(), "host=~h0.*");
         assert_eq!(q.selector.matchers[1].to_string(), "dc!=x");
-        assert_eq!(q.end, 10);
-        assert_eq!(q.step, Some(60_000_000_000));
     }
 
     #[test]
