@@ -215,6 +215,17 @@ pub struct StorageStats {
     /// Points held in memory and not yet in the store's files (the embedded store's head
     /// and frozen heads; 0 where every write goes straight to the store).
     pub memory_points: u64,
+    /// Bytes of the series index held in memory (the embedded catalog and its postings;
+    /// 0 where the index lives in the database).
+    pub index_memory_bytes: u64,
+}
+
+/// How many series are registered: in all, and in each measurement asked about.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeriesCount {
+    pub total: u64,
+    /// One count per measurement asked, in the same order.
+    pub per_measurement: Vec<u64>,
 }
 
 /// A storage backend. Implementations are shared between tasks (`Arc<dyn Backend>`).
@@ -233,6 +244,13 @@ pub trait Backend: Send + Sync + 'static {
     /// the same key gets the same id from every client, across restarts, also when
     /// several writers register it at once.
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>>;
+
+    /// The id of each key already registered, `None` for the others. Registers nothing:
+    /// what a writer checks its series limits with before it registers.
+    async fn lookup_series(&self, keys: &[SeriesKey]) -> Result<Vec<Option<SeriesId>>>;
+
+    /// How many series are registered, in all and in each of `measurements`.
+    async fn count_series(&self, measurements: &[String]) -> Result<SeriesCount>;
 
     /// Every registered series the selector matches, in id order.
     async fn find_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>>;

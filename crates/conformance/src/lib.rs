@@ -11,6 +11,7 @@ mod derived_rollups;
 mod model;
 mod names;
 mod rollup_merges;
+mod selection;
 mod series;
 
 pub use bucket_ranges::bucket_reads_select_documents_overlapping_the_range;
@@ -27,6 +28,9 @@ pub use names::{
 pub use rollup_merges::{
     merge_write, merges_in_one_call_apply_in_order,
     rollup_shells_take_merges_and_keep_negative_zero, rollup_slots_match_the_reference,
+};
+pub use selection::{
+    series_lookup_and_count_register_nothing, series_selected_by_tags_and_matchers,
 };
 pub use series::{
     a_read_in_a_gap_opens_only_its_neighbours, stats_count_series_and_segments,

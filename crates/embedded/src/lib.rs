@@ -41,8 +41,8 @@ use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS_V4, SERIES_KEY
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
-    Result, SegmentRollupPlan, SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
-    TokenRequest,
+    Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
+    StoredBucket, TokenRequest,
 };
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
@@ -134,7 +134,7 @@ impl EmbeddedBackend {
         create_tables(&db)?;
         let partitioning = partitioning(&db, options.partition_ns)?;
         let catalog = Arc::new(Catalog::default());
-        catalog.insert_all(series_keys::load(&db)?);
+        series_keys::load(&db, &catalog)?;
         let (parts, next_part_id) = background::open_parts(&db, &dir)?;
         let mut view = View {
             latest: manifest::load_heads(&db)?,
@@ -267,6 +267,21 @@ impl Backend for EmbeddedBackend {
         self.submit(|reply| Job::Register { keys, reply }).await
     }
 
+    async fn lookup_series(&self, keys: &[SeriesKey]) -> Result<Vec<Option<SeriesId>>> {
+        Ok(self.catalog.ids_of(keys))
+    }
+
+    async fn count_series(&self, measurements: &[String]) -> Result<SeriesCount> {
+        Ok(SeriesCount {
+            total: self.catalog.len() as u64,
+            per_measurement: measurements
+                .iter()
+                .map(|m| self.catalog.count_in(m) as u64)
+                .collect(),
+        })
+    }
+
+    /// From the inverted index in memory (`catalog/postings.rs`).
     async fn find_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>> {
         Ok(self.catalog.matching(selector))
     }
@@ -324,7 +339,7 @@ impl Backend for EmbeddedBackend {
 
     /// `bytes`: the whole store directory (redb file, log, parts); `segments`: column
     /// blocks in parts plus series with points in memory; `memory_points`: the head's and
-    /// the frozen heads' points.
+    /// the frozen heads' points; `index_memory_bytes`: the catalog and its postings.
     async fn stats(&self) -> Result<StorageStats> {
         let series = self.catalog.len() as u64;
         let (segments, memory_points) = {
@@ -351,6 +366,7 @@ impl Backend for EmbeddedBackend {
             segments,
             series,
             memory_points,
+            index_memory_bytes: self.catalog.heap_bytes() as u64,
         })
     }
 
@@ -584,7 +600,14 @@ fn create_tables(db: &Database) -> Result<()> {
                     .map_err(storage)?
                     .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
-                tracing::info!(series, "migrated the series catalog from format 4 to 5");
+                tracing::info!(series, "migrated the series catalog from format 4 to 6");
+            }
+            Some(5) => {
+                // Format 6 writes less than 5 (no catalog name → token rows) and reads
+                // the same; the rows format 5 wrote are left, unused.
+                meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+                    .map_err(storage)?;
+                tracing::info!("store format 5 is now format 6 (no data rewritten)");
             }
             found => {
                 // Dropping `txn` without a commit leaves the file as it was.

@@ -12,7 +12,6 @@
 use crate::tables::META;
 use crate::writer::storage;
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
-use std::collections::HashMap;
 use tickertape_backend::{BackendError, NameSpace, Result};
 
 /// (namespace code, name) → token.
@@ -104,16 +103,31 @@ pub fn issue_in(txn: &WriteTransaction, code: &str, names: &[String]) -> Result<
     Ok(out)
 }
 
-/// Every name of the catalog's namespace ([`CATALOG_CODE`]) by token: what the catalog
-/// decodes its records with.
-pub fn catalog_names(db: &Database) -> Result<HashMap<u64, String>> {
+/// Every name of the catalog's namespace ([`CATALOG_CODE`]), in token order: what the
+/// catalog decodes its records with. Tokens are dense from 0; a gap is corruption.
+pub fn catalog_names(db: &Database) -> Result<Vec<String>> {
     let txn = db.begin_read().map_err(storage)?;
     let table = txn.open_table(TOKEN_NAMES).map_err(storage)?;
     let range = (CATALOG_CODE, 0u64)..=(CATALOG_CODE, u64::MAX);
-    let mut names = HashMap::new();
+    let mut names = Vec::new();
     for entry in table.range(range).map_err(storage)? {
         let (key, name) = entry.map_err(storage)?;
-        names.insert(key.value().1, name.value().to_string());
+        if key.value().1 != names.len() as u64 {
+            return Err(BackendError::Corrupt(format!(
+                "the catalog's name tokens skip from {} to {}",
+                names.len(),
+                key.value().1
+            )));
+        }
+        names.push(name.value().to_string());
     }
     Ok(names)
+}
+
+/// Records `next` as the next token of namespace `code`.
+pub fn set_next_token(txn: &WriteTransaction, code: &str, next: u64) -> Result<()> {
+    let mut meta = txn.open_table(META).map_err(storage)?;
+    meta.insert(counter_key(code).as_str(), next)
+        .map_err(storage)?;
+    Ok(())
 }

@@ -18,5 +18,7 @@ pub const FORMAT_VERSION_KEY: &str = "format_version";
 /// kept rollup slots in bucket documents; 2 kept them in rows of 32 slots and value
 /// segments in redb; 3 kept raw points in the write-ahead log and part files; 4 kept the
 /// rollups of value segments in the part files too; 5 writes series keys as name store
-/// tokens instead of JSON, once (format 4 stores are migrated in place at open).
-pub const FORMAT_VERSION: u64 = 5;
+/// tokens instead of JSON, once; 6 no longer writes name → token rows for the catalog's
+/// own namespace, whose reverse map is in memory (formats 4 and 5 are migrated in place
+/// at open).
+pub const FORMAT_VERSION: u64 = 6;

@@ -178,7 +178,7 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
 /// refused with a message that says so, and left as it was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(2), Some(3), Some(6)] {
+    for version in [None, Some(1u64), Some(2), Some(3), Some(7)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -265,6 +265,63 @@ async fn a_format_4_catalog_is_migrated() {
             .unwrap();
         assert_eq!(ids[0], SeriesId(7));
         assert!(ids[1].0 >= 8, "{ids:?}");
+    }
+}
+
+/// A format 5 store (catalog strings also written name → token) opens as format 6 with
+/// nothing rewritten: its series found by tag, new strings and ids after the old ones,
+/// across reopens.
+#[tokio::test]
+async fn a_format_5_catalog_is_read_and_extended() {
+    use tickertape_core::{SeriesKey, SeriesSelector};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+            let keys: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("series_keys");
+            let names: redb::TableDefinition<(&str, u64), &str> =
+                redb::TableDefinition::new("token_names");
+            let tokens: redb::TableDefinition<(&str, &str), u64> =
+                redb::TableDefinition::new("name_tokens");
+            let mut meta = txn.open_table(meta).unwrap();
+            meta.insert("format_version", 5).unwrap();
+            meta.insert("next_series_id", 8).unwrap();
+            meta.insert("next_token.key", 4).unwrap();
+            let (mut names, mut tokens) = (
+                txn.open_table(names).unwrap(),
+                txn.open_table(tokens).unwrap(),
+            );
+            for (t, name) in ["cpu", "usage", "host", "a b"].into_iter().enumerate() {
+                names.insert(("key", t as u64), name).unwrap();
+                tokens.insert(("key", name), t as u64).unwrap();
+            }
+            // measurement 0 · one tag · (2 · 3) · field 1
+            txn.open_table(keys)
+                .unwrap()
+                .insert(3, [0u8, 1, 2, 3, 1].as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let old = SeriesKey::new("cpu", vec![("host".into(), "a b".into())], "usage");
+    let new = SeriesKey::new("cpu", vec![("host".into(), "c".into())], "usage");
+    let by_host = |host: &str| SeriesSelector {
+        measurement: "cpu".into(),
+        tags: vec![("host".into(), host.into())],
+        ..SeriesSelector::default()
+    };
+    for round in 0..2 {
+        let b = open(&dir);
+        let found = b.find_series(&by_host("a b")).await.unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].id, &found[0].key), (SeriesId(3), &old));
+        let ids = b.resolve_series(&[new.clone(), old.clone()]).await.unwrap();
+        assert_eq!(ids, vec![SeriesId(8), SeriesId(3)], "round {round}");
+        let found = b.find_series(&by_host("c")).await.unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].key, new);
     }
 }
 

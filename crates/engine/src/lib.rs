@@ -9,6 +9,8 @@
 //!   range or its windows; `stored` reads what one series has stored.
 //! - [`series_cache`]: series ids by the raw text of a line, so the hot path of ingest
 //!   resolves a series with one hash lookup.
+//! - [`series_limits`]: `--max-series` and `--max-series-per-measurement`, checked before
+//!   a body registers new series.
 //! - [`names`]: the name store's tokens, cached (seed 002).
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 
@@ -20,12 +22,14 @@ pub mod query;
 pub mod read;
 mod rollup_source;
 pub mod series_cache;
+pub mod series_limits;
 mod stored;
 mod windows;
 pub mod write;
 
 use names::NameCache;
 use series_cache::SeriesCache;
+pub use series_limits::SeriesLimits;
 use std::sync::Arc;
 use thiserror::Error;
 use tickertape_backend::{Backend, BackendError, SegmentRollupPlan};
@@ -87,6 +91,7 @@ pub struct Engine {
     /// with `Backend::read_segment_rollup`.
     derived_rollups: bool,
     limits: QueryLimits,
+    series_limits: SeriesLimits,
 }
 
 impl Engine {
@@ -103,6 +108,7 @@ impl Engine {
             schema: Arc::new(Schema::default()),
             derived_rollups: false,
             limits: QueryLimits::default(),
+            series_limits: SeriesLimits::default(),
         }
         .offer_segment_rollups()
     }
@@ -110,6 +116,12 @@ impl Engine {
     /// Refuses queries wider than `limits` (the defaults otherwise).
     pub fn with_query_limits(mut self, limits: QueryLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Refuses lines that would register series past `limits` (the defaults otherwise).
+    pub fn with_series_limits(mut self, limits: SeriesLimits) -> Self {
+        self.series_limits = limits;
         self
     }
 

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 use tickertape_backend::{Backend, NameSpace, Result};
-use tickertape_core::SeriesKey;
 
 /// Name → token, per namespace, for every name this engine has tokenized or looked up.
 /// Keyed by namespace first so that a lookup by `&str` allocates nothing (the hot path:
@@ -52,32 +51,6 @@ impl NameCache {
             }
         }
         Ok(out.into_iter().flatten().collect())
-    }
-
-    /// Tokenizes every name of new series keys (measurement, tag keys and values, field),
-    /// so that the name store holds each name a series uses.
-    pub async fn tokenize_keys(&self, backend: &dyn Backend, keys: &[SeriesKey]) -> Result<()> {
-        let mut by_space: HashMap<NameSpace, Vec<&str>> = HashMap::new();
-        for key in keys {
-            by_space
-                .entry(NameSpace::Measurement)
-                .or_default()
-                .push(&key.measurement);
-            by_space
-                .entry(NameSpace::Field)
-                .or_default()
-                .push(&key.field);
-            for (k, v) in &key.tags {
-                by_space.entry(NameSpace::TagKey).or_default().push(k);
-                by_space.entry(NameSpace::TagValue).or_default().push(v);
-            }
-        }
-        for namespace in NameSpace::ALL {
-            if let Some(names) = by_space.get(&namespace) {
-                self.tokenize(backend, namespace, names).await?;
-            }
-        }
-        Ok(())
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Tokens> {

@@ -3,6 +3,7 @@
 
 use crate::parse::{parse_lines, Parsed};
 use crate::rollup_source::{nothing_refused, stored_count, RollupGroup, RollupSource};
+use crate::series_limits::admit;
 use crate::{Engine, EngineError};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
@@ -153,7 +154,15 @@ impl Engine {
                     })
             })
             .collect();
-        let ids = self.series_ids(&pending).await?;
+        let ids = self.series_ids(&pending, &mut errors).await?;
+        // A line refused for a series limit is refused whole, the fields of its other
+        // series too: a line is stored or refused as one.
+        let (pending, ids): (Vec<Pending>, Vec<SeriesId>) = pending
+            .into_iter()
+            .zip(ids)
+            .filter(|(p, _)| !errors.contains_key(&p.source.number))
+            .filter_map(|(p, id)| Some((p, id?)))
+            .unzip();
         let rule = self.backend.append_rule();
         let (mut groups, superseded) =
             group_by_series(&self.schema, &pending, &ids, rule, &mut errors);
@@ -324,7 +333,13 @@ impl Engine {
     }
 
     /// The series id of every pending point, resolving unknown series in one backend call.
-    async fn series_ids(&self, pending: &[Pending<'_, '_>]) -> Result<Vec<SeriesId>, EngineError> {
+    /// A point whose series would be new past a [`SeriesLimits`] limit gets `None`, and its
+    /// line an error naming the limit.
+    async fn series_ids(
+        &self,
+        pending: &[Pending<'_, '_>],
+        errors: &mut Errors,
+    ) -> Result<Vec<Option<SeriesId>>, EngineError> {
         let mut ids = self
             .cache
             .lookup_many(pending.iter().map(|p| (p.source.line.series_text, p.field)));
@@ -344,18 +359,70 @@ impl Engine {
                 users[slot].push(i);
             }
         }
-        if !keys.is_empty() {
-            self.names.tokenize_keys(&*self.backend, &keys).await?;
-            let resolved = self.backend.resolve_series(&keys).await?;
-            for (id, users) in resolved.into_iter().zip(users) {
-                for i in users {
-                    self.cache
-                        .insert(pending[i].source.line.series_text, pending[i].field, id);
-                    ids[i] = Some(id);
+        if keys.is_empty() {
+            return Ok(ids);
+        }
+        let refused = self.over_limits(&keys).await?;
+        let (mut admitted, mut admitted_users) = (Vec::new(), Vec::new());
+        for ((key, users), refusal) in keys.into_iter().zip(users).zip(refused) {
+            match refusal {
+                None => {
+                    admitted.push(key);
+                    admitted_users.push(users);
+                }
+                Some(message) => {
+                    for i in users {
+                        let number = pending[i].source.number;
+                        errors
+                            .entry(number)
+                            .or_default()
+                            .push(format!("{message} ({key})"));
+                    }
                 }
             }
         }
-        Ok(ids.into_iter().flatten().collect())
+        if admitted.is_empty() {
+            return Ok(ids);
+        }
+        let resolved = self.backend.resolve_series(&admitted).await?;
+        for (id, users) in resolved.into_iter().zip(admitted_users) {
+            for i in users {
+                self.cache
+                    .insert(pending[i].source.line.series_text, pending[i].field, id);
+                ids[i] = Some(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// For each key, why registering it would pass a series limit (`None`: it may be
+    /// registered, or is already). Asks the backend only when limits are set.
+    async fn over_limits(&self, keys: &[SeriesKey]) -> Result<Vec<Option<String>>, EngineError> {
+        if self.series_limits.is_none() {
+            return Ok(vec![None; keys.len()]);
+        }
+        let known = self.backend.lookup_series(keys).await?;
+        let new: Vec<&str> = keys
+            .iter()
+            .zip(&known)
+            .filter(|(_, id)| id.is_none())
+            .map(|(k, _)| k.measurement.as_str())
+            .collect();
+        if new.is_empty() {
+            return Ok(vec![None; keys.len()]);
+        }
+        let mut measurements: Vec<String> = new.iter().map(|m| m.to_string()).collect();
+        measurements.sort_unstable();
+        measurements.dedup();
+        let count = self.backend.count_series(&measurements).await?;
+        let mut verdicts = admit(self.series_limits, &count, &measurements, &new).into_iter();
+        Ok(known
+            .iter()
+            .map(|id| match id {
+                Some(_) => None,
+                None => verdicts.next().and_then(Result::err),
+            })
+            .collect())
     }
 }
 

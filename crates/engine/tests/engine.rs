@@ -239,3 +239,54 @@ async fn last_write_wins_bodies_sort_and_a_retried_body_changes_no_rollup() {
     assert_eq!(from_rollup[0].points, vec![Point::new(0, 6.5)]);
     assert_eq!(from_raw[0].points, from_rollup[0].points);
 }
+
+/// Past a series limit, the lines that would add a series are refused naming the limit;
+/// every line of a series already registered is stored, in the same body and later.
+#[tokio::test]
+async fn series_limits_refuse_only_lines_that_add_series() {
+    use tickertape_engine::SeriesLimits;
+    let e = engine("").with_series_limits(SeriesLimits {
+        max_series: 3,
+        max_series_per_measurement: 2,
+    });
+    let r = e
+        .write_lines(
+            "cpu,h=a v=1 1\ncpu,h=b v=1 1\ncpu,h=c v=1 1\nmem v=1 1\n",
+            Precision::Nanoseconds,
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.accepted, r.rejected), (3, 1));
+    assert_eq!(r.errors[0].line, 3);
+    let message = &r.errors[0].message;
+    assert!(
+        message.contains("limit") && message.contains("--max-series-per-measurement is 2"),
+        "{message}"
+    );
+    assert!(message.contains("h=c"), "names the series: {message}");
+    // Existing series keep taking points beside refused new ones; the total limit holds.
+    let r = e
+        .write_lines(
+            "disk v=1 2\ncpu,h=a v=2 2\nmem v=2 2\ncpu,h=a w=1 2\n",
+            Precision::Nanoseconds,
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.accepted, r.rejected), (2, 2));
+    assert!(
+        r.errors[0].message.contains("--max-series is 3"),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        r.errors.iter().map(|x| x.line).collect::<Vec<_>>(),
+        vec![1, 4]
+    );
+    assert_eq!(raw(&e, "mem").await, vec![(1, 1.0), (2, 2.0)]);
+    let cpu = e
+        .query(&Query::raw(selector("cpu"), i64::MIN, i64::MAX))
+        .await
+        .unwrap();
+    let points: Vec<usize> = cpu.iter().map(|s| s.points.len()).collect();
+    assert_eq!(points, vec![2, 1], "h=a twice, h=b once, no h=c");
+}

@@ -33,6 +33,7 @@ pub mod options;
 mod read;
 mod reserve;
 mod series;
+mod series_count;
 mod tidy;
 
 use std::collections::HashMap;
@@ -47,7 +48,7 @@ use mongodb::options::{
 use mongodb::{Client, Database, IndexModel};
 use tickertape_backend::{
     AppendOutcome, Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
-    DocumentStart, NameSpace, Partition, Result, SeriesAppend, SeriesHead, SeriesInfo,
+    DocumentStart, NameSpace, Partition, Result, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
     StorageStats, StoredBucket,
 };
 use tickertape_core::segment::Segment;
@@ -348,6 +349,14 @@ impl Backend for MongoBackend {
 
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
         self.resolve(keys).await
+    }
+
+    async fn lookup_series(&self, keys: &[SeriesKey]) -> Result<Vec<Option<SeriesId>>> {
+        self.lookup(keys).await
+    }
+
+    async fn count_series(&self, measurements: &[String]) -> Result<SeriesCount> {
+        self.count(measurements).await
     }
 
     async fn find_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>> {

@@ -154,6 +154,7 @@ impl MongoBackend {
             segments: count(SEGMENTS).await?,
             series: count(SERIES).await?,
             memory_points: 0,
+            index_memory_bytes: 0,
         })
     }
 }

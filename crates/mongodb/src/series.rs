@@ -45,7 +45,7 @@ impl MongoBackend {
     }
 
     /// The ids already registered for these canonical keys (primary read).
-    async fn ids_of(&self, canonical: &[String]) -> Result<HashMap<String, SeriesId>> {
+    pub(crate) async fn ids_of(&self, canonical: &[String]) -> Result<HashMap<String, SeriesId>> {
         let mut out = HashMap::new();
         for chunk in canonical.chunks(1000) {
             let docs = find_all(

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
-    Result, SeriesAppend, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
+    Result, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -148,6 +148,14 @@ impl Backend for ReferenceBackend {
         Ok(self.state().series.resolve(keys))
     }
 
+    async fn lookup_series(&self, keys: &[SeriesKey]) -> Result<Vec<Option<SeriesId>>> {
+        Ok(self.state().series.lookup(keys))
+    }
+
+    async fn count_series(&self, measurements: &[String]) -> Result<SeriesCount> {
+        Ok(self.state().series.count(measurements))
+    }
+
     async fn find_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>> {
         let state = self.state();
         Ok(state
@@ -182,6 +190,7 @@ impl Backend for ReferenceBackend {
             segments: state.points.segment_count(state.segment_capacity),
             series: state.series.len() as u64,
             memory_points: 0,
+            index_memory_bytes: 0,
         })
     }
 

@@ -1,6 +1,7 @@
 //! The series registry: keys ↔ ids.
 
 use std::collections::BTreeMap;
+use tickertape_backend::SeriesCount;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 /// Every registered series, both ways.
@@ -42,6 +43,22 @@ impl Registry {
         self.ids.insert(key.clone(), id);
         self.keys.insert(id, key.clone());
         id
+    }
+
+    /// "The id of each key already registered" (`lookup_series`).
+    pub fn lookup(&self, keys: &[SeriesKey]) -> Vec<Option<SeriesId>> {
+        keys.iter().map(|k| self.ids.get(k).copied()).collect()
+    }
+
+    /// "How many series are registered, in all and in each of `measurements`".
+    pub fn count(&self, measurements: &[String]) -> SeriesCount {
+        SeriesCount {
+            total: self.keys.len() as u64,
+            per_measurement: measurements
+                .iter()
+                .map(|m| self.keys.values().filter(|k| k.measurement == *m).count() as u64)
+                .collect(),
+        }
     }
 
     /// "Every registered series the selector matches, in id order" (`find_series`).

@@ -132,6 +132,11 @@ fn store_gauges(stats: &StorageStats) -> String {
             stats.memory_points,
         ),
         (
+            "tickertape_series_index_bytes",
+            "Bytes of memory the series index holds (0 where it lives in the database).",
+            stats.index_memory_bytes,
+        ),
+        (
             "tickertape_store_bytes",
             "Bytes the store occupies.",
             stats.bytes,

@@ -4,7 +4,7 @@ use crate::store::StoreArgs;
 use anyhow::{Context, Result};
 use std::time::Duration;
 use tickertape_core::time::parse_duration;
-use tickertape_engine::{Engine, QueryLimits};
+use tickertape_engine::{Engine, QueryLimits, SeriesLimits};
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(clap::Args, Debug)]
@@ -25,6 +25,13 @@ pub struct Args {
     /// refused with 422 (aggregate with step= and agg=, or shorten the range).
     #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_POINTS)]
     pub max_query_points: usize,
+    /// Most series the store may hold; a line that would add one more is refused (400,
+    /// naming the limit) while the rest of its body is stored. 0: no limit.
+    #[arg(long, default_value_t = SeriesLimits::DEFAULT_MAX_SERIES)]
+    pub max_series: u64,
+    /// Most series one measurement may hold, as --max-series. 0: no limit.
+    #[arg(long, default_value_t = SeriesLimits::DEFAULT_MAX_SERIES_PER_MEASUREMENT)]
+    pub max_series_per_measurement: u64,
     /// How often to drop the partitions past their retention (`retention` in --config);
     /// `0s` turns the schedule off (`tickertape admin retention` still works).
     #[arg(long, default_value = "1h", value_parser = duration)]
@@ -48,10 +55,18 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 pub async fn run(args: Args) -> Result<()> {
-    let engine = args.store.engine().await?.with_query_limits(QueryLimits {
-        max_series: args.max_query_series,
-        max_points: args.max_query_points,
-    });
+    let engine = args
+        .store
+        .engine()
+        .await?
+        .with_query_limits(QueryLimits {
+            max_series: args.max_query_series,
+            max_points: args.max_query_points,
+        })
+        .with_series_limits(SeriesLimits {
+            max_series: args.max_series,
+            max_series_per_measurement: args.max_series_per_measurement,
+        });
     let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

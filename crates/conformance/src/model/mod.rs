@@ -395,13 +395,19 @@ impl Check {
             select_range(&points, start, end, true)
         };
         let want = neighbours(&reference);
-        crate::assert_bits_eq(&neighbours(&real), &want, &context);
+        let contract = select_range(&all, start, end, true);
         // `Segment::may_overlap` needs `prev_end < end`, which the first segment's
         // `prev_end = i64::MIN` never is for `end == i64::MIN`: the empty range at the
-        // start of time reads no neighbour after it, on every backend. Elsewhere the
+        // start of time reads no neighbour after it on a backend that keeps seed 000's
+        // chain (the reference, MongoDB); one that makes a segment for the read (the
+        // embedded store) may give the neighbour the contract names. Elsewhere the
         // reference gives exactly the points in range and both neighbours.
+        let got = neighbours(&real);
+        if end == i64::MIN && bits(&got) == bits(&contract) {
+            return;
+        }
+        crate::assert_bits_eq(&got, &want, &context);
         if end != i64::MIN {
-            let contract = select_range(&all, start, end, true);
             crate::assert_bits_eq(&want, &contract, &format!("{context}: the reference"));
         }
     }
@@ -456,4 +462,9 @@ impl Check {
         let context = self.context(&format!("names_of {namespace} {tokens:?}"));
         assert_eq!(real, reference, "{context}");
     }
+}
+
+/// Points as (time, value bits), for an exact comparison without a panic.
+fn bits(points: &[Point]) -> Vec<(i64, u64)> {
+    points.iter().map(|p| (p.time, p.value.to_bits())).collect()
 }

@@ -27,7 +27,7 @@ mod job;
 pub use job::Job;
 
 use crate::buckets::{self, ValidWrite};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Pending};
 use crate::names;
 use crate::series_keys;
 use crate::tables::{META, NEXT_SERIES_ID};
@@ -39,7 +39,6 @@ use crate::values::wal::{Frame, Wal};
 use crate::values::{Frozen, Values};
 use job::{Aborted, Answer, MAX_POINTS_PER_COMMIT};
 use redb::{Database, Durability, ReadableTable, WriteTransaction};
-use std::collections::HashMap;
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use tickertape_backend::{
@@ -268,10 +267,13 @@ impl Writer {
             }
             return;
         }
-        let mut registered = Vec::new();
+        let mut registered = Pending::default();
         match self.apply_group(group, &mut registered) {
             Ok(answers) => {
-                self.parts.catalog.insert_all(registered);
+                if let Err(error) = registered.commit_to(&self.parts.catalog) {
+                    // Committed but not in memory: the catalog no longer mirrors the file.
+                    self.poison(&error);
+                }
                 std::mem::take(&mut self.stage).publish(&mut self.parts.values.view_mut());
                 for answer in answers {
                     answer.deliver();
@@ -311,7 +313,7 @@ impl Writer {
     fn apply_group(
         &mut self,
         group: Vec<Job>,
-        registered: &mut Vec<(SeriesKey, SeriesId)>,
+        registered: &mut Pending,
     ) -> std::result::Result<Vec<Answer>, Aborted> {
         let mut answers = Vec::with_capacity(group.len());
         let mut txn = match self.parts.db.begin_write() {
@@ -381,7 +383,7 @@ impl Writer {
         &mut self,
         txn: &WriteTransaction,
         job: Job,
-        registered: &mut Vec<(SeriesKey, SeriesId)>,
+        registered: &mut Pending,
     ) -> (Answer, Option<BackendError>) {
         fn answered<T: Send + 'static>(
             reply: oneshot::Sender<Result<T>>,
@@ -450,43 +452,28 @@ impl Writer {
     }
 
     /// The ids of `keys`, registering those never seen: ids from the `next_series_id`
-    /// counter, records written in one batch ([`series_keys::insert`]). Keys registered
+    /// counter, records written in one batch ([`series_keys::write`]). Keys registered
     /// earlier in this group are in `registered`, not yet in the catalog.
     fn register(
         &mut self,
         txn: &WriteTransaction,
         keys: &[SeriesKey],
-        registered: &mut Vec<(SeriesKey, SeriesId)>,
+        registered: &mut Pending,
     ) -> Result<Vec<SeriesId>> {
-        let mut ids = self.parts.catalog.ids_of(keys);
-        if ids.iter().all(Option::is_some) {
-            return Ok(ids.into_iter().flatten().collect());
+        if let Some(ids) = self.parts.catalog.lookup(keys) {
+            return Ok(ids);
         }
-        let mut in_group: HashMap<&SeriesKey, SeriesId> =
-            registered.iter().map(|(k, id)| (k, *id)).collect();
         let mut meta = txn.open_table(META).map_err(storage)?;
         let mut next = meta
             .get(NEXT_SERIES_ID)
             .map_err(storage)?
             .map_or(1, |v| v.value());
-        let mut new = Vec::new();
-        for (key, id) in keys.iter().zip(ids.iter_mut()) {
-            if id.is_some() {
-                continue;
-            }
-            let found = in_group.entry(key).or_insert_with(|| {
-                new.push((key.clone(), SeriesId(next)));
-                next += 1;
-                SeriesId(next - 1)
-            });
-            *id = Some(*found);
-        }
+        let ids = registered.register(&self.parts.catalog, keys, &mut next)?;
         meta.insert(NEXT_SERIES_ID, next).map_err(storage)?;
         // The name store opens `meta` too: a redb table is open once per transaction.
-        drop((meta, in_group));
-        series_keys::insert(txn, &new)?;
-        registered.extend(new);
-        Ok(ids.into_iter().flatten().collect())
+        drop(meta);
+        series_keys::write(txn, registered.unwritten())?;
+        Ok(ids)
     }
 
     /// Raw writes, then the rollups `derive` computes from their outcome; one log frame

@@ -1,0 +1,117 @@
+//! Finding series: the selectors queries use (equalities, `!=`, `=~`, `!~`, a missing tag
+//! counting as empty) and the lookups and counts a writer checks its series limits with.
+
+use crate::StoreFactory;
+use tickertape_core::{MatchOp, SeriesKey, SeriesSelector, TagMatcher};
+
+fn host_key(measurement: &str, host: Option<&str>, field: &str) -> SeriesKey {
+    let tags = host
+        .map(|h| {
+            vec![
+                ("host".to_owned(), h.to_owned()),
+                ("dc".to_owned(), "x".to_owned()),
+            ]
+        })
+        .unwrap_or_default();
+    SeriesKey::new(measurement, tags, field)
+}
+
+/// Each selector selects exactly the series whose keys it matches, in id order, after a
+/// reopen too (the embedded store rebuilds its index from the catalog on disk).
+pub async fn series_selected_by_tags_and_matchers(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let keys = vec![
+        host_key("cpu", Some("h001"), "u"),
+        host_key("cpu", Some("h002"), "u"),
+        host_key("cpu", Some("h100"), "u"),
+        host_key("cpu", Some("h001"), "s"),
+        host_key("cpu", None, "u"),
+        host_key("mem", Some("h001"), "u"),
+    ];
+    let matcher = |op, pattern: &str| TagMatcher::new("host", op, pattern).expect("valid");
+    let cases: Vec<(SeriesSelector, Vec<usize>)> = vec![
+        (selector(None, &[], vec![]), vec![0, 1, 2, 3, 4]),
+        (selector(Some("u"), &[], vec![]), vec![0, 1, 2, 4]),
+        (selector(None, &[("host", "h001")], vec![]), vec![0, 3]),
+        (
+            selector(None, &[("dc", "x")], vec![matcher(MatchOp::Regex, "h00.*")]),
+            vec![0, 1, 3],
+        ),
+        (
+            selector(Some("u"), &[], vec![matcher(MatchOp::NotEqual, "h001")]),
+            vec![1, 2, 4],
+        ),
+        (
+            selector(None, &[], vec![matcher(MatchOp::NotRegex, "h0.*")]),
+            vec![2, 4],
+        ),
+        (
+            selector(None, &[], vec![matcher(MatchOp::Regex, "")]),
+            vec![4],
+        ),
+        (
+            selector(None, &[], vec![matcher(MatchOp::Regex, "h1.*|")]),
+            vec![2, 4],
+        ),
+        (selector(None, &[("host", "nope")], vec![]), vec![]),
+        (selector(Some("nope"), &[], vec![]), vec![]),
+    ];
+    for round in ["before reopen", "after reopen"] {
+        let b = store.open().await;
+        let ids = b.resolve_series(&keys).await.expect("resolve");
+        for (sel, want) in &cases {
+            let found = b.find_series(sel).await.expect("find");
+            let got: Vec<SeriesKey> = found.iter().map(|s| s.key.clone()).collect();
+            let mut want_ids: Vec<_> = want.iter().map(|&i| ids[i]).collect();
+            want_ids.sort();
+            let got_ids: Vec<_> = found.iter().map(|s| s.id).collect();
+            assert_eq!(got_ids, want_ids, "{round}: {sel:?} selected {got:?}");
+        }
+    }
+}
+
+fn selector(
+    field: Option<&str>,
+    tags: &[(&str, &str)],
+    matchers: Vec<TagMatcher>,
+) -> SeriesSelector {
+    SeriesSelector {
+        measurement: "cpu".into(),
+        field: field.map(str::to_owned),
+        tags: tags
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        matchers,
+    }
+}
+
+/// `lookup_series` names the registered keys and registers nothing; `count_series`
+/// counts in all and per measurement.
+pub async fn series_lookup_and_count_register_nothing(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let b = store.open().await;
+    let known = [
+        host_key("cpu", Some("a"), "u"),
+        host_key("mem", None, "free"),
+    ];
+    let ids = b.resolve_series(&known).await.expect("resolve");
+    let new = host_key("cpu", Some("b"), "u");
+    let got = b
+        .lookup_series(&[new.clone(), known[1].clone(), known[0].clone()])
+        .await
+        .expect("lookup");
+    assert_eq!(got, vec![None, Some(ids[1]), Some(ids[0])]);
+    assert_eq!(
+        b.lookup_series(std::slice::from_ref(&new))
+            .await
+            .expect("lookup"),
+        vec![None]
+    );
+    let measurements = ["cpu".to_owned(), "disk".to_owned(), "mem".to_owned()];
+    let count = b.count_series(&measurements).await.expect("count");
+    assert_eq!((count.total, count.per_measurement), (2, vec![1, 0, 1]));
+    b.resolve_series(&[new]).await.expect("resolve");
+    let count = b.count_series(&measurements[..1]).await.expect("count");
+    assert_eq!((count.total, count.per_measurement), (3, vec![2]));
+}
