@@ -37,7 +37,7 @@ use redb::{Database, ReadableTable};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS_V4, SERIES_KEYS};
+use tables::{CATALOG_BATCHES, FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS_V4};
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
@@ -133,11 +133,26 @@ impl EmbeddedBackend {
         let db = Arc::new(open_database(&file, options.io_faults.clone())?);
         create_tables(&db)?;
         let partitioning = partitioning(&db, options.partition_ns)?;
+        let started = std::time::Instant::now();
         let catalog = Arc::new(Catalog::default());
-        series_keys::load(&db, &catalog)?;
-        let (parts, next_part_id) = background::open_parts(&db, &dir)?;
+        // The catalog and the parts load side by side: with a million series each takes
+        // a good part of a second.
+        let (loaded, parts, latest) = std::thread::scope(|scope| {
+            let loading = scope.spawn(|| {
+                series_keys::load(&db, &catalog)?;
+                Ok::<_, BackendError>(started.elapsed())
+            });
+            let parts = background::open_parts(&db, &dir);
+            let latest = manifest::load_heads(&db);
+            let loaded = loading
+                .join()
+                .unwrap_or_else(|_| Err(BackendError::Storage("catalog load panicked".into())));
+            (loaded, parts, latest)
+        });
+        let catalog_loaded = loaded?;
+        let (parts, next_part_id) = parts?;
         let mut view = View {
-            latest: manifest::load_heads(&db)?,
+            latest: latest?,
             ..View::default()
         };
         for part in parts {
@@ -173,7 +188,15 @@ impl EmbeddedBackend {
             background: tasks,
             background_failed: failed,
         });
+        let replay_started = std::time::Instant::now();
         writer.replay(frames)?;
+        tracing::info!(
+            series = catalog.len(),
+            catalog_ms = catalog_loaded.as_millis() as u64,
+            log_replay_ms = replay_started.elapsed().as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "store opened"
+        );
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let handle = std::thread::Builder::new()
             .name("tickertape-writer".into())
@@ -297,11 +320,12 @@ impl Backend for EmbeddedBackend {
     /// One open segment holding the points of `[start, end)` and both neighbours: the
     /// store keeps points in parts and the head, not in seed 000's chain, so the segment
     /// is made for the read.
+    ///
+    /// Reads run on the caller's thread, not `spawn_blocking`: one series' read is a few
+    /// block reads from the page cache and their decoding, and a query reads up to a few
+    /// hundred thousand series, where a thread handoff each cost more than the reads.
     async fn read_segments(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>> {
-        let values = self.values.clone();
-        let points = tokio::task::spawn_blocking(move || values.read(series, start, end))
-            .await
-            .map_err(|e| BackendError::Storage(format!("read task failed: {e}")))??;
+        let points = self.values.read(series, start, end)?;
         if points.is_empty() {
             return Ok(Vec::new());
         }
@@ -331,10 +355,8 @@ impl Backend for EmbeddedBackend {
         start: i64,
         end: i64,
     ) -> Result<Vec<(i64, Summary)>> {
-        let values = self.values.clone();
-        tokio::task::spawn_blocking(move || values.read_rollup(series, resolution, start, end))
-            .await
-            .map_err(|e| BackendError::Storage(format!("read task failed: {e}")))?
+        // On the caller's thread, as `read_segments`.
+        self.values.read_rollup(series, resolution, start, end)
     }
 
     /// `bytes`: the whole store directory (redb file, log, parts); `segments`: column
@@ -572,7 +594,7 @@ fn create_tables(db: &Database) -> Result<()> {
     let txn = db.begin_write().map_err(storage)?;
     // Any table at all means the file was written before: by this layout only if it says so.
     let used = txn.list_tables().map_err(storage)?.next().is_some();
-    txn.open_table(SERIES_KEYS).map_err(storage)?;
+    txn.open_table(CATALOG_BATCHES).map_err(storage)?;
     txn.open_table(manifest::PARTS).map_err(storage)?;
     txn.open_table(manifest::SERIES_STATE).map_err(storage)?;
     txn.open_table(manifest::MEASUREMENTS).map_err(storage)?;
@@ -600,14 +622,16 @@ fn create_tables(db: &Database) -> Result<()> {
                     .map_err(storage)?
                     .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
-                tracing::info!(series, "migrated the series catalog from format 4 to 6");
+                tracing::info!(series, "migrated the series catalog from format 4 to 7");
             }
-            Some(5) => {
-                // Format 6 writes less than 5 (no catalog name → token rows) and reads
-                // the same; the rows format 5 wrote are left, unused.
-                meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+            Some(5 | 6) => {
+                drop(meta);
+                let series = series_keys::migrate_rows(&txn)?;
+                txn.open_table(META)
+                    .map_err(storage)?
+                    .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
-                tracing::info!("store format 5 is now format 6 (no data rewritten)");
+                tracing::info!(series, "migrated the series catalog to format 7");
             }
             found => {
                 // Dropping `txn` without a commit leaves the file as it was.

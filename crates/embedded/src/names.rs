@@ -103,31 +103,35 @@ pub fn issue_in(txn: &WriteTransaction, code: &str, names: &[String]) -> Result<
     Ok(out)
 }
 
-/// Every name of the catalog's namespace ([`CATALOG_CODE`]), in token order: what the
-/// catalog decodes its records with. Tokens are dense from 0; a gap is corruption.
-pub fn catalog_names(db: &Database) -> Result<Vec<String>> {
-    let txn = db.begin_read().map_err(storage)?;
-    let table = txn.open_table(TOKEN_NAMES).map_err(storage)?;
-    let range = (CATALOG_CODE, 0u64)..=(CATALOG_CODE, u64::MAX);
+/// Removes namespace `code` from the name store and returns its names in token order
+/// (the migration of format 5 and 6 catalogs, whose strings moved into their rows).
+/// Tokens are dense from 0; a gap is corruption.
+pub fn take_namespace(txn: &WriteTransaction, code: &str) -> Result<Vec<String>> {
     let mut names = Vec::new();
-    for entry in table.range(range).map_err(storage)? {
-        let (key, name) = entry.map_err(storage)?;
-        if key.value().1 != names.len() as u64 {
-            return Err(BackendError::Corrupt(format!(
-                "the catalog's name tokens skip from {} to {}",
-                names.len(),
-                key.value().1
-            )));
+    {
+        let mut table = txn.open_table(TOKEN_NAMES).map_err(storage)?;
+        for entry in table
+            .extract_from_if((code, 0u64)..=(code, u64::MAX), |_, _| true)
+            .map_err(storage)?
+        {
+            let (key, name) = entry.map_err(storage)?;
+            if key.value().1 != names.len() as u64 {
+                return Err(BackendError::Corrupt(format!(
+                    "namespace {code}: tokens skip from {} to {}",
+                    names.len(),
+                    key.value().1
+                )));
+            }
+            names.push(name.value().to_string());
         }
-        names.push(name.value().to_string());
     }
-    Ok(names)
-}
-
-/// Records `next` as the next token of namespace `code`.
-pub fn set_next_token(txn: &WriteTransaction, code: &str, next: u64) -> Result<()> {
-    let mut meta = txn.open_table(META).map_err(storage)?;
-    meta.insert(counter_key(code).as_str(), next)
+    let mut tokens = txn.open_table(NAME_TOKENS).map_err(storage)?;
+    for name in &names {
+        tokens.remove((code, name.as_str())).map_err(storage)?;
+    }
+    txn.open_table(META)
+        .map_err(storage)?
+        .remove(counter_key(code).as_str())
         .map_err(storage)?;
-    Ok(())
+    Ok(names)
 }

@@ -1,99 +1,145 @@
-//! The series catalog on disk: `series_keys` maps a series id to its key written as name
-//! store tokens (formats 5 and 6), not as text.
+//! The series catalog on disk (format 7): `catalog_batches` holds, per registering job,
+//! one row with the strings it was first to use and the keys of the series it registered,
+//! keyed by the first of those series' ids.
 //!
-//! A record is LEB128 varints: `measurement · tag count · (tag key · tag value)* · field`,
-//! each the token of the string in the store's own namespace of the name store tables
-//! ([`names::CATALOG_CODE`], apart from the namespaces users tokenize in). A devops series
-//! (one measurement, ten tags, one field) takes ~25 bytes where its JSON took ~280, and
-//! each distinct string is stored once however many series share it.
+//! A row is LEB128 varints:
 //!
-//! There is no key → id table, and since format 6 the catalog namespace keeps no name →
-//! token rows either: the catalog is loaded whole at open ([`load`]) and answers both in
-//! memory; the writer, the only one who registers, writes a new series with two appends
-//! (its record, and one row per string it is the first to use).
+//! ```text
+//! first string token · string count · (byte length · UTF-8 bytes)*
+//! series count · (id − previous id (the first: the id itself) · key)*
+//! key = measurement · tag count · (tag key · tag value)* · field
+//! ```
+//!
+//! each name in a key being the token of a string, issued densely from 0 in row order.
+//! A devops series (one measurement, ten tags, one field) takes ~25 bytes, and each
+//! distinct string is stored once however many series share it.
+//!
+//! There is no key → id table and no name → token table: the catalog is loaded whole at
+//! open ([`load`]) and answers both in memory. Registering a body's new series writes one
+//! row, and a million series load from a hundred rows, not from two million.
+//!
+//! Formats 4 (JSON keys), 5 and 6 (one row per series in `series_keys`, strings in the
+//! name store tables) are rewritten as rows at open ([`migrate_from_json`], [`migrate_rows`]).
 
 use crate::catalog::{Catalog, Pending, Unwritten};
 use crate::names;
-use crate::tables::SERIES_KEYS;
+use crate::tables::{CATALOG_BATCHES, SERIES_KEYS};
 use crate::writer::storage;
-use redb::{Database, ReadableTable, WriteTransaction};
+use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
 use tickertape_backend::{BackendError, Result};
 use tickertape_core::codec;
 use tickertape_core::{SeriesId, SeriesKey};
 
-/// Series loaded per [`Catalog::add`] at open, so the transient records stay small.
-const LOAD_CHUNK: usize = 65_536;
+/// Series per row when an older catalog is rewritten.
+const MIGRATION_ROW: usize = 65_536;
 
-/// Writes what a job registered: the new strings (token → name only: their name → token
-/// map is the catalog in memory) with the namespace's counter, and the new series'
-/// records. Tokens and ids are increasing, so every insert lands at a table's end.
+/// Writes what a job registered as one row.
 pub fn write(txn: &WriteTransaction, new: Unwritten<'_>) -> Result<()> {
-    if new.strings.is_empty() && new.series.is_empty() {
+    let Some((first_id, _)) = new.series.first() else {
+        // Strings are only ever new with a series that uses them.
         return Ok(());
+    };
+    let mut row = Vec::with_capacity(16 * new.series.len() + new.strings.len() * 12);
+    codec::write_varint(&mut row, new.first_token.into());
+    codec::write_varint(&mut row, new.strings.len() as u64);
+    for s in new.strings {
+        codec::write_varint(&mut row, s.len() as u64);
+        row.extend_from_slice(s.as_bytes());
     }
-    if !new.strings.is_empty() {
-        let mut names_table = txn.open_table(names::TOKEN_NAMES).map_err(storage)?;
-        for (n, name) in new.strings.iter().enumerate() {
-            let token = u64::from(new.first_token) + n as u64;
-            names_table
-                .insert((names::CATALOG_CODE, token), name.as_str())
-                .map_err(storage)?;
-        }
-        drop(names_table);
-        names::set_next_token(txn, names::CATALOG_CODE, new.next_token)?;
-    }
-    let mut table = txn.open_table(SERIES_KEYS).map_err(storage)?;
+    codec::write_varint(&mut row, new.series.len() as u64);
+    let mut previous = 0;
     for (id, record) in new.series {
-        table
-            .insert(id.0, encode(record).as_slice())
-            .map_err(storage)?;
+        codec::write_varint(&mut row, id.0.wrapping_sub(previous));
+        previous = id.0;
+        encode(record, &mut row);
     }
+    txn.open_table(CATALOG_BATCHES)
+        .map_err(storage)?
+        .insert(first_id.0, row.as_slice())
+        .map_err(storage)?;
     Ok(())
 }
 
 /// A record in memory (`[measurement, field, tag key, tag value, …]`) as stored:
 /// `measurement · tag count · (tag key · tag value)* · field`.
-fn encode(record: &[u32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(2 * record.len() + 2);
+fn encode(record: &[u32], out: &mut Vec<u8>) {
     let tags = &record[2..];
-    codec::write_varint(&mut out, record[0].into());
-    codec::write_varint(&mut out, (tags.len() / 2) as u64);
+    codec::write_varint(out, record[0].into());
+    codec::write_varint(out, (tags.len() / 2) as u64);
     for &t in tags {
-        codec::write_varint(&mut out, t.into());
+        codec::write_varint(out, t.into());
     }
-    codec::write_varint(&mut out, record[1].into());
-    out
+    codec::write_varint(out, record[1].into());
 }
 
-/// Fills `catalog` with every registered series: the catalog namespace's strings in token
-/// order, then the records in id order.
+/// Fills `catalog` with every registered series, row by row.
 pub fn load(db: &Database, catalog: &Catalog) -> Result<()> {
-    let strings = names::catalog_names(db)?;
     let txn = db.begin_read().map_err(storage)?;
-    let table = txn.open_table(SERIES_KEYS).map_err(storage)?;
-    let mut chunk: Vec<(SeriesId, Vec<u32>)> = Vec::with_capacity(LOAD_CHUNK);
-    let mut first = true;
-    for entry in table.iter().map_err(storage)? {
-        let (id, raw) = entry.map_err(storage)?;
-        let record = decode(raw.value(), strings.len()).ok_or_else(|| {
-            BackendError::Corrupt(format!(
-                "series {} has a malformed key record in series_keys",
-                id.value()
-            ))
-        })?;
-        chunk.push((SeriesId(id.value()), record));
-        if chunk.len() == LOAD_CHUNK {
-            catalog.add(if first { &strings } else { &[] }, &chunk)?;
-            first = false;
-            chunk.clear();
+    let table = txn.open_table(CATALOG_BATCHES).map_err(storage)?;
+    let rows = table.len().map_err(storage)? as usize;
+    catalog.load_with(|loader| {
+        let mut record = Vec::new();
+        let mut total_bytes = 0;
+        for entry in table.iter().map_err(storage)? {
+            let (first_id, row) = entry.map_err(storage)?;
+            let corrupt = |what: &str| {
+                BackendError::Corrupt(format!(
+                    "catalog row of series {}: {what}",
+                    first_id.value()
+                ))
+            };
+            let mut bytes = row.value();
+            if total_bytes == 0 {
+                // Sized from the first row: rows are alike (one body's new series each).
+                total_bytes = bytes.len() * rows;
+                loader.reserve(total_bytes / 16, total_bytes / 16, total_bytes / 2);
+            }
+            let bytes = &mut bytes;
+            let first_token = read_varint(bytes).ok_or_else(|| corrupt("cut"))?;
+            if first_token != loader.string_count() as u64 {
+                return Err(corrupt(&format!(
+                    "its strings start at token {first_token}, not {}",
+                    loader.string_count()
+                )));
+            }
+            for _ in 0..read_varint(bytes).ok_or_else(|| corrupt("cut"))? {
+                let s = read_string(bytes).ok_or_else(|| corrupt("a malformed string"))?;
+                loader.push_string(s)?;
+            }
+            let known = loader.string_count();
+            let mut id = 0u64;
+            for _ in 0..read_varint(bytes).ok_or_else(|| corrupt("cut"))? {
+                id = id.wrapping_add(read_varint(bytes).ok_or_else(|| corrupt("cut"))?);
+                if !decode_into(bytes, known, &mut record) {
+                    return Err(corrupt(&format!("series {id} has a malformed key")));
+                }
+                loader.push_series(SeriesId(id), &record)?;
+            }
+            if !bytes.is_empty() {
+                return Err(corrupt("bytes after its last series"));
+            }
         }
+        Ok(())
+    })
+}
+
+/// Rewrites `keys` (with the ids they have) as rows, issuing string tokens from 0: the
+/// catalog namespace of an older format is discarded with it.
+fn write_rows(txn: &WriteTransaction, keys: &[(SeriesKey, SeriesId)]) -> Result<()> {
+    let empty = Catalog::default();
+    let mut pending = Pending::default();
+    for chunk in keys.chunks(MIGRATION_ROW) {
+        for (key, id) in chunk {
+            pending.insert_with_id(&empty, key, *id)?;
+        }
+        write(txn, pending.unwritten())?;
     }
-    catalog.add(if first { &strings } else { &[] }, &chunk)
+    Ok(())
 }
 
 /// Rewrites a format 4 catalog (JSON keys, and a `series_ids` table of the same JSON)
-/// as token records, keeping every id; the caller drops `series_ids` and records the
-/// new format in the same transaction.
+/// as rows, keeping every id; the caller drops `series_ids` and records the new format
+/// in the same transaction.
 pub fn migrate_from_json(txn: &WriteTransaction) -> Result<usize> {
     let mut keys = Vec::new();
     {
@@ -109,34 +155,80 @@ pub fn migrate_from_json(txn: &WriteTransaction) -> Result<usize> {
             keys.push((key, SeriesId(id.value())));
         }
     }
-    // A format 4 store has no catalog strings yet: they start at token 0.
-    let empty = Catalog::default();
-    let mut pending = Pending::default();
-    for (key, id) in &keys {
-        pending.insert_with_id(&empty, key, *id)?;
-    }
-    write(txn, pending.unwritten())?;
+    txn.delete_table(SERIES_KEYS).map_err(storage)?;
+    write_rows(txn, &keys)?;
     Ok(keys.len())
 }
 
-/// A stored record as tokens in memory order; `None` if malformed or if it names a
-/// token at or above `strings` (one never issued).
-fn decode(mut bytes: &[u8], strings: usize) -> Option<Vec<u32>> {
-    let bytes = &mut bytes;
+/// Rewrites a format 5 or 6 catalog (a `series_keys` row per series, its strings in the name
+/// store tables under [`names::CATALOG_CODE`]) as rows, keeping every id, and removes the
+/// old rows; the caller records the new format in the same transaction.
+pub fn migrate_rows(txn: &WriteTransaction) -> Result<usize> {
+    let strings = names::take_namespace(txn, names::CATALOG_CODE)?;
+    let mut keys = Vec::new();
+    {
+        let table = txn.open_table(SERIES_KEYS).map_err(storage)?;
+        let mut record = Vec::new();
+        for entry in table.iter().map_err(storage)? {
+            let (id, raw) = entry.map_err(storage)?;
+            let mut bytes = raw.value();
+            if !decode_into(&mut bytes, strings.len(), &mut record) || !bytes.is_empty() {
+                return Err(BackendError::Corrupt(format!(
+                    "series {} has a malformed key record in series_keys",
+                    id.value()
+                )));
+            }
+            let s = |t: u32| strings[t as usize].clone();
+            let tags = record[2..]
+                .chunks_exact(2)
+                .map(|p| (s(p[0]), s(p[1])))
+                .collect();
+            keys.push((
+                SeriesKey::new(s(record[0]), tags, s(record[1])),
+                SeriesId(id.value()),
+            ));
+        }
+    }
+    txn.delete_table(SERIES_KEYS).map_err(storage)?;
+    write_rows(txn, &keys)?;
+    Ok(keys.len())
+}
+
+/// Decodes one key from the front of `bytes` (which moves past it) into `record`, as
+/// tokens in memory order; `false` if malformed or if it names a token at or above
+/// `strings` (one never issued). The caller checks for bytes left over.
+fn decode_into(bytes: &mut &[u8], strings: usize, record: &mut Vec<u32>) -> bool {
+    record.clear();
     let token = |bytes: &mut &[u8]| {
         let t = u32::try_from(read_varint(bytes)?).ok()?;
         ((t as usize) < strings).then_some(t)
     };
-    let measurement = token(bytes)?;
-    let count = read_varint(bytes)?;
-    let mut record = Vec::with_capacity(2 + 2 * count.min(256) as usize);
+    let Some(measurement) = token(bytes) else {
+        return false;
+    };
+    let Some(count) = read_varint(bytes) else {
+        return false;
+    };
     record.extend([measurement, 0]);
     for _ in 0..count {
-        record.push(token(bytes)?);
-        record.push(token(bytes)?);
+        match (token(bytes), token(bytes)) {
+            (Some(k), Some(v)) => record.extend([k, v]),
+            _ => return false,
+        }
     }
-    record[1] = token(bytes)?;
-    bytes.is_empty().then_some(record)
+    match token(bytes) {
+        Some(field) => record[1] = field,
+        None => return false,
+    }
+    true
+}
+
+/// A length-prefixed UTF-8 string from the front of `bytes`, which moves past it.
+fn read_string<'a>(bytes: &mut &'a [u8]) -> Option<&'a str> {
+    let len = usize::try_from(read_varint(bytes)?).ok()?;
+    let (s, rest) = (bytes.get(..len)?, bytes.get(len..)?);
+    *bytes = rest;
+    std::str::from_utf8(s).ok()
 }
 
 /// The next varint of `bytes`, which moves past it.

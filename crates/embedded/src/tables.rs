@@ -3,7 +3,11 @@
 
 use redb::TableDefinition;
 
-/// Series id → series key as name store tokens ([`crate::series_keys`]).
+/// First series id of a row → the strings and series keys one job registered
+/// ([`crate::series_keys`]).
+pub const CATALOG_BATCHES: TableDefinition<u64, &[u8]> = TableDefinition::new("catalog_batches");
+/// Formats 4 to 6 only: series id → its key (JSON in 4, name store tokens in 5 and 6);
+/// the migration to format 7 rewrites it as `catalog_batches` rows and deletes it.
 pub const SERIES_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("series_keys");
 /// Format 4 only: series key (JSON) → series id. Format 5 dropped it (the catalog is in
 /// memory); the migration from format 4 deletes it.
@@ -18,7 +22,7 @@ pub const FORMAT_VERSION_KEY: &str = "format_version";
 /// kept rollup slots in bucket documents; 2 kept them in rows of 32 slots and value
 /// segments in redb; 3 kept raw points in the write-ahead log and part files; 4 kept the
 /// rollups of value segments in the part files too; 5 writes series keys as name store
-/// tokens instead of JSON, once; 6 no longer writes name → token rows for the catalog's
-/// own namespace, whose reverse map is in memory (formats 4 and 5 are migrated in place
-/// at open).
-pub const FORMAT_VERSION: u64 = 6;
+/// tokens instead of JSON, once; 6 stopped writing their name → token rows; 7 writes the
+/// catalog as one row per registering job, strings included (formats 4 to 6 are
+/// migrated in place at open).
+pub const FORMAT_VERSION: u64 = 7;

@@ -178,7 +178,7 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
 /// refused with a message that says so, and left as it was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(2), Some(3), Some(7)] {
+    for version in [None, Some(1u64), Some(2), Some(3), Some(8)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -268,8 +268,8 @@ async fn a_format_4_catalog_is_migrated() {
     }
 }
 
-/// A format 5 store (catalog strings also written name → token) opens as format 6 with
-/// nothing rewritten: its series found by tag, new strings and ids after the old ones,
+/// A format 5 store (a catalog row per series, its strings in the name store) is migrated
+/// at open: its series found by tag, new strings and ids after the old ones,
 /// across reopens.
 #[tokio::test]
 async fn a_format_5_catalog_is_read_and_extended() {

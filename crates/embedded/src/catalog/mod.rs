@@ -188,9 +188,55 @@ impl Inner {
     }
 }
 
+/// What [`Catalog::load_with`] fills the catalog through.
+pub struct Loader<'a> {
+    inner: &'a mut Inner,
+}
+
+impl Loader<'_> {
+    /// Makes room for `series` series and `strings` strings of `bytes` in all, so a large
+    /// catalog does not grow its tables step by step.
+    pub fn reserve(&mut self, series: usize, strings: usize, bytes: usize) {
+        let inner = &mut *self.inner;
+        inner.strings.reserve(strings, bytes);
+        let Inner {
+            records, by_key, ..
+        } = inner;
+        records.starts.reserve(series);
+        by_key.reserve(series, |&id| hash(records.get(id).unwrap_or_default()));
+    }
+
+    /// The next string token's string.
+    pub fn push_string(&mut self, s: &str) -> Result<()> {
+        self.inner
+            .strings
+            .push(s)
+            .map(drop)
+            .ok_or_else(|| BackendError::Invalid("no string tokens left".into()))
+    }
+
+    pub fn string_count(&self) -> usize {
+        self.inner.strings.len()
+    }
+
+    /// A series, its id above every one pushed before, its tokens all pushed already.
+    pub fn push_series(&mut self, id: SeriesId, record: &[u32]) -> Result<()> {
+        let id = small_id(id)
+            .ok_or_else(|| BackendError::Invalid(format!("series id {id} above 2^32")))?;
+        self.inner.add(id, record)
+    }
+}
+
 impl Catalog {
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
         self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Loads a catalog under one lock: `fill` pushes strings and series through the
+    /// [`Loader`], in token and id order.
+    pub fn load_with(&self, fill: impl FnOnce(&mut Loader<'_>) -> Result<()>) -> Result<()> {
+        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        fill(&mut Loader { inner: &mut inner })
     }
 
     /// Adds committed registrations: the strings they introduce (tokens `strings.len()`

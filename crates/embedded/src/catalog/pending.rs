@@ -1,5 +1,5 @@
 //! Series a write group registers before its transaction commits: what the writer writes
-//! in that transaction ([`crate::series_keys::write`]) and adds to the [`Catalog`] once
+//! in that transaction ([`crate::series_keys::write`], one row per job) and adds to the [`Catalog`] once
 //! it committed. A group that fails drops it, so the catalog never holds a series the
 //! store does not.
 
@@ -28,8 +28,6 @@ pub struct Unwritten<'a> {
     pub first_token: u32,
     pub strings: &'a [String],
     pub series: &'a [(SeriesId, Vec<u32>)],
-    /// The next string token after these.
-    pub next_token: u64,
 }
 
 impl Pending {
@@ -129,7 +127,6 @@ impl Pending {
             first_token: base + s as u32,
             strings: &self.strings[s..],
             series: &self.series[n..],
-            next_token: u64::from(base) + self.strings.len() as u64,
         }
     }
 

@@ -40,6 +40,22 @@ impl Strings {
             .copied()
     }
 
+    /// Room for `more` strings of `bytes` in all.
+    pub fn reserve(&mut self, more: usize, bytes: usize) {
+        self.text.reserve(bytes);
+        self.ends.reserve(more);
+        let Self {
+            text,
+            ends,
+            by_text,
+        } = self;
+        by_text.reserve(more, |&t| {
+            let t = t as usize;
+            let start = if t == 0 { 0 } else { ends[t - 1] };
+            hash(&text[start..ends[t]])
+        });
+    }
+
     /// Appends `s` as the next token, which the caller knows it is (the name store issued
     /// it). `None` if the token space is exhausted.
     pub fn push(&mut self, s: &str) -> Option<u32> {
