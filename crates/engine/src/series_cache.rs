@@ -5,10 +5,17 @@
 //! unescaping, sorting or allocation. Different spellings of one series (tags in another
 //! order) miss here, are resolved by the backend to the same id, and get their own entry.
 //! Ids never change once issued, so entries never go stale.
+//!
+//! Bounded: past [`MAX_ENTRIES`] series texts the cache starts over empty, so its memory
+//! follows the series written lately, not every series ever written (a miss costs one
+//! batched lookup in the backend's catalog).
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 use tickertape_core::SeriesId;
+
+/// Series texts held before the cache starts over (~130 bytes each).
+pub const MAX_ENTRIES: usize = 1 << 21;
 
 /// The ids of one series text's fields; a line has few fields, so a short vector.
 type FieldIds = Vec<(Box<str>, SeriesId)>;
@@ -46,6 +53,9 @@ impl SeriesCache {
 
     pub fn insert(&self, text: &str, field: &str, id: SeriesId) {
         let mut map = self.by_text.write().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MAX_ENTRIES && !map.contains_key(text) {
+            *map = HashMap::new();
+        }
         let fields = map.entry(text.into()).or_default();
         if !fields.iter().any(|(f, _)| &**f == field) {
             fields.push((field.into(), id));
