@@ -72,6 +72,10 @@ const FLUSH_QUEUE_DEPTH: usize = 2;
 /// each in memory, plus the log): it bounds memory and the replay at the next open.
 pub const DEFAULT_HEAD_POINTS: usize = 4_000_000;
 
+/// The head is also frozen once its first point is this old (checked after each write),
+/// so a series no longer written leaves memory even while the head fills slowly.
+pub const DEFAULT_HEAD_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 #[derive(Clone, Debug)]
 pub struct EmbeddedOptions {
     /// The store directory; created if missing.
@@ -81,6 +85,8 @@ pub struct EmbeddedOptions {
     pub partition_ns: i64,
     /// Points the head holds before it is flushed into parts.
     pub head_points: usize,
+    /// Age of the head's first point after which it is flushed, however few it holds.
+    pub head_age: std::time::Duration,
     /// Bytes of decoded part blocks kept for later reads (0: none).
     pub block_cache_bytes: u64,
     /// Tests only: put the data file behind a switch that makes its writes fail on a
@@ -94,6 +100,7 @@ impl EmbeddedOptions {
             path: path.into(),
             partition_ns: DEFAULT_PARTITION_NS,
             head_points: DEFAULT_HEAD_POINTS,
+            head_age: DEFAULT_HEAD_AGE,
             block_cache_bytes: values::cache::DEFAULT_BLOCK_CACHE_BYTES,
             io_faults: None,
         }
@@ -185,6 +192,7 @@ impl EmbeddedBackend {
             values: values.clone(),
             wal,
             head_limit: options.head_points,
+            head_age: options.head_age,
             background: tasks,
             background_failed: failed,
         });

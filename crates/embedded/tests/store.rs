@@ -452,3 +452,37 @@ async fn raw_writes_are_not_committed_without_their_rollups() {
         .unwrap();
     assert_eq!(rolled.len(), 1);
 }
+
+/// A head older than `head_age` is flushed at the next write however few points it holds:
+/// a series no longer written does not stay in memory.
+#[tokio::test]
+async fn an_old_head_is_flushed() {
+    use tickertape_backend::SeriesAppend;
+    use tickertape_core::SeriesKey;
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = EmbeddedOptions::new(dir.path());
+    options.head_age = std::time::Duration::ZERO;
+    let b = EmbeddedBackend::open(options).unwrap();
+    let ids = b
+        .resolve_series(&[SeriesKey::new("m", vec![], "v")])
+        .await
+        .unwrap();
+    let append = SeriesAppend::new(ids[0], vec![Point::new(1, 1.0), Point::new(2, 2.0)]).unwrap();
+    b.append(vec![append]).await.unwrap();
+    let mut in_memory = u64::MAX;
+    for _ in 0..200 {
+        in_memory = b.stats().await.unwrap().memory_points;
+        if in_memory == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(in_memory, 0, "the head was not flushed");
+    let points = b.read_segments(ids[0], 0, 10).await.unwrap();
+    assert_eq!(
+        tickertape_core::segment::collect_points(&points)
+            .unwrap()
+            .len(),
+        2
+    );
+}

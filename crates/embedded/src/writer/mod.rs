@@ -56,6 +56,8 @@ pub struct WriterParts {
     pub wal: Wal,
     /// Freeze the head when it holds this many points.
     pub head_limit: usize,
+    /// The head is frozen once its first point is this old.
+    pub head_age: std::time::Duration,
     pub background: SyncSender<Task>,
     /// Set by the background thread when its work failed.
     pub background_failed: Arc<Mutex<Option<String>>>,
@@ -71,6 +73,8 @@ pub struct Writer {
     redb_dirty: bool,
     /// The current group holds a redb change that is not in the log.
     needs_durable_commit: bool,
+    /// When the head's first point was seen (`None` while the head is empty).
+    head_started: Option<std::time::Instant>,
     /// Non-durable redb commits since the last durable one.
     lazy_commits: u32,
     poisoned: Option<String>,
@@ -90,6 +94,7 @@ impl Writer {
             frames: Vec::new(),
             redb_dirty: false,
             needs_durable_commit: false,
+            head_started: None,
             lazy_commits: 0,
             poisoned: None,
         }
@@ -210,8 +215,17 @@ impl Writer {
         }
     }
 
+    /// Freezes the head when it holds `head_limit` points or its first is `head_age` old.
     fn freeze_if_full(&mut self) {
-        let full = self.parts.values.view().head.len() >= self.parts.head_limit;
+        let points = self.parts.values.view().head.len();
+        let started = match (points, self.head_started) {
+            (0, _) => None,
+            (_, None) => Some(std::time::Instant::now()),
+            (_, started) => started,
+        };
+        self.head_started = started;
+        let old = started.is_some_and(|t| t.elapsed() >= self.parts.head_age);
+        let full = points >= self.parts.head_limit || old;
         if full && self.poisoned.is_none() {
             if let Err(e) = self.freeze() {
                 self.poison(&e);
