@@ -25,6 +25,7 @@
 mod buckets;
 mod catalog;
 mod faults;
+mod file;
 mod names;
 mod series_keys;
 mod tables;
@@ -33,11 +34,11 @@ mod writer;
 
 use async_trait::async_trait;
 use catalog::Catalog;
-use redb::{Database, ReadableTable};
+use file::{create_tables, open_database, partitioning};
+use redb::Database;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use tables::{CATALOG_BATCHES, FORMAT_VERSION, FORMAT_VERSION_KEY, META, SERIES_IDS_V4};
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
@@ -50,10 +51,10 @@ use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use tokio::sync::{mpsc, oneshot};
 use values::background::{self, Background, Dropped};
-use values::manifest::{self, CHECKPOINT_LSN, PARTITION_NS};
+use values::manifest::{self, CHECKPOINT_LSN};
 use values::wal::Wal;
-use values::{Partitioning, RollupPlan, Values, View};
-use writer::{storage, Job, Writer, WriterParts};
+use values::{RollupPlan, Values, View};
+use writer::{Job, Writer, WriterParts};
 
 pub use values::DEFAULT_PARTITION_NS;
 
@@ -542,125 +543,6 @@ impl EmbeddedBackend {
         })
         .await
     }
-}
-
-/// The partition width the store was created with, recorded at creation.
-fn partitioning(db: &Database, wanted: i64) -> Result<Partitioning> {
-    let invalid =
-        |w: i64| BackendError::Invalid(format!("partition width {w} ns: must be positive"));
-    let stored = manifest::meta(db, PARTITION_NS)?;
-    let width = match stored {
-        Some(w) => {
-            i64::try_from(w).map_err(|_| BackendError::Corrupt(format!("partition width {w}")))?
-        }
-        None => {
-            Partitioning::new(wanted).ok_or_else(|| invalid(wanted))?;
-            let txn = db.begin_write().map_err(storage)?;
-            manifest::set_meta(&txn, PARTITION_NS, wanted as u64)?;
-            txn.commit().map_err(storage)?;
-            wanted
-        }
-    };
-    if stored.is_some() && width != wanted {
-        tracing::info!(
-            width,
-            wanted,
-            "the store keeps the partition width it was created with"
-        );
-    }
-    Partitioning::new(width).ok_or_else(|| invalid(width))
-}
-
-/// Opens (or creates) the redb file, behind the fault switch when a test gave one.
-fn open_database(file: &Path, faults: Option<IoFaults>) -> Result<Database> {
-    let opened = match faults {
-        None => Database::create(file),
-        Some(faults) => std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(file)
-            .map_err(redb::DatabaseError::from)
-            .and_then(redb::backends::FileBackend::new)
-            .and_then(|backend| {
-                Database::builder().create_with_backend(faults::FaultyFile::new(backend, faults))
-            }),
-    };
-    opened.map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => BackendError::Unavailable(format!(
-            "the store {} is already open in another process",
-            file.display()
-        )),
-        e => BackendError::Storage(format!("cannot open {}: {e}", file.display())),
-    })
-}
-
-/// Creates the fixed tables and records the format version in a new store; refuses a
-/// store written in another layout rather than misread it.
-fn create_tables(db: &Database) -> Result<()> {
-    let txn = db.begin_write().map_err(storage)?;
-    // Any table at all means the file was written before: by this layout only if it says so.
-    let used = txn.list_tables().map_err(storage)?.next().is_some();
-    txn.open_table(CATALOG_BATCHES).map_err(storage)?;
-    txn.open_table(manifest::PARTS).map_err(storage)?;
-    txn.open_table(manifest::SERIES_STATE).map_err(storage)?;
-    txn.open_table(manifest::MEASUREMENTS).map_err(storage)?;
-    txn.open_table(names::NAME_TOKENS).map_err(storage)?;
-    txn.open_table(names::TOKEN_NAMES).map_err(storage)?;
-    {
-        let mut meta = txn.open_table(META).map_err(storage)?;
-        let version = meta
-            .get(FORMAT_VERSION_KEY)
-            .map_err(storage)?
-            .map(|v| v.value());
-        match version {
-            Some(FORMAT_VERSION) => {}
-            None if !used => {
-                meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
-                    .map_err(storage)?;
-            }
-            Some(4) => {
-                // Format 4 differs only in how the catalog is written: rewrite it here,
-                // in the same transaction as the new version number.
-                drop(meta);
-                let series = series_keys::migrate_from_json(&txn)?;
-                txn.delete_table(SERIES_IDS_V4).map_err(storage)?;
-                txn.open_table(META)
-                    .map_err(storage)?
-                    .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
-                    .map_err(storage)?;
-                tracing::info!(series, "migrated the series catalog from format 4 to 7");
-            }
-            Some(5 | 6) => {
-                drop(meta);
-                let series = series_keys::migrate_rows(&txn)?;
-                txn.open_table(META)
-                    .map_err(storage)?
-                    .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
-                    .map_err(storage)?;
-                tracing::info!(series, "migrated the series catalog to format 7");
-            }
-            found => {
-                // Dropping `txn` without a commit leaves the file as it was.
-                return Err(BackendError::Corrupt(format!(
-                    "the store was written in format {} and this version reads format \
-                     {FORMAT_VERSION} only ({}); re-import its data into a new store",
-                    found.unwrap_or(1),
-                    match found {
-                        Some(3) =>
-                            "format 3 kept the rollups of value segments in redb rows; \
-                             format 4 keeps them in the part files",
-                        Some(2) =>
-                            "format 2 kept raw points in redb value segments; format 4 \
-                             keeps them in a write-ahead log and part files",
-                        _ => "rollup slots moved from documents to rows",
-                    }
-                )));
-            }
-        }
-    }
-    txn.commit().map_err(storage)
 }
 
 /// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths).
