@@ -8,9 +8,13 @@
 //! server's resident memory after the load (`VmRSS`) per series, the median latency of a
 //! query selecting one series by tag and of `agg=sum` over the series of one data centre,
 //! and the time from a restart to `/health` answering.
+//!
+//! The server's store is a fresh directory, or with `--mongodb URI` an empty MongoDB
+//! database (`serve --store URI`), dropped after the run unless `--keep`.
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,6 +26,8 @@ const MAX_QUERY_RUNS: usize = 1_000;
 const T0: i64 = 1_451_606_400_000_000_000;
 /// How long the server may take to answer `/health` after a start.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long one request may take (a body of the load, one query).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -38,7 +44,11 @@ pub struct Args {
     /// Store directory (must not exist or be empty); default a fresh temporary one.
     #[arg(long)]
     pub store: Option<PathBuf>,
-    /// Keep the store directory after the run.
+    /// Run the server on MongoDB instead of a directory: `mongodb://HOST:PORT/DB`. The
+    /// database must be empty (or absent); it is dropped after the run unless `--keep`.
+    #[arg(long, conflicts_with = "store")]
+    pub mongodb: Option<String>,
+    /// Keep the store (temporary directory or MongoDB database) after the run.
     #[arg(long)]
     pub keep: bool,
     /// Runs of the one-series query; the `agg=sum` query runs a fifth as often (at least 3).
@@ -47,6 +57,9 @@ pub struct Args {
     /// Loopback port for the server.
     #[arg(long, default_value_t = 18_190)]
     pub port: u16,
+    /// Seconds the load may take before the run stops (a slow store, e.g. a test server).
+    #[arg(long, default_value_t = 3_600)]
+    pub time_limit: u64,
 }
 
 pub async fn run(args: Args) -> Result<()> {
@@ -61,23 +74,75 @@ pub async fn run(args: Args) -> Result<()> {
         None => std::env::current_exe()?.with_file_name("tickertape"),
     };
     let temp = tempfile::tempdir()?;
-    let store = args
-        .store
-        .clone()
-        .unwrap_or_else(|| temp.path().join("store"));
-    if std::fs::read_dir(&store).is_ok_and(|mut d| d.next().is_some()) {
-        bail!("{} is not empty", store.display());
+    if let Some(uri) = &args.mongodb {
+        refuse_unless_empty(uri).await?;
     }
+    let store: OsString = match &args.mongodb {
+        Some(uri) => uri.into(),
+        None => {
+            let dir = args
+                .store
+                .clone()
+                .unwrap_or_else(|| temp.path().join("store"));
+            if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+                bail!("{} is not empty", dir.display());
+            }
+            dir.into()
+        }
+    };
     let base = format!("http://127.0.0.1:{}", args.port);
-    let client = reqwest::Client::builder().tcp_nodelay(true).build()?;
-    let mut server = Server::start(&binary, &store, args.port, &client, &base).await?;
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .timeout(REQUEST_TIMEOUT)
+        .build()?;
+    let mut server = Server::start(&binary, store, args.port, &client, &base).await?;
     let outcome = measure(&args, &client, &base, &mut server).await;
     server.stop();
-    // A --store directory is never removed; the temporary one only without --keep.
-    if args.keep && args.store.is_none() {
-        println!("store kept in {}", temp.keep().display());
+    match &args.mongodb {
+        Some(uri) if args.keep => {
+            println!(
+                "store kept in MongoDB database {}",
+                connect(uri).await?.name()
+            )
+        }
+        // A client of its own: the server may have closed an earlier one's idle connections
+        // during a long load.
+        Some(uri) => connect(uri)
+            .await?
+            .drop()
+            .await
+            .context("drop the MongoDB database")?,
+        // A --store directory is never removed; the temporary one only without --keep.
+        None if args.keep && args.store.is_none() => {
+            println!("store kept in {}", temp.keep().display())
+        }
+        None => {}
     }
     outcome
+}
+
+/// Refuses a MongoDB database that holds any collection: the run must start from an empty
+/// store, and drops it afterwards.
+async fn refuse_unless_empty(uri: &str) -> Result<()> {
+    let db = connect(uri).await?;
+    let collections = db
+        .list_collection_names()
+        .await
+        .with_context(|| format!("list the collections of {}", db.name()))?;
+    if !collections.is_empty() {
+        bail!("MongoDB database {} is not empty", db.name());
+    }
+    Ok(())
+}
+
+/// The database `uri` names (tickertape's default when it names none), on a new client.
+async fn connect(uri: &str) -> Result<mongodb::Database> {
+    let client = mongodb::Client::with_uri_str(uri)
+        .await
+        .with_context(|| format!("MongoDB URI {uri}"))?;
+    Ok(client
+        .default_database()
+        .unwrap_or_else(|| client.database(tickertape_mongodb::DEFAULT_DATABASE)))
 }
 
 async fn measure(
@@ -91,7 +156,16 @@ async fn measure(
         "{bar:40} {pos}/{len} series ({per_sec}, eta {eta})",
     )?);
     let started = Instant::now();
+    let limit = Duration::from_secs(args.time_limit);
     for (lines, body) in bodies {
+        if started.elapsed() > limit {
+            bail!(
+                "the load took more than --time-limit {}s ({} of {} series written)",
+                args.time_limit,
+                bar.position(),
+                args.series
+            );
+        }
         let response = client
             .post(format!("{base}/write?precision=ns"))
             .body(body)
@@ -116,6 +190,12 @@ async fn measure(
         "series {}  bodies of {} lines, 1 client",
         args.series, args.batch_lines
     );
+    let store = if args.mongodb.is_some() {
+        "MongoDB (memory: the tickertape server's alone)"
+    } else {
+        "a directory"
+    };
+    println!("store        {store}");
     println!(
         "registered   {:.0} new series/s ({:.2} s)",
         args.series as f64 / load.as_secs_f64(),
@@ -195,14 +275,15 @@ where
 struct Server {
     child: Option<Child>,
     binary: PathBuf,
-    store: PathBuf,
+    /// `--store`: a directory or a MongoDB URI.
+    store: OsString,
     port: u16,
 }
 
 impl Server {
     async fn start(
         binary: &Path,
-        store: &Path,
+        store: OsString,
         port: u16,
         client: &reqwest::Client,
         base: &str,
@@ -210,7 +291,7 @@ impl Server {
         let mut server = Self {
             child: None,
             binary: binary.to_path_buf(),
-            store: store.to_path_buf(),
+            store,
             port,
         };
         server.spawn()?;
@@ -219,6 +300,10 @@ impl Server {
     }
 
     fn spawn(&mut self) -> Result<()> {
+        // A server already on the port would answer `/health` for ours, which then exits
+        // unseen, and the load would go to the other one.
+        std::net::TcpListener::bind(("127.0.0.1", self.port))
+            .with_context(|| format!("port {} is in use; choose another with --port", self.port))?;
         let child = Command::new(&self.binary)
             .arg("serve")
             .arg("--store")

@@ -82,6 +82,7 @@ enum Command {
     /// its own process. Prints new series registered per second, the server's resident
     /// memory per series, the median latency of a one-series-by-tag query and of agg=sum
     /// over a tenth of the series, and the time from a restart to /health answering.
+    /// The store is a fresh directory, or with --mongodb an empty MongoDB database.
     #[command(verbatim_doc_comment)]
     Cardinality(cardinality::Args),
 }

@@ -5,7 +5,8 @@
 //! |---|---|---|
 //! | `series` | `_id` | series id (int64, from the `counters` document `series`) |
 //! | | `ck` | canonical key string, unique index: one id per key |
-//! | | `k` | the key: `{m: measurement, t: [[tag, value], …] sorted, f: field}` |
+//! | | `k` | the key: `{m: measurement, t: [[tag, value], …] sorted, f: field, p: pairs}` |
+//! | | `k.p` | the tags again as `"tag\0value"` strings, for the multikey index (`tag_pair`) |
 //! | | `sg` | generation of the active segment |
 //! | | `sp` | reserve: slots left in the active segment (below 0: full) |
 //! | | `ld`, `lv` | reserve: time and value of the last reserved point (absent: none) |
@@ -71,7 +72,23 @@ pub(crate) fn key_doc(key: &SeriesKey) -> Document {
         .iter()
         .map(|(k, v)| Bson::Array(vec![Bson::String(k.clone()), Bson::String(v.clone())]))
         .collect();
-    doc! { "m": &key.measurement, "t": tags, "f": &key.field }
+    doc! { "m": &key.measurement, "t": tags, "f": &key.field, "p": tag_pairs(&key.tags) }
+}
+
+/// `k.p`: one string per tag, what the index `measurement_tags_field` keys a series by.
+pub(crate) fn tag_pairs(tags: &[(String, String)]) -> Vec<Bson> {
+    tags.iter()
+        .map(|(k, v)| Bson::String(tag_pair(k, v)))
+        .collect()
+}
+
+/// A tag as one indexable string: `key`, NUL, `value`. NUL sorts before every other
+/// character, so the pairs of one tag key are the contiguous range `[key\0, key\x01)`, and
+/// those whose value starts with `p` are `[key\0p, key\0p′)`. A key holding NUL could make
+/// two pairs' strings equal; that only ever adds a candidate, which `SeriesSelector::matches`
+/// then drops, never loses one.
+pub(crate) fn tag_pair(key: &str, value: &str) -> String {
+    format!("{key}\0{value}")
 }
 
 pub(crate) fn parse_key(doc: &Document) -> Result<SeriesKey> {

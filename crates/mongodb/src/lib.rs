@@ -11,6 +11,8 @@
 //! - `layout`: collection and field names, document (de)serialisation.
 //! - `bulk`: many conditional writes in one round trip, with per-statement outcomes.
 //! - `series`: registering and listing series (`resolve_series`, `find_series`).
+//! - `selector`: a series selector as an index query on `series` (tag pairs `k.p`).
+//! - `backfill`: `k.p` given at `connect` to series documents written before it existed.
 //! - `reserve`, `conditional`: the two append protocols.
 //! - `tidy`: sealing full segments and tightening `pe`/`ns`, shared by both protocols.
 //! - `read`: `read_segments`, `heads`, `stats`.
@@ -20,6 +22,7 @@
 //! - `error`: driver errors mapped to [`BackendError`].
 
 mod admin;
+mod backfill;
 mod bucket_layout;
 mod bucket_read;
 mod bucket_write;
@@ -32,6 +35,7 @@ mod names;
 pub mod options;
 mod read;
 mod reserve;
+mod selector;
 mod series;
 mod series_count;
 mod tidy;
@@ -87,7 +91,8 @@ pub struct MongoBackend {
 
 impl MongoBackend {
     /// Connects, pings the server, checks (or records) the database's protocol and segment
-    /// capacity, and creates the indexes.
+    /// capacity, gives series documents of an older store their tag pairs (`backfill`),
+    /// and creates the indexes.
     ///
     /// Fails with [`BackendError::Unavailable`] (`cannot reach MongoDB at <uri>: <reason>`)
     /// when no suitable server answers within the server selection timeout, and with
@@ -158,6 +163,9 @@ impl MongoBackend {
             active: Mutex::new(HashMap::new()),
         };
         backend.check_layout(options.adopt_stored_layout).await?;
+        // Before the indexes: on a store that predates `k.p`, building the tag index once
+        // over the backfilled documents is cheaper than updating it document by document.
+        backend.backfill_tag_pairs().await?;
         backend.create_indexes().await?;
         Ok(backend)
     }
@@ -245,6 +253,14 @@ impl MongoBackend {
                 SERIES,
                 doc! { "k.m": 1, "k.f": 1 },
                 "measurement_field",
+                false,
+            ),
+            // `find_series` with tag conditions (`selector`): multikey, one key per tag
+            // pair; the field last, so that a selector without one is still one range.
+            (
+                SERIES,
+                doc! { "k.m": 1, "k.p": 1, "k.f": 1 },
+                "measurement_tags_field",
                 false,
             ),
             (

@@ -15,7 +15,7 @@ use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use crate::error::{is_duplicate_key, map_err};
 use crate::find::find_all;
 use crate::layout::{self, canonical_key, key_doc, COUNTERS, SEGMENTS, SERIES};
-use crate::{bulk, MongoBackend, SegmentProtocol};
+use crate::{bulk, selector, MongoBackend, SegmentProtocol};
 
 impl MongoBackend {
     pub(crate) async fn resolve(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
@@ -150,25 +150,20 @@ impl MongoBackend {
         }
     }
 
+    /// The series `selector` matches, sorted by id: an index query narrows them down
+    /// (`selector::filter`) and `SeriesSelector::matches` decides on each document.
     pub(crate) async fn find(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>> {
-        let mut filter = doc! { "k.m": &selector.measurement };
-        if let Some(field) = &selector.field {
-            filter.insert("k.f", field);
-        }
         let docs = find_all(
             self.read_db
                 .collection::<Document>(SERIES)
-                .find(filter)
-                .projection(doc! { "_id": 1, "k": 1 })
-                .sort(doc! { "_id": 1 }),
+                .find(selector::filter(selector))
+                .projection(find_projection()),
             "find series",
         )
         .await?;
         let mut out = Vec::new();
         for d in docs {
             let key = layout::parse_key(&d)?;
-            // Tags are matched here rather than in the query: the selector is small and a
-            // measurement's series are few next to its points.
             if selector.matches(&key) {
                 out.push(SeriesInfo {
                     id: SeriesId(layout::need_i64(&d, "_id")? as u64),
@@ -176,6 +171,29 @@ impl MongoBackend {
                 });
             }
         }
+        // Sorted here, not by the server: an index walk on `k.p` does not come in `_id`
+        // order, and a server-side sort of a wide answer would be a blocking in-memory
+        // SORT stage with its memory limit.
+        out.sort_by_key(|s| s.id);
         Ok(out)
     }
+
+    /// The server's `explain` (verbosity `executionStats`) of the query `find_series` sends
+    /// for `selector`: which index answers it and how many keys and documents it examines.
+    pub async fn explain_find_series(&self, selector: &SeriesSelector) -> Result<Document> {
+        let find = doc! {
+            "find": SERIES,
+            "filter": selector::filter(selector),
+            "projection": find_projection(),
+        };
+        self.read_db
+            .run_command(doc! { "explain": find, "verbosity": "executionStats" })
+            .await
+            .map_err(|e| map_err("explain find series", e))
+    }
+}
+
+/// What `find_series` reads of a series document: `k.p` repeats `k.t`, so it stays home.
+fn find_projection() -> Document {
+    doc! { "_id": 1, "k.m": 1, "k.t": 1, "k.f": 1 }
 }
