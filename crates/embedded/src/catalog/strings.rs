@@ -21,6 +21,14 @@ fn hash(s: &str) -> u64 {
     FxBuildHasher.hash_one(s)
 }
 
+/// String `t` of `text` cut at `ends` (a free function, so the hash table can rehash
+/// while it is borrowed mutably beside them).
+fn slice<'a>(text: &'a str, ends: &[usize], t: u32) -> &'a str {
+    let t = t as usize;
+    let start = if t == 0 { 0 } else { ends[t - 1] };
+    &text[start..ends[t]]
+}
+
 impl Strings {
     pub fn len(&self) -> usize {
         self.ends.len()
@@ -28,10 +36,7 @@ impl Strings {
 
     /// The string of `token`; `None` for a token not issued.
     pub fn get(&self, token: u32) -> Option<&str> {
-        let t = token as usize;
-        let end = *self.ends.get(t)?;
-        let start = if t == 0 { 0 } else { self.ends[t - 1] };
-        Some(&self.text[start..end])
+        ((token as usize) < self.ends.len()).then(|| slice(&self.text, &self.ends, token))
     }
 
     pub fn token(&self, s: &str) -> Option<u32> {
@@ -49,11 +54,7 @@ impl Strings {
             ends,
             by_text,
         } = self;
-        by_text.reserve(more, |&t| {
-            let t = t as usize;
-            let start = if t == 0 { 0 } else { ends[t - 1] };
-            hash(&text[start..ends[t]])
-        });
+        by_text.reserve(more, |&t| hash(slice(text, ends, t)));
     }
 
     /// Appends `s` as the next token, which the caller knows it is (the name store issued
@@ -67,12 +68,7 @@ impl Strings {
             ends,
             by_text,
         } = self;
-        let string_of = |t: u32| {
-            let t = t as usize;
-            let start = if t == 0 { 0 } else { ends[t - 1] };
-            &text[start..ends[t]]
-        };
-        by_text.insert_unique(hash(s), token, |&t| hash(string_of(t)));
+        by_text.insert_unique(hash(s), token, |&t| hash(slice(text, ends, t)));
         Some(token)
     }
 
