@@ -243,19 +243,15 @@ impl Catalog {
     /// onward, in order) and the series (ids increasing). Only committed registrations
     /// may be added: readers trust what they find here.
     pub fn add(&self, new_strings: &[String], series: &[(SeriesId, Vec<u32>)]) -> Result<()> {
-        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
-        for s in new_strings {
-            inner
-                .strings
-                .push(s)
-                .ok_or_else(|| BackendError::Invalid("no string tokens left".into()))?;
-        }
-        for (id, record) in series {
-            let id = small_id(*id)
-                .ok_or_else(|| BackendError::Invalid(format!("series id {id} above 2^32")))?;
-            inner.add(id, record)?;
-        }
-        Ok(())
+        self.load_with(|loader| {
+            for s in new_strings {
+                loader.push_string(s)?;
+            }
+            for (id, record) in series {
+                loader.push_series(*id, record)?;
+            }
+            Ok(())
+        })
     }
 
     /// The ids of `keys`, or `None` when at least one is not registered yet.
