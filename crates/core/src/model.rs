@@ -15,6 +15,15 @@ impl fmt::Display for SeriesId {
     }
 }
 
+/// Prometheus' stale marker: a NaN with this bit pattern ends a series for PromQL's
+/// lookback. It is stored like any value and never returned by tickertape's own API.
+pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
+
+/// Whether `value` is the stale marker (bit for bit; other NaNs are not).
+pub fn is_stale_marker(value: f64) -> bool {
+    value.to_bits() == STALE_NAN_BITS
+}
+
 /// One sample: `time` in nanoseconds since the Unix epoch (UTC), and its value.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {

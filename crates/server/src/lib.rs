@@ -3,6 +3,7 @@
 //! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
+//! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
 //!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
 //! status codes.
@@ -11,6 +12,7 @@ pub mod admin;
 pub mod binary;
 pub mod error;
 pub mod metrics;
+pub mod prometheus;
 pub mod query;
 pub mod write;
 
@@ -62,6 +64,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/admin/compact", post(admin::compact))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
+        .nest("/prometheus", prometheus::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

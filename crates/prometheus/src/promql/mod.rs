@@ -1,0 +1,1 @@
+//! PromQL, parsed by `promql-parser` and evaluated here.
