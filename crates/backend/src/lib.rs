@@ -255,6 +255,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Every registered series the selector matches, in id order.
     async fn find_series(&self, selector: &SeriesSelector) -> Result<Vec<SeriesInfo>>;
 
+    /// Every (measurement, field) pair some registered series has, sorted, each once:
+    /// what Prometheus' metric names are made of (`tickertape_prometheus::mapping`).
+    async fn list_fields(&self) -> Result<Vec<(String, String)>>;
+
     /// Appends each series' points to its value segments, rolling over to a new segment
     /// when one is full and sealing the full one into a compressed block.
     ///

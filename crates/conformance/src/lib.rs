@@ -30,7 +30,8 @@ pub use rollup_merges::{
     rollup_shells_take_merges_and_keep_negative_zero, rollup_slots_match_the_reference,
 };
 pub use selection::{
-    series_lookup_and_count_register_nothing, series_selected_by_tags_and_matchers,
+    fields_listed_once_each, series_lookup_and_count_register_nothing,
+    series_selected_by_tags_and_matchers,
 };
 pub use series::{
     a_read_in_a_gap_opens_only_its_neighbours, stats_count_series_and_segments,

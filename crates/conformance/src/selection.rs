@@ -115,3 +115,26 @@ pub async fn series_lookup_and_count_register_nothing(f: &dyn StoreFactory) {
     let count = b.count_series(&measurements[..1]).await.expect("count");
     assert_eq!((count.total, count.per_measurement), (3, vec![2]));
 }
+
+/// `list_fields` names each (measurement, field) pair of the registered series once,
+/// sorted, before and after a reopen.
+pub async fn fields_listed_once_each(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let b = store.open().await;
+    assert_eq!(b.list_fields().await.expect("list"), Vec::new());
+    let keys = [
+        host_key("mem", None, "free"),
+        host_key("cpu", Some("a"), "u"),
+        host_key("cpu", Some("b"), "u"),
+        host_key("cpu", Some("a"), "s"),
+    ];
+    b.resolve_series(&keys).await.expect("resolve");
+    let want: Vec<(String, String)> = [("cpu", "s"), ("cpu", "u"), ("mem", "free")]
+        .iter()
+        .map(|(m, f)| (m.to_string(), f.to_string()))
+        .collect();
+    assert_eq!(b.list_fields().await.expect("list"), want);
+    drop(b);
+    let b = store.open().await;
+    assert_eq!(b.list_fields().await.expect("list after reopen"), want);
+}

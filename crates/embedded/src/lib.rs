@@ -318,6 +318,10 @@ impl Backend for EmbeddedBackend {
         Ok(self.catalog.matching(selector))
     }
 
+    async fn list_fields(&self) -> Result<Vec<(String, String)>> {
+        Ok(self.catalog.fields())
+    }
+
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
         if appends.is_empty() {
             return Ok(Vec::new());

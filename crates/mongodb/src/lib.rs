@@ -379,6 +379,10 @@ impl Backend for MongoBackend {
         self.find(selector).await
     }
 
+    async fn list_fields(&self) -> Result<Vec<(String, String)>> {
+        self.fields().await
+    }
+
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
         // Several appends to one series are applied in order: the n-th append of each
         // series goes in round n; one round holds at most one append per series.

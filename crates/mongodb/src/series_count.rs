@@ -1,7 +1,7 @@
 //! What a writer checks its series limits with: keys looked up without registering them,
-//! and the number of series, in all and per measurement.
+//! the number of series, in all and per measurement, and the (measurement, field) pairs.
 
-use mongodb::bson::doc;
+use mongodb::bson::{doc, Bson};
 use tickertape_backend::{Result, SeriesCount};
 use tickertape_core::{SeriesId, SeriesKey};
 
@@ -36,5 +36,35 @@ impl MongoBackend {
             total,
             per_measurement,
         })
+    }
+
+    /// Every (measurement, field) pair: `distinct` measurements, then each one's fields
+    /// (both answered from the index on `k.m`).
+    pub(crate) async fn fields(&self) -> Result<Vec<(String, String)>> {
+        let series = self.collection(SERIES);
+        let distinct_strings = |values: Vec<Bson>| {
+            values
+                .into_iter()
+                .filter_map(|v| match v {
+                    Bson::String(s) => Some(s),
+                    _ => None,
+                })
+                .collect::<Vec<String>>()
+        };
+        let measurements = series
+            .distinct("k.m", doc! {})
+            .await
+            .map_err(|e| map_err("list measurements", e))?;
+        let mut pairs = Vec::new();
+        for m in distinct_strings(measurements) {
+            let fields = series
+                .distinct("k.f", doc! { "k.m": &m })
+                .await
+                .map_err(|e| map_err("list the fields of a measurement", e))?;
+            pairs.extend(distinct_strings(fields).into_iter().map(|f| (m.clone(), f)));
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        Ok(pairs)
     }
 }

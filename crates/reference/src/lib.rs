@@ -166,6 +166,10 @@ impl Backend for ReferenceBackend {
             .collect())
     }
 
+    async fn list_fields(&self) -> Result<Vec<(String, String)>> {
+        Ok(self.state().series.fields())
+    }
+
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
         self.state().append(&appends)
     }

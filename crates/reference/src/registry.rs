@@ -62,6 +62,18 @@ impl Registry {
     }
 
     /// "Every registered series the selector matches, in id order" (`find_series`).
+    /// Every (measurement, field) pair of a registered series, sorted, each once.
+    pub fn fields(&self) -> Vec<(String, String)> {
+        let mut pairs: Vec<(String, String)> = self
+            .keys
+            .values()
+            .map(|k| (k.measurement.clone(), k.field.clone()))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        pairs
+    }
+
     pub fn matching(&self, selector: &SeriesSelector) -> Vec<(SeriesId, SeriesKey)> {
         self.keys
             .iter()

@@ -304,6 +304,21 @@ impl Catalog {
             .collect()
     }
 
+    /// Every (measurement, field) pair of a registered series, sorted, each once: from the
+    /// index's field postings, not the series.
+    pub fn fields(&self) -> Vec<(String, String)> {
+        let inner = self.read();
+        let name = |token: u32| inner.strings.get(token).map(str::to_owned);
+        let mut pairs: Vec<(String, String)> = inner
+            .measurements
+            .iter()
+            .flat_map(|(&m, index)| index.fields().map(move |f| (m, f)))
+            .filter_map(|(m, f)| Some((name(m)?, name(f)?)))
+            .collect();
+        pairs.sort_unstable();
+        pairs
+    }
+
     /// The series of `measurement` registered so far.
     pub fn count_in(&self, measurement: &str) -> usize {
         let inner = self.read();

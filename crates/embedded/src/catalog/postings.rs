@@ -53,6 +53,13 @@ pub struct MeasurementIndex {
     by_tag: FxHashMap<u32, FxHashMap<u32, Postings>>,
 }
 
+impl MeasurementIndex {
+    /// The tokens of the fields the measurement's series have.
+    pub fn fields(&self) -> impl Iterator<Item = u32> + '_ {
+        self.by_field.keys().copied()
+    }
+}
+
 /// What a selector asks of the index, its names already tokens.
 pub struct Wanted<'a> {
     pub field: Option<u32>,
