@@ -1,1 +1,59 @@
-//! PromQL, parsed by `promql-parser` and evaluated here.
+//! PromQL, parsed by `promql-parser` and evaluated here with Prometheus 2.x's semantics:
+//! a grid of steps `start + k·step`, a 5-minute lookback that a stale marker ends, `rate`'s
+//! extrapolation and counter resets, `__name__` dropped by functions and arithmetic.
+//!
+//! Evaluation is in two halves so that this crate does no I/O: [`selections`] says which
+//! series and time ranges an expression reads; the caller fetches them from the store
+//! ([`Fetched`]); [`evaluate`] computes the value at every step from those.
+//!
+//! - `value`: grids, series, values; `select`: selectors and lookback;
+//! - `eval`: the walk over the expression; `binary`, `aggregate`, `functions`,
+//!   `range_functions`, `histogram`: the operators and functions.
+
+mod aggregate;
+mod binary;
+mod eval;
+mod functions;
+mod histogram;
+mod range_functions;
+mod select;
+mod value;
+
+pub use promql_parser::parser::Expr;
+pub use select::{matches_all, selections, Fetched, Selection, SelectorId, LOOKBACK_MS};
+pub use value::{Grid, RawSeries, Series, Value};
+
+use thiserror::Error;
+
+/// Why a query has no answer. The API answers `BadData` and `Unsupported` with 400
+/// (`bad_data`), `Execution` with 422 (`execution`), as Prometheus does.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum PromqlError {
+    #[error("{0}")]
+    BadData(String),
+    /// Valid PromQL that tickertape does not evaluate; the message names it.
+    #[error("{0} is not supported by tickertape")]
+    Unsupported(String),
+    #[error("{0}")]
+    Execution(String),
+}
+
+impl PromqlError {
+    pub(crate) fn unsupported(what: &str) -> Self {
+        Self::Unsupported(what.to_string())
+    }
+}
+
+/// Parses a query; a syntax error is `BadData` with the parser's message.
+pub fn parse(query: &str) -> Result<Expr, PromqlError> {
+    promql_parser::parser::parse(query).map_err(PromqlError::BadData)
+}
+
+/// The value of `expr` at every step of `grid`, from the store's answers to its
+/// [`selections`] (over the same grid).
+pub fn evaluate(expr: &Expr, grid: &Grid, data: &Fetched) -> Result<Value, PromqlError> {
+    eval::Evaluator { grid: *grid, data }.eval(expr)
+}
+
+#[cfg(test)]
+mod tests;

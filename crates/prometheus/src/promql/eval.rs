@@ -1,0 +1,321 @@
+//! The evaluator: an expression, the store's answers for its selectors, and a grid of
+//! steps in; a value at every step out.
+
+use super::aggregate::{aggregate, AggregateOp, Grouping};
+use super::binary::{binary, BinOp};
+use super::functions::{label_replace, map_values, round, scalar, simple_function, sort_by_value};
+use super::histogram::histogram_quantile;
+use super::range_functions::{matrix_arg_index, range_function, Window};
+use super::select::{self, fetched, instant_vector, millis, offset_ms, without_stale, Fetched};
+use super::value::{drop_metric_name, Grid, RawSeries, Series, Value, SAME_LABELSET};
+use super::PromqlError;
+use crate::mapping::{Labels, METRIC_NAME};
+use promql_parser::label::MatchOp;
+use promql_parser::parser::{
+    AggregateExpr, BinaryExpr, Call, Expr, LabelModifier, MatrixSelector, VectorSelector,
+};
+use std::collections::HashSet;
+
+pub(crate) struct Evaluator<'a> {
+    pub(crate) grid: Grid,
+    pub(crate) data: &'a Fetched,
+}
+
+type Result<T> = std::result::Result<T, PromqlError>;
+
+impl Evaluator<'_> {
+    fn steps(&self) -> usize {
+        self.grid.len()
+    }
+
+    pub(crate) fn eval(&self, expr: &Expr) -> Result<Value> {
+        match expr {
+            Expr::NumberLiteral(n) => Ok(Value::Scalar(vec![n.val; self.steps()])),
+            Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
+            Expr::Paren(p) => self.eval(&p.expr),
+            Expr::Unary(u) => self.negate(self.eval(&u.expr)?),
+            Expr::VectorSelector(vs) => Ok(Value::Vector(self.vector_selector(vs))),
+            Expr::MatrixSelector(ms) => self.matrix_selector(ms),
+            Expr::Call(call) => self.call(call),
+            Expr::Aggregate(a) => self.aggregate(a),
+            Expr::Binary(b) => self.binary(b),
+            Expr::Subquery(_) => Err(PromqlError::unsupported("subqueries")),
+            Expr::Extension(_) => Err(PromqlError::unsupported("extension expressions")),
+        }
+    }
+
+    fn negate(&self, value: Value) -> Result<Value> {
+        match value {
+            Value::Scalar(s) => Ok(Value::Scalar(s.into_iter().map(|v| -v).collect())),
+            Value::Vector(v) => Ok(Value::Vector(
+                map_values(&v, self.steps(), |x, _| Some(-x)).map_err(PromqlError::Execution)?,
+            )),
+            _ => Err(PromqlError::Execution(
+                "unary minus applies to scalars and instant vectors".into(),
+            )),
+        }
+    }
+
+    fn vector_selector(&self, vs: &VectorSelector) -> Vec<Series> {
+        instant_vector(fetched(self.data, vs), &self.grid, offset_ms(&vs.offset))
+    }
+
+    /// `x[5m]` as a query's result (instant queries only): the samples of the window.
+    fn matrix_selector(&self, ms: &MatrixSelector) -> Result<Value> {
+        if self.steps() != 1 {
+            return Err(PromqlError::BadData(
+                "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector".into(),
+            ));
+        }
+        let end = self.grid.start - offset_ms(&ms.vs.offset);
+        let start = end - millis(&ms.range);
+        Ok(Value::Matrix(
+            fetched(self.data, &ms.vs)
+                .iter()
+                .map(|s| RawSeries {
+                    labels: s.labels.clone(),
+                    samples: without_stale(s)
+                        .into_iter()
+                        .filter(|&(t, _)| t >= start && t <= end)
+                        .collect(),
+                })
+                .filter(|s| !s.samples.is_empty())
+                .collect(),
+        ))
+    }
+
+    fn scalar_arg(&self, expr: &Expr) -> Result<Vec<f64>> {
+        match self.eval(expr)? {
+            Value::Scalar(s) => Ok(s),
+            _ => Err(PromqlError::Execution("expected a scalar argument".into())),
+        }
+    }
+
+    fn vector_arg(&self, expr: &Expr) -> Result<Vec<Series>> {
+        match self.eval(expr)? {
+            Value::Vector(v) => Ok(v),
+            _ => Err(PromqlError::Execution(
+                "expected an instant vector argument".into(),
+            )),
+        }
+    }
+
+    fn string_arg(&self, expr: &Expr) -> Result<String> {
+        match self.eval(expr)? {
+            Value::String(s) => Ok(s),
+            _ => Err(PromqlError::Execution("expected a string argument".into())),
+        }
+    }
+
+    fn call(&self, call: &Call) -> Result<Value> {
+        let name = call.func.name;
+        let args: Vec<&Expr> = call.args.args.iter().map(|a| a.as_ref()).collect();
+        if let Some(f) = range_function(name) {
+            return self.range_call(name, f, &args);
+        }
+        let steps = self.steps();
+        let exec = PromqlError::Execution;
+        if let Some(f) = simple_function(name) {
+            let v = self.vector_arg(args[0])?;
+            return Ok(Value::Vector(
+                map_values(&v, steps, |x, _| Some(f(x))).map_err(exec)?,
+            ));
+        }
+        let value = match name {
+            "time" => Value::Scalar(
+                (0..steps)
+                    .map(|i| self.grid.time(i) as f64 / 1000.0)
+                    .collect(),
+            ),
+            "vector" => Value::Vector(vec![Series {
+                labels: Vec::new(),
+                values: self.scalar_arg(args[0])?.into_iter().map(Some).collect(),
+            }]),
+            "scalar" => Value::Scalar(scalar(&self.vector_arg(args[0])?, steps)),
+            "clamp" | "clamp_min" | "clamp_max" => self.clamp(name, &args)?,
+            "round" => {
+                let v = self.vector_arg(args[0])?;
+                let to = match args.get(1) {
+                    Some(a) => self.scalar_arg(a)?,
+                    None => vec![1.0; steps],
+                };
+                Value::Vector(map_values(&v, steps, |x, i| Some(round(x, to[i]))).map_err(exec)?)
+            }
+            "histogram_quantile" => {
+                let q = self.scalar_arg(args[0])?;
+                let v = self.vector_arg(args[1])?;
+                Value::Vector(histogram_quantile(&q, &v, steps).map_err(exec)?)
+            }
+            "label_replace" => {
+                let v = self.vector_arg(args[0])?;
+                let s: Vec<String> = args[1..5]
+                    .iter()
+                    .map(|a| self.string_arg(a))
+                    .collect::<Result<_>>()?;
+                Value::Vector(label_replace(&v, steps, &s[0], &s[1], &s[2], &s[3]).map_err(exec)?)
+            }
+            "absent" => self.absent(args[0])?,
+            "sort" | "sort_desc" => {
+                let v = self.vector_arg(args[0])?;
+                match steps {
+                    1 => Value::Vector(sort_by_value(v, name == "sort_desc")),
+                    _ => Value::Vector(v),
+                }
+            }
+            other => return Err(PromqlError::unsupported(&format!("the function {other}()"))),
+        };
+        Ok(value)
+    }
+
+    fn clamp(&self, name: &str, args: &[&Expr]) -> Result<Value> {
+        let v = self.vector_arg(args[0])?;
+        let a = self.scalar_arg(args[1])?;
+        let b = match args.get(2) {
+            Some(e) => self.scalar_arg(e)?,
+            None => Vec::new(),
+        };
+        let steps = self.steps();
+        let out = match name {
+            "clamp_min" => map_values(&v, steps, |x, i| Some(go_max(x, a[i]))),
+            "clamp_max" => map_values(&v, steps, |x, i| Some(go_min(x, a[i]))),
+            // clamp(v, min, max) is empty where max < min.
+            _ => map_values(&v, steps, |x, i| {
+                (b[i] >= a[i] || b[i].is_nan() || a[i].is_nan())
+                    .then(|| go_max(a[i], go_min(b[i], x)))
+            }),
+        };
+        Ok(Value::Vector(out.map_err(PromqlError::Execution)?))
+    }
+
+    /// `absent(v)`: 1 at the steps where `v` has no series, labelled with the equality
+    /// matchers of a selector argument.
+    fn absent(&self, arg: &Expr) -> Result<Value> {
+        let v = self.vector_arg(arg)?;
+        let values: Vec<Option<f64>> = (0..self.steps())
+            .map(|i| v.iter().all(|s| s.values[i].is_none()).then_some(1.0))
+            .collect();
+        if values.iter().all(Option::is_none) {
+            return Ok(Value::Vector(Vec::new()));
+        }
+        let matchers = match unwrap_parens(arg) {
+            Expr::VectorSelector(vs) => vs.matchers.matchers.clone(),
+            Expr::MatrixSelector(ms) => ms.vs.matchers.matchers.clone(),
+            _ => Vec::new(),
+        };
+        let mut labels: Labels = Vec::new();
+        let mut has: HashSet<&str> = HashSet::new();
+        for m in matchers.iter().filter(|m| m.name != METRIC_NAME) {
+            labels.retain(|(k, _)| *k != m.name);
+            if matches!(m.op, MatchOp::Equal) && has.insert(m.name.as_str()) {
+                labels.push((m.name.clone(), m.value.clone()));
+            }
+        }
+        labels.sort();
+        Ok(Value::Vector(vec![Series { labels, values }]))
+    }
+
+    /// A function of a range vector: each series' window at each step reduced to one
+    /// value; the metric name dropped (but by `last_over_time`).
+    fn range_call(
+        &self,
+        name: &str,
+        f: super::range_functions::RangeFn,
+        args: &[&Expr],
+    ) -> Result<Value> {
+        let index = matrix_arg_index(name);
+        let Some(Expr::MatrixSelector(ms)) = args.get(index).map(|a| unwrap_parens(a)) else {
+            return Err(PromqlError::unsupported(&format!(
+                "{name}() of anything but a range selector (subqueries)"
+            )));
+        };
+        let param = match index {
+            1 => self.scalar_arg(args[0])?,
+            _ => vec![0.0; self.steps()],
+        };
+        let offset = offset_ms(&ms.vs.offset);
+        let range = millis(&ms.range);
+        let mut out: Vec<Series> = Vec::new();
+        for raw in fetched(self.data, &ms.vs) {
+            let samples = without_stale(raw);
+            let mut window = select::Window::new(&samples);
+            let values: Vec<Option<f64>> = (0..self.steps())
+                .map(|i| {
+                    let end = self.grid.time(i) - offset;
+                    let inside = window.at(end, range);
+                    if inside.is_empty() {
+                        return None;
+                    }
+                    let w = Window {
+                        samples: inside,
+                        range_start: end - range,
+                        range_end: end,
+                    };
+                    f(&w, param[i])
+                })
+                .collect();
+            if values.iter().any(Option::is_some) {
+                let labels = match name {
+                    "last_over_time" => raw.labels.clone(),
+                    _ => drop_metric_name(&raw.labels),
+                };
+                out.push(Series { labels, values });
+            }
+        }
+        let mut seen: HashSet<&Labels> = HashSet::new();
+        if !out.iter().all(|s| seen.insert(&s.labels)) {
+            return Err(PromqlError::Execution(SAME_LABELSET.into()));
+        }
+        Ok(Value::Vector(out))
+    }
+
+    fn aggregate(&self, a: &AggregateExpr) -> Result<Value> {
+        let name = a.op.to_string();
+        let Some(op) = AggregateOp::from_name(&name) else {
+            return Err(PromqlError::unsupported(&format!("the aggregation {name}")));
+        };
+        let param = match &a.param {
+            Some(p) => Some(self.scalar_arg(p)?),
+            None => None,
+        };
+        let input = self.vector_arg(&a.expr)?;
+        let grouping = match &a.modifier {
+            Some(LabelModifier::Include(l)) => Grouping::By(l.labels.clone()),
+            Some(LabelModifier::Exclude(l)) => Grouping::Without(l.labels.clone()),
+            None => Grouping::By(Vec::new()),
+        };
+        let out = aggregate(op, &grouping, param.as_deref(), &input, self.steps())
+            .map_err(PromqlError::Execution)?;
+        Ok(Value::Vector(out))
+    }
+
+    fn binary(&self, b: &BinaryExpr) -> Result<Value> {
+        let Some(op) = BinOp::from_token(b.op) else {
+            return Err(PromqlError::unsupported(&format!("the operator {}", b.op)));
+        };
+        let lhs = self.eval(&b.lhs)?;
+        let rhs = self.eval(&b.rhs)?;
+        binary(op, lhs, rhs, b.modifier.as_ref(), self.steps()).map_err(PromqlError::Execution)
+    }
+}
+
+fn unwrap_parens(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Paren(p) => unwrap_parens(&p.expr),
+        e => e,
+    }
+}
+
+/// Go's `math.Min`/`math.Max`: NaN if either is NaN.
+fn go_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    a.min(b)
+}
+
+fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    a.max(b)
+}

@@ -1,0 +1,250 @@
+//! Selectors: which series and time ranges an expression reads (asked of the store before
+//! evaluation, as Prometheus' engine does), and their values at each step.
+
+use super::value::{Grid, RawSeries, Series};
+use super::PromqlError;
+use promql_parser::label::Matcher;
+use promql_parser::parser::{Expr, Offset, VectorSelector};
+use std::collections::HashMap;
+use std::time::Duration;
+use tickertape_core::model::is_stale_marker;
+
+/// Prometheus' default lookback: an instant selector sees a sample up to 5 minutes old.
+pub const LOOKBACK_MS: i64 = 5 * 60 * 1000;
+
+/// What the store must answer for one selector: the series its matchers select, with
+/// their samples in `[start, end]` (ms, both ends included), stale markers kept.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// Identifies the selector in [`Fetched`].
+    pub id: SelectorId,
+    pub matchers: Vec<Matcher>,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// A selector node of one parsed expression (its address: the expression is not moved
+/// or changed between planning and evaluation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SelectorId(usize);
+
+impl SelectorId {
+    fn of(vs: &VectorSelector) -> Self {
+        Self(vs as *const VectorSelector as usize)
+    }
+}
+
+/// The store's answers, by selector. Series sorted by labels, as Prometheus' are.
+pub type Fetched = HashMap<SelectorId, Vec<RawSeries>>;
+
+pub(crate) fn offset_ms(offset: &Option<Offset>) -> i64 {
+    match offset {
+        None => 0,
+        Some(Offset::Pos(d)) => millis(d),
+        Some(Offset::Neg(d)) => -millis(d),
+    }
+}
+
+pub(crate) fn millis(d: &Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Every selector of `expr` with the time range it reads over `grid`.
+pub fn selections(expr: &Expr, grid: &Grid) -> Result<Vec<Selection>, PromqlError> {
+    let mut out = Vec::new();
+    collect(expr, grid, None, &mut out)?;
+    Ok(out)
+}
+
+fn collect(
+    expr: &Expr,
+    grid: &Grid,
+    range: Option<i64>,
+    out: &mut Vec<Selection>,
+) -> Result<(), PromqlError> {
+    match expr {
+        Expr::VectorSelector(vs) => out.push(selection(vs, grid, range.unwrap_or(LOOKBACK_MS))?),
+        Expr::MatrixSelector(ms) => out.push(selection(&ms.vs, grid, millis(&ms.range))?),
+        Expr::Aggregate(a) => {
+            collect(&a.expr, grid, None, out)?;
+            if let Some(p) = &a.param {
+                collect(p, grid, None, out)?;
+            }
+        }
+        Expr::Unary(u) => collect(&u.expr, grid, None, out)?,
+        Expr::Binary(b) => {
+            collect(&b.lhs, grid, None, out)?;
+            collect(&b.rhs, grid, None, out)?;
+        }
+        Expr::Paren(p) => collect(&p.expr, grid, range, out)?,
+        Expr::Call(c) => {
+            for arg in &c.args.args {
+                collect(arg, grid, None, out)?;
+            }
+        }
+        Expr::Subquery(_) => return Err(PromqlError::unsupported("subqueries")),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) => {}
+        Expr::Extension(_) => return Err(PromqlError::unsupported("extension expressions")),
+    }
+    Ok(())
+}
+
+fn selection(vs: &VectorSelector, grid: &Grid, window: i64) -> Result<Selection, PromqlError> {
+    if vs.at.is_some() {
+        return Err(PromqlError::unsupported("the @ modifier"));
+    }
+    if !vs.matchers.or_matchers.is_empty() {
+        return Err(PromqlError::unsupported("`or` inside a selector's braces"));
+    }
+    let offset = offset_ms(&vs.offset);
+    let mut matchers = vs.matchers.matchers.clone();
+    if let Some(name) = &vs.name {
+        if !matchers
+            .iter()
+            .any(|m| m.name == crate::mapping::METRIC_NAME)
+        {
+            matchers.push(Matcher::new(
+                promql_parser::label::MatchOp::Equal,
+                crate::mapping::METRIC_NAME,
+                name,
+            ));
+        }
+    }
+    Ok(Selection {
+        id: SelectorId::of(vs),
+        matchers,
+        start: grid.start.saturating_sub(offset).saturating_sub(window),
+        end: grid.end.saturating_sub(offset),
+    })
+}
+
+/// The series of a selector in `data`.
+pub(crate) fn fetched<'a>(data: &'a Fetched, vs: &VectorSelector) -> &'a [RawSeries] {
+    data.get(&SelectorId::of(vs)).map_or(&[], Vec::as_slice)
+}
+
+/// An instant selector at every step: each series' latest sample in
+/// `[t - offset - lookback, t - offset]`, unless that sample is a stale marker. Series
+/// without any value are left out.
+pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, offset: i64) -> Vec<Series> {
+    raw.iter()
+        .filter_map(|s| {
+            let mut next = 0; // samples[..next] are at or before the step's time
+            let values: Vec<Option<f64>> = (0..grid.len())
+                .map(|i| {
+                    let t = grid.time(i) - offset;
+                    while next < s.samples.len() && s.samples[next].0 <= t {
+                        next += 1;
+                    }
+                    let (time, value) = *s.samples.get(next.checked_sub(1)?)?;
+                    (time >= t - LOOKBACK_MS && !is_stale_marker(value)).then_some(value)
+                })
+                .collect();
+            values.iter().any(Option::is_some).then(|| Series {
+                labels: s.labels.clone(),
+                values,
+            })
+        })
+        .collect()
+}
+
+/// The samples of `series` without stale markers: what range selectors see.
+pub(crate) fn without_stale(series: &RawSeries) -> Vec<(i64, f64)> {
+    series
+        .samples
+        .iter()
+        .copied()
+        .filter(|&(_, v)| !is_stale_marker(v))
+        .collect()
+}
+
+/// Slides a window `[t - range, t]` over samples in time order, for increasing `t`.
+pub(crate) struct Window<'a> {
+    samples: &'a [(i64, f64)],
+    lo: usize,
+    hi: usize,
+}
+
+impl<'a> Window<'a> {
+    pub(crate) fn new(samples: &'a [(i64, f64)]) -> Self {
+        Self {
+            samples,
+            lo: 0,
+            hi: 0,
+        }
+    }
+
+    /// The samples in `[end - range, end]`; `end` must not decrease between calls.
+    pub(crate) fn at(&mut self, end: i64, range: i64) -> &'a [(i64, f64)] {
+        let start = end - range;
+        while self.hi < self.samples.len() && self.samples[self.hi].0 <= end {
+            self.hi += 1;
+        }
+        while self.lo < self.hi && self.samples[self.lo].0 < start {
+            self.lo += 1;
+        }
+        &self.samples[self.lo..self.hi]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickertape_core::model::STALE_NAN_BITS;
+
+    fn series(samples: &[(i64, f64)]) -> RawSeries {
+        RawSeries {
+            labels: vec![("__name__".into(), "x".into())],
+            samples: samples.to_vec(),
+        }
+    }
+
+    #[test]
+    fn an_instant_selector_looks_back_five_minutes_and_stops_at_a_stale_marker() {
+        let stale = f64::from_bits(STALE_NAN_BITS);
+        let raw = [series(&[(0, 1.0), (60_000, 2.0), (120_000, stale)])];
+        let grid = Grid {
+            start: 0,
+            end: 600_000,
+            step: 60_000,
+        };
+        let v = instant_vector(&raw, &grid, 0);
+        assert_eq!(
+            v[0].values,
+            [
+                Some(1.0),
+                Some(2.0),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None
+            ]
+        );
+        let raw = [series(&[(0, 1.0)])];
+        let v = instant_vector(&raw, &grid, 0);
+        // 300 s after the sample it is still seen (both ends included); at 360 s not.
+        assert_eq!(v[0].values[5], Some(1.0));
+        assert_eq!(v[0].values[6], None);
+    }
+
+    #[test]
+    fn a_window_includes_both_ends() {
+        let samples = [(0, 0.0), (10, 1.0), (20, 2.0), (30, 3.0)];
+        let mut w = Window::new(&samples);
+        assert_eq!(w.at(10, 10).len(), 2);
+        assert_eq!(w.at(30, 10), &samples[2..]);
+        assert_eq!(w.at(100, 10).len(), 0);
+    }
+}
+
+/// Whether a label set satisfies every matcher (a missing label is "").
+pub fn matches_all(labels: &crate::mapping::Labels, matchers: &[Matcher]) -> bool {
+    matchers
+        .iter()
+        .all(|m| m.is_match(super::value::label_value(labels, &m.name)))
+}
