@@ -214,7 +214,7 @@ fn result(op: AggregateOp, g: &Group, q: f64) -> f64 {
 }
 
 /// Whether heap entry `i` sorts before entry `j`.
-type HeapLess = dyn Fn(&[(f64, usize)], usize, usize) -> bool;
+type HeapLess<'a> = dyn Fn(&[(f64, usize)], usize, usize) -> bool + 'a;
 
 /// Keeps the `k` best of the values seen in `heap`, a heap whose root is the worst kept
 /// (`worse(a, b)`: `a` is dropped before `b`; NaN always first). The same pushes and pops
@@ -257,7 +257,7 @@ fn sift_down(
     heap: &mut [(f64, usize)],
     mut i: usize,
     n: usize,
-    less: &HeapLess,
+    less: &HeapLess<'_>,
 ) {
     loop {
         let left = 2 * i + 1;
