@@ -253,12 +253,7 @@ fn keep_k(
     }
 }
 
-fn sift_down(
-    heap: &mut [(f64, usize)],
-    mut i: usize,
-    n: usize,
-    less: &HeapLess<'_>,
-) {
+fn sift_down(heap: &mut [(f64, usize)], mut i: usize, n: usize, less: &HeapLess<'_>) {
     loop {
         let left = 2 * i + 1;
         if left >= n {

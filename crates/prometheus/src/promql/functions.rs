@@ -170,7 +170,7 @@ mod tests {
             labels: vec![],
             values: vec![Some(1.0)],
         };
-        assert_eq!(scalar(&[two.clone()], 1), vec![1.0]);
+        assert_eq!(scalar(std::slice::from_ref(&two), 1), vec![1.0]);
         assert!(scalar(&[two.clone(), two], 1)[0].is_nan());
     }
 }

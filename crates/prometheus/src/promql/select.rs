@@ -187,6 +187,13 @@ impl<'a> Window<'a> {
     }
 }
 
+/// Whether a label set satisfies every matcher (a missing label is "").
+pub fn matches_all(labels: &crate::mapping::Labels, matchers: &[Matcher]) -> bool {
+    matchers
+        .iter()
+        .all(|m| m.is_match(super::value::label_value(labels, &m.name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,11 +247,4 @@ mod tests {
         assert_eq!(w.at(30, 10), &samples[2..]);
         assert_eq!(w.at(100, 10).len(), 0);
     }
-}
-
-/// Whether a label set satisfies every matcher (a missing label is "").
-pub fn matches_all(labels: &crate::mapping::Labels, matchers: &[Matcher]) -> bool {
-    matchers
-        .iter()
-        .all(|m| m.is_match(super::value::label_value(labels, &m.name)))
 }
