@@ -11,6 +11,7 @@
 //!   resolves a series with one hash lookup.
 //! - [`series_limits`]: `--max-series` and `--max-series-per-measurement`, checked before
 //!   a body registers new series.
+//! - `samples_read`: raw points over a closed range with stale markers, for PromQL.
 //! - [`names`]: the name store's tokens, cached (seed 002).
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 
@@ -21,6 +22,7 @@ mod plan;
 pub mod query;
 pub mod read;
 mod rollup_source;
+mod samples_read;
 pub mod series_cache;
 pub mod series_limits;
 mod stored;

@@ -69,7 +69,7 @@ impl Engine {
         Ok(out)
     }
 
-    fn check_series_limit(&self, selected: usize) -> Result<(), EngineError> {
+    pub(crate) fn check_series_limit(&self, selected: usize) -> Result<(), EngineError> {
         let limit = self.limits.max_series;
         match selected > limit {
             true => Err(EngineError::OverLimit(format!(
@@ -80,7 +80,7 @@ impl Engine {
         }
     }
 
-    fn check_points_limit(&self, points: usize) -> Result<(), EngineError> {
+    pub(crate) fn check_points_limit(&self, points: usize) -> Result<(), EngineError> {
         let limit = self.limits.max_points;
         match points > limit {
             true => Err(EngineError::OverLimit(format!(

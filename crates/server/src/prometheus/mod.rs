@@ -1,10 +1,36 @@
 //! Prometheus' HTTP API under `/prometheus`: remote write and read, and the query API
 //! (so a Grafana data source URL is `http://HOST:8086/prometheus`).
+//!
+//! - `api`: the query API; `params`: its parameters; `json`: its answers; `error`: its
+//!   error shape; `select`: label matchers → stored series and their samples.
+
+mod api;
+mod error;
+mod json;
+mod params;
+mod select;
 
 use crate::AppState;
+use axum::routing::get;
 use axum::Router;
 
 /// The routes, relative to `/prometheus`.
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/api/v1/query", get(api::query).post(api::query))
+        .route(
+            "/api/v1/query_range",
+            get(api::query_range).post(api::query_range),
+        )
+        .route("/api/v1/series", get(api::series).post(api::series))
+        .route("/api/v1/labels", get(api::labels).post(api::labels))
+        .route("/api/v1/label/{name}/values", get(api::label_values))
+        .route("/api/v1/status/buildinfo", get(api::buildinfo))
+        .route("/api/v1/metadata", get(api::metadata))
+        .route(
+            "/api/v1/query_exemplars",
+            get(api::query_exemplars).post(api::query_exemplars),
+        )
+        .route("/api/v1/rules", get(api::rules))
+        .route("/api/v1/alerts", get(api::alerts))
 }

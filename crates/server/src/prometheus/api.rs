@@ -1,0 +1,277 @@
+//! Prometheus' HTTP query API (`/api/v1/query`, `query_range`, `series`, `labels`,
+//! `label/<name>/values`, and the status endpoints Grafana asks for), GET and POST alike.
+
+use super::error::PromError;
+use super::json;
+use super::params::{now_ms, Params, MAX_TIME, MIN_TIME};
+use super::select::{fetch_all, ms_to_ns, select_series};
+use crate::AppState;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use promql_parser::label::Matcher;
+use promql_parser::parser::value::ValueType;
+use std::collections::BTreeSet;
+use tickertape_engine::Engine;
+use tickertape_prometheus::mapping::{metric_name, Labels, METRIC_NAME};
+use tickertape_prometheus::promql::{self, evaluate, selections, Expr, Grid};
+
+/// A range query may have at most this many steps (Prometheus' own limit).
+const MAX_STEPS: i64 = 11_000;
+
+/// Listings filter series by `start`/`end` by reading them, up to this many series;
+/// past it they list every selected series and say so in `warnings`.
+const MAX_SERIES_TIME_FILTERED: usize = 20_000;
+
+type Answer = Result<Response, PromError>;
+
+fn ok(data: &str) -> Response {
+    ok_with_warnings(data, &[])
+}
+
+fn ok_with_warnings(data: &str, warnings: &[String]) -> Response {
+    let mut body = json::success(data);
+    if !warnings.is_empty() {
+        body.pop();
+        body.push_str(",\"warnings\":");
+        body.push_str(&json::strings(warnings.iter().map(String::as_str)));
+        body.push('}');
+    }
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Parses, fetches what the expression reads, and evaluates it over `grid`.
+async fn run(engine: &Engine, expr: &Expr, grid: &Grid) -> Result<promql::Value, PromError> {
+    let wanted = selections(expr, grid)?;
+    let data = fetch_all(engine, &wanted).await?;
+    Ok(evaluate(expr, grid, &data)?)
+}
+
+pub(crate) async fn query(
+    State(state): State<AppState>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Answer {
+    let p = Params::new(q.as_deref(), &body);
+    let expr = promql::parse(p.required("query")?)?;
+    let at = p.time_or("time", now_ms())?;
+    let grid = Grid::instant(at);
+    let value = run(&state.engine, &expr, &grid).await?;
+    Ok(ok(&json::instant(&value, at)))
+}
+
+pub(crate) async fn query_range(
+    State(state): State<AppState>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Answer {
+    let p = Params::new(q.as_deref(), &body);
+    let expr = promql::parse(p.required("query")?)?;
+    let start = p
+        .time_or("start", MIN_TIME)
+        .and_then(|_| required_time(&p, "start"))?;
+    let end = required_time(&p, "end")?;
+    let step = p.duration("step")?;
+    if end < start {
+        return Err(PromError::bad_data(
+            "invalid parameter \"end\": end timestamp must not be before start time",
+        ));
+    }
+    if step <= 0 {
+        return Err(PromError::bad_data(
+            "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer",
+        ));
+    }
+    if (end - start) / step >= MAX_STEPS {
+        return Err(PromError::bad_data(
+            "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+        ));
+    }
+    if matches!(expr.value_type(), ValueType::Matrix | ValueType::String) {
+        return Err(PromError::bad_data(format!(
+            "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+            match expr.value_type() {
+                ValueType::Matrix => "range vector",
+                _ => "string",
+            }
+        )));
+    }
+    let grid = Grid { start, end, step };
+    let value = run(&state.engine, &expr, &grid).await?;
+    Ok(ok(&json::range(value, &grid)))
+}
+
+fn required_time(p: &Params, name: &str) -> Result<i64, PromError> {
+    p.required(name)?;
+    p.time_or(name, 0)
+}
+
+/// The matchers of each `match[]` selector.
+fn match_params(p: &Params) -> Result<Vec<Vec<Matcher>>, PromError> {
+    p.all("match[]")
+        .into_iter()
+        .map(|text| match promql::parse(text)? {
+            Expr::VectorSelector(vs) => {
+                let mut matchers = vs.matchers.matchers;
+                if let Some(name) = vs.name {
+                    matchers.push(Matcher::new(
+                        promql_parser::label::MatchOp::Equal,
+                        METRIC_NAME,
+                        &name,
+                    ));
+                }
+                Ok(matchers)
+            }
+            _ => Err(PromError::bad_data(format!(
+                "invalid parameter \"match[]\": {text:?} is not a series selector"
+            ))),
+        })
+        .collect()
+}
+
+/// The label sets of the series the `match[]` selectors select (every series when there
+/// are none) that have samples in `[start, end]`; a warning when there were too many to
+/// check the time range.
+async fn listed_series(
+    engine: &Engine,
+    p: &Params,
+) -> Result<(Vec<Labels>, Vec<String>), PromError> {
+    let mut selectors = match_params(p)?;
+    if selectors.is_empty() {
+        selectors.push(vec![Matcher::new(
+            promql_parser::label::MatchOp::Re(regex_any()),
+            METRIC_NAME,
+            ".+",
+        )]);
+    }
+    let start = p.time_or("start", MIN_TIME)?;
+    let end = p.time_or("end", MAX_TIME)?;
+    let mut found: Vec<(Labels, tickertape_backend::SeriesInfo)> = Vec::new();
+    for matchers in &selectors {
+        found.extend(select_series(engine, matchers).await?);
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.dedup_by(|a, b| a.0 == b.0);
+    let mut warnings = Vec::new();
+    if start > MIN_TIME || end < MAX_TIME {
+        if found.len() <= MAX_SERIES_TIME_FILTERED {
+            let infos: Vec<_> = found.iter().map(|(_, i)| i.clone()).collect();
+            let points = engine
+                .read_raw(&infos, ms_to_ns(start), ms_to_ns(end))
+                .await?;
+            found = found
+                .into_iter()
+                .zip(points)
+                .filter(|(_, pts)| !pts.is_empty())
+                .map(|(f, _)| f)
+                .collect();
+        } else {
+            warnings.push(format!(
+                "{} series selected: start and end were not applied (at most {MAX_SERIES_TIME_FILTERED} are checked); narrow with match[]",
+                found.len()
+            ));
+        }
+    }
+    Ok((found.into_iter().map(|(l, _)| l).collect(), warnings))
+}
+
+fn regex_any() -> regex::Regex {
+    // A constant pattern: it always compiles.
+    regex::Regex::new("^(?:.+)$").unwrap_or_else(|_| unreachable!("a constant regex"))
+}
+
+pub(crate) async fn series(
+    State(state): State<AppState>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Answer {
+    let p = Params::new(q.as_deref(), &body);
+    if p.all("match[]").is_empty() {
+        return Err(PromError::bad_data("no match[] parameter provided"));
+    }
+    let (series, warnings) = listed_series(&state.engine, &p).await?;
+    let mut data = String::from("[");
+    for (i, labels) in series.iter().enumerate() {
+        if i > 0 {
+            data.push(',');
+        }
+        json::labels(&mut data, labels);
+    }
+    data.push(']');
+    Ok(ok_with_warnings(&data, &warnings))
+}
+
+pub(crate) async fn labels(
+    State(state): State<AppState>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Answer {
+    let p = Params::new(q.as_deref(), &body);
+    let (series, warnings) = listed_series(&state.engine, &p).await?;
+    let names: BTreeSet<&str> = series.iter().flatten().map(|(k, _)| k.as_str()).collect();
+    Ok(ok_with_warnings(&json::strings(names), &warnings))
+}
+
+pub(crate) async fn label_values(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Answer {
+    let p = Params::new(q.as_deref(), &body);
+    if name == METRIC_NAME
+        && p.all("match[]").is_empty()
+        && p.get("start").is_none()
+        && p.get("end").is_none()
+    {
+        // Every metric name, from the store's (measurement, field) list alone.
+        let names: BTreeSet<String> = state
+            .engine
+            .list_fields()
+            .await?
+            .iter()
+            .map(|(m, f)| metric_name(m, f))
+            .collect();
+        return Ok(ok(&json::strings(names.iter().map(String::as_str))));
+    }
+    let (series, warnings) = listed_series(&state.engine, &p).await?;
+    let values: BTreeSet<&str> = series
+        .iter()
+        .flatten()
+        .filter(|(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+        .collect();
+    Ok(ok_with_warnings(&json::strings(values), &warnings))
+}
+
+/// What Grafana reads to learn the server's features: the Prometheus API version this
+/// implements, and tickertape's own in `revision`.
+pub(crate) async fn buildinfo() -> Response {
+    let data = serde_json::json!({
+        "version": "2.42.0",
+        "revision": concat!("tickertape ", env!("CARGO_PKG_VERSION")),
+        "branch": "",
+        "buildUser": "",
+        "buildDate": "",
+        "goVersion": "",
+    });
+    ok(&data.to_string())
+}
+
+/// Metric metadata is not stored: an empty map.
+pub(crate) async fn metadata() -> Response {
+    ok("{}")
+}
+
+pub(crate) async fn query_exemplars() -> Response {
+    ok("[]")
+}
+
+pub(crate) async fn rules() -> Response {
+    ok("{\"groups\":[]}")
+}
+
+pub(crate) async fn alerts() -> Response {
+    ok("{\"alerts\":[]}")
+}

@@ -1,0 +1,74 @@
+//! Prometheus' error shape: `{"status":"error","errorType":"bad_data","error":"…"}`, 400
+//! for bad input, 422 for execution errors, the store's failures as tickertape's own.
+
+use crate::error::ApiError;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use tickertape_engine::EngineError;
+use tickertape_prometheus::promql::PromqlError;
+
+#[derive(Debug)]
+pub(crate) struct PromError {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+}
+
+impl PromError {
+    pub(crate) fn bad_data(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            kind: "bad_data",
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn execution(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            kind: "execution",
+            message: message.into(),
+        }
+    }
+}
+
+impl From<PromqlError> for PromError {
+    fn from(e: PromqlError) -> Self {
+        match e {
+            PromqlError::BadData(_) | PromqlError::Unsupported(_) => Self::bad_data(e.to_string()),
+            PromqlError::Execution(_) => Self::execution(e.to_string()),
+        }
+    }
+}
+
+impl From<EngineError> for PromError {
+    fn from(e: EngineError) -> Self {
+        let message = e.to_string();
+        let status = ApiError::Engine(e).status();
+        let kind = match status {
+            StatusCode::BAD_REQUEST => "bad_data",
+            StatusCode::UNPROCESSABLE_ENTITY => "execution",
+            StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            _ => "internal",
+        };
+        Self {
+            status,
+            kind,
+            message,
+        }
+    }
+}
+
+impl IntoResponse for PromError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(error = %self.message, "Prometheus API request failed");
+        }
+        let body = serde_json::json!({
+            "status": "error",
+            "errorType": self.kind,
+            "error": self.message,
+        });
+        (self.status, axum::Json(body)).into_response()
+    }
+}

@@ -1,0 +1,196 @@
+//! Prometheus' JSON shapes, written directly: sample values as strings in Go's shortest
+//! form (`"NaN"`, `"+Inf"`), times as Unix seconds with milliseconds.
+
+use std::fmt::Write;
+use tickertape_prometheus::mapping::Labels;
+use tickertape_prometheus::promql::{Grid, RawSeries, Series, Value};
+
+/// A value as Prometheus prints it (`strconv.FormatFloat(v, 'f', -1, 64)`).
+pub(crate) fn value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".to_string()
+    } else if v == f64::INFINITY {
+        "+Inf".to_string()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".to_string()
+    } else {
+        // Rust's shortest round-trip form, never in exponent notation, as Go's 'f', -1.
+        format!("{v}")
+    }
+}
+
+/// A time in ms as Unix seconds.
+pub(crate) fn time(out: &mut String, ms: i64) {
+    let sign = if ms < 0 { "-" } else { "" };
+    let (secs, frac) = (ms.unsigned_abs() / 1000, ms.unsigned_abs() % 1000);
+    match frac {
+        0 => write!(out, "{sign}{secs}"),
+        f => write!(out, "{sign}{secs}.{f:03}"),
+    }
+    .ok();
+}
+
+fn string(out: &mut String, s: &str) {
+    out.push_str(&serde_json::Value::String(s.to_string()).to_string());
+}
+
+pub(crate) fn labels(out: &mut String, labels: &Labels) {
+    out.push('{');
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(out, k);
+        out.push(':');
+        string(out, v);
+    }
+    out.push('}');
+}
+
+fn pair(out: &mut String, ms: i64, v: f64) {
+    out.push('[');
+    time(out, ms);
+    out.push_str(",\"");
+    out.push_str(&value(v));
+    out.push_str("\"]");
+}
+
+/// `{"status":"success","data":…}` around `data`.
+pub(crate) fn success(data: &str) -> String {
+    format!("{{\"status\":\"success\",\"data\":{data}}}")
+}
+
+/// The `data` of an instant query.
+pub(crate) fn instant(v: &Value, at: i64) -> String {
+    let mut out = String::new();
+    match v {
+        Value::Scalar(s) => {
+            out.push_str("{\"resultType\":\"scalar\",\"result\":");
+            pair(&mut out, at, s[0]);
+        }
+        Value::String(s) => {
+            out.push_str("{\"resultType\":\"string\",\"result\":[");
+            time(&mut out, at);
+            out.push(',');
+            string(&mut out, s);
+            out.push(']');
+        }
+        Value::Vector(series) => {
+            out.push_str("{\"resultType\":\"vector\",\"result\":[");
+            let mut first = true;
+            for s in series {
+                let Some(v) = s.values[0] else { continue };
+                if !std::mem::take(&mut first) {
+                    out.push(',');
+                }
+                out.push_str("{\"metric\":");
+                labels(&mut out, &s.labels);
+                out.push_str(",\"value\":");
+                pair(&mut out, at, v);
+                out.push('}');
+            }
+            out.push(']');
+        }
+        Value::Matrix(series) => {
+            out.push_str("{\"resultType\":\"matrix\",\"result\":");
+            matrix_of_raw(&mut out, series);
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// The `data` of a range query: series sorted by labels, a scalar as one series
+/// without labels.
+pub(crate) fn range(v: Value, grid: &Grid) -> String {
+    let mut series = match v {
+        Value::Scalar(s) => vec![Series {
+            labels: Vec::new(),
+            values: s.into_iter().map(Some).collect(),
+        }],
+        Value::Vector(v) => v,
+        _ => Vec::new(),
+    };
+    series.retain(|s| s.values.iter().any(Option::is_some));
+    series.sort_by(|a, b| a.labels.cmp(&b.labels));
+    let mut out = String::from("{\"resultType\":\"matrix\",\"result\":[");
+    for (i, s) in series.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"metric\":");
+        labels(&mut out, &s.labels);
+        out.push_str(",\"values\":[");
+        let mut first = true;
+        for (step, v) in s.values.iter().enumerate() {
+            let Some(v) = v else { continue };
+            if !std::mem::take(&mut first) {
+                out.push(',');
+            }
+            pair(&mut out, grid.time(step), *v);
+        }
+        out.push_str("]}");
+    }
+    out.push_str("]}");
+    out
+}
+
+fn matrix_of_raw(out: &mut String, series: &[RawSeries]) {
+    out.push('[');
+    for (i, s) in series.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"metric\":");
+        labels(out, &s.labels);
+        out.push_str(",\"values\":[");
+        for (j, &(t, v)) in s.samples.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            pair(out, t, v);
+        }
+        out.push_str("]}");
+    }
+    out.push(']');
+}
+
+/// A JSON array of strings.
+pub(crate) fn strings<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from("[");
+    for (i, s) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(&mut out, s);
+    }
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_times_as_prometheus_prints_them() {
+        assert_eq!(value(2.0), "2");
+        assert_eq!(value(0.1), "0.1");
+        assert_eq!(value(1e21), "1000000000000000000000");
+        assert_eq!(value(f64::NAN), "NaN");
+        assert_eq!(value(f64::NEG_INFINITY), "-Inf");
+        let mut s = String::new();
+        time(&mut s, 4000);
+        s.push(' ');
+        time(&mut s, 1_435_781_451_781);
+        s.push(' ');
+        time(&mut s, -1500);
+        assert_eq!(s, "4 1435781451.781 -1.500");
+    }
+
+    #[test]
+    fn grafanas_test_query_answers_a_scalar() {
+        let data = instant(&Value::Scalar(vec![2.0]), 4000);
+        assert_eq!(data, r#"{"resultType":"scalar","result":[4,"2"]}"#);
+    }
+}

@@ -1,0 +1,152 @@
+//! Request parameters of Prometheus' query API: from the query string and, for POST, the
+//! form body alike; times as Unix seconds or RFC 3339, durations as `5m` or seconds.
+
+use super::error::PromError;
+use axum::body::Bytes;
+
+/// Every `name=value` of the query string and the form body, in order (`match[]` repeats).
+pub(crate) struct Params(Vec<(String, String)>);
+
+impl Params {
+    pub(crate) fn new(query: Option<&str>, body: &Bytes) -> Self {
+        let mut pairs: Vec<(String, String)> =
+            form_urlencoded::parse(query.unwrap_or("").as_bytes())
+                .into_owned()
+                .collect();
+        pairs.extend(form_urlencoded::parse(body).into_owned());
+        Self(pairs)
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub(crate) fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    pub(crate) fn required(&self, name: &str) -> Result<&str, PromError> {
+        self.get(name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| PromError::bad_data(format!("invalid parameter \"{name}\": missing")))
+    }
+
+    /// A time parameter in milliseconds, `default` when absent.
+    pub(crate) fn time_or(&self, name: &str, default: i64) -> Result<i64, PromError> {
+        match self.get(name).filter(|v| !v.is_empty()) {
+            None => Ok(default),
+            Some(text) => parse_time(text).ok_or_else(|| {
+                PromError::bad_data(format!(
+                    "invalid parameter \"{name}\": cannot parse {text:?} to a valid timestamp"
+                ))
+            }),
+        }
+    }
+
+    /// A duration parameter in milliseconds.
+    pub(crate) fn duration(&self, name: &str) -> Result<i64, PromError> {
+        let text = self.required(name)?;
+        parse_duration(text).ok_or_else(|| {
+            PromError::bad_data(format!(
+                "invalid parameter \"{name}\": cannot parse {text:?} to a valid duration"
+            ))
+        })
+    }
+}
+
+/// The earliest and latest times an absent `start`/`end` stands for (Prometheus' own).
+pub(crate) const MIN_TIME: i64 = i64::MIN / 2;
+pub(crate) const MAX_TIME: i64 = i64::MAX / 2;
+
+/// Now, in milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Unix seconds (fractions rounded to the millisecond) or RFC 3339, in milliseconds.
+pub(crate) fn parse_time(text: &str) -> Option<i64> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        let ms = (seconds * 1000.0).round();
+        return (ms.is_finite() && ms.abs() < 9.2e18).then_some(ms as i64);
+    }
+    let nanos = tickertape_core::time::parse_timestamp(text).ok()?;
+    Some(nanos.div_euclid(1_000_000))
+}
+
+/// `1h30m`, `5m`, `250ms` (units y w d h m s ms) or seconds as a number, in milliseconds.
+pub(crate) fn parse_duration(text: &str) -> Option<i64> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        let ms = (seconds * 1000.0).round();
+        return (ms.is_finite() && ms.abs() < 9.2e18).then_some(ms as i64);
+    }
+    let mut total: i64 = 0;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let number: i64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit_ms: i64 = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "w" => 7 * 86_400_000,
+            "y" => 365 * 86_400_000,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total = total.checked_add(number.checked_mul(unit_ms)?)?;
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_in_seconds_or_rfc3339() {
+        assert_eq!(parse_time("4"), Some(4000));
+        assert_eq!(parse_time("1435781451.781"), Some(1_435_781_451_781));
+        assert_eq!(
+            parse_time("2015-07-01T20:10:51.781Z"),
+            Some(1_435_781_451_781)
+        );
+        assert_eq!(parse_time("tomorrow"), None);
+    }
+
+    #[test]
+    fn durations_with_units_or_seconds() {
+        assert_eq!(parse_duration("15"), Some(15_000));
+        assert_eq!(parse_duration("0.5"), Some(500));
+        assert_eq!(parse_duration("1h30m"), Some(5_400_000));
+        assert_eq!(parse_duration("250ms"), Some(250));
+        assert_eq!(parse_duration("5x"), None);
+        assert_eq!(parse_duration(""), None);
+    }
+
+    #[test]
+    fn query_string_and_form_body_together() {
+        let p = Params::new(Some("match[]=a&start=1"), &Bytes::from_static(b"match[]=b"));
+        assert_eq!(p.all("match[]"), vec!["a", "b"]);
+        assert_eq!(p.get("start"), Some("1"));
+    }
+}

@@ -1,0 +1,111 @@
+//! Prometheus label matchers → the stored series they select, and their samples.
+//!
+//! A metric name is a (measurement, field) pair (`tickertape_prometheus::mapping`), so
+//! matchers on `__name__` pick pairs from the store's list; the other matchers go to the
+//! store's index as tag conditions where they can, and every selected series is checked
+//! against all matchers on the labels it is shown with, so the answer is exact.
+
+use promql_parser::label::{MatchOp as PromOp, Matcher};
+use tickertape_backend::SeriesInfo;
+use tickertape_core::{MatchOp, SeriesSelector, TagMatcher};
+use tickertape_engine::{Engine, EngineError};
+use tickertape_prometheus::mapping::{labels_of, metric_name, Labels, METRIC_NAME};
+use tickertape_prometheus::promql::{matches_all, Fetched, RawSeries, Selection};
+
+/// Nanoseconds per millisecond: Prometheus' times are in ms, tickertape's in ns.
+const NS_PER_MS: i64 = 1_000_000;
+
+/// The series `matchers` select with the labels they are shown with, sorted by labels.
+pub(crate) async fn select_series(
+    engine: &Engine,
+    matchers: &[Matcher],
+) -> Result<Vec<(Labels, SeriesInfo)>, EngineError> {
+    let (names, others): (Vec<&Matcher>, Vec<&Matcher>) =
+        matchers.iter().partition(|m| m.name == METRIC_NAME);
+    let others: Vec<Matcher> = others.into_iter().cloned().collect();
+    let mut out = Vec::new();
+    for (measurement, field) in engine.list_fields().await? {
+        let metric = metric_name(&measurement, &field);
+        if !names.iter().all(|m| m.is_match(&metric)) {
+            continue;
+        }
+        let selector = pushed_down(measurement, field, &others);
+        for info in engine.find_series_limited(&selector).await? {
+            let labels = labels_of(&info.key);
+            if matches_all(&labels, matchers) {
+                out.push((labels, info));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The store's selector for one metric: the label matchers the index can answer. A
+/// matcher it cannot take (an empty equality, a regex the store's engine refuses) is
+/// left to the exact check after.
+fn pushed_down(measurement: String, field: String, matchers: &[Matcher]) -> SeriesSelector {
+    let mut selector = SeriesSelector {
+        measurement,
+        field: Some(field),
+        ..SeriesSelector::default()
+    };
+    for m in matchers {
+        let op = match &m.op {
+            PromOp::Equal if !m.value.is_empty() => {
+                selector.tags.push((m.name.clone(), m.value.clone()));
+                continue;
+            }
+            PromOp::Equal => continue,
+            PromOp::NotEqual => MatchOp::NotEqual,
+            PromOp::Re(_) => MatchOp::Regex,
+            PromOp::NotRe(_) => MatchOp::NotRegex,
+        };
+        if let Ok(tag) = TagMatcher::new(m.name.clone(), op, m.value.clone()) {
+            selector.matchers.push(tag);
+        }
+    }
+    selector
+}
+
+/// The samples of the selected series in `[start, end]` (ms), stale markers kept.
+pub(crate) async fn fetch(
+    engine: &Engine,
+    matchers: &[Matcher],
+    start: i64,
+    end: i64,
+) -> Result<Vec<RawSeries>, EngineError> {
+    let selected = select_series(engine, matchers).await?;
+    let infos: Vec<SeriesInfo> = selected.iter().map(|(_, i)| i.clone()).collect();
+    let points = engine
+        .read_raw(&infos, ms_to_ns(start), ms_to_ns(end))
+        .await?;
+    Ok(selected
+        .into_iter()
+        .zip(points)
+        .map(|((labels, _), points)| RawSeries {
+            labels,
+            samples: points
+                .into_iter()
+                .map(|p| (p.time.div_euclid(NS_PER_MS), p.value))
+                .collect(),
+        })
+        .collect())
+}
+
+/// Every selection of a query, fetched.
+pub(crate) async fn fetch_all(
+    engine: &Engine,
+    selections: &[Selection],
+) -> Result<Fetched, EngineError> {
+    let mut fetched = Fetched::new();
+    for s in selections {
+        let series = fetch(engine, &s.matchers, s.start, s.end).await?;
+        fetched.insert(s.id, series);
+    }
+    Ok(fetched)
+}
+
+pub(crate) fn ms_to_ns(ms: i64) -> i64 {
+    ms.saturating_mul(NS_PER_MS)
+}

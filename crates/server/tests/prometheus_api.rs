@@ -1,0 +1,243 @@
+//! Prometheus' query API over HTTP, on data written as line protocol: the mapping of
+//! measurement/field to metric names, PromQL answers, the listing endpoints and the error
+//! shape. (Remote write and read have their own tests; a real Prometheus is in
+//! `prometheus_e2e.rs`.)
+
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tickertape_engine::Engine;
+use tickertape_reference::ReferenceBackend;
+use tickertape_server::ServerConfig;
+
+struct Server {
+    url: String,
+    client: reqwest::Client,
+}
+
+impl Server {
+    /// A server over a fresh in-memory store, until the test's runtime ends.
+    async fn start() -> Self {
+        let backend = Arc::new(ReferenceBackend::new(64).expect("capacity"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let engine = Engine::new(backend);
+        tokio::spawn(tickertape_server::serve(
+            listener,
+            engine,
+            ServerConfig::default(),
+            std::future::pending(),
+        ));
+        Self {
+            url,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    async fn write(&self, body: &str) {
+        let r = self
+            .client
+            .post(format!("{}/write?precision=s", self.url))
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("write");
+        assert_eq!(
+            r.status().as_u16(),
+            204,
+            "{}",
+            r.text().await.unwrap_or_default()
+        );
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .get(format!("{}/prometheus{path}", self.url))
+            .send()
+            .await
+            .expect("get");
+        let status = r.status().as_u16();
+        (status, r.json().await.expect("json"))
+    }
+
+    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
+        let r = self
+            .client
+            .post(format!("{}/prometheus{path}", self.url))
+            .form(form)
+            .send()
+            .await
+            .expect("post");
+        let status = r.status().as_u16();
+        (status, r.json().await.expect("json"))
+    }
+}
+
+/// Two hosts' cpu counters and a `value` gauge, one point every 15 s for 10 minutes.
+async fn loaded() -> Server {
+    let s = Server::start().await;
+    let mut body = String::new();
+    for i in 0..=40 {
+        let t = 1_700_000_000 + i * 15;
+        body.push_str(&format!(
+            "cpu,host=a,region=eu usage_user={},usage_system=1 {t}\n",
+            i * 30
+        ));
+        body.push_str(&format!(
+            "cpu,host=b,region=us usage_user={},usage_system=2 {t}\n",
+            i * 15
+        ));
+        body.push_str(&format!("temp,host=a value=20.5 {t}\n"));
+    }
+    s.write(&body).await;
+    s
+}
+
+const AT: &str = "1700000600";
+
+#[tokio::test]
+async fn grafanas_save_and_test_gets_a_scalar() {
+    let s = Server::start().await;
+    let (status, body) = s.get("/api/v1/query?query=1%2B1&time=4").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"status": "success", "data": {"resultType": "scalar", "result": [4, "2"]}})
+    );
+    let (status, body) = s
+        .post_form("/api/v1/query", &[("query", "1+1"), ("time", "4")])
+        .await;
+    assert_eq!((status, &body["data"]["result"]), (200, &json!([4, "2"])));
+}
+
+#[tokio::test]
+async fn fields_are_metrics_and_tags_are_labels() {
+    let s = loaded().await;
+    let (status, body) = s
+        .get(&format!("/api/v1/query?query=cpu_usage_user&time={AT}"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let result = body["data"]["result"].as_array().unwrap();
+    assert_eq!(result.len(), 2);
+    assert_eq!(
+        result[0]["metric"],
+        json!({"__name__": "cpu_usage_user", "host": "a", "region": "eu"})
+    );
+    assert_eq!(result[0]["value"], json!([1_700_000_600, "1200"]));
+    // A field named `value` is the measurement itself.
+    let (_, body) = s.get(&format!("/api/v1/query?query=temp&time={AT}")).await;
+    assert_eq!(
+        body["data"]["result"][0]["metric"],
+        json!({"__name__": "temp", "host": "a"})
+    );
+    let (_, body) = s.get("/api/v1/label/__name__/values").await;
+    assert_eq!(
+        body["data"],
+        json!(["cpu_usage_system", "cpu_usage_user", "temp"])
+    );
+}
+
+#[tokio::test]
+async fn rate_sum_by_and_a_regex_on_the_name_over_a_range() {
+    let s = loaded().await;
+    let q = "sum by (region) (rate({__name__=~\"cpu_usage_u.*\"}[1m]))";
+    let path = format!(
+        "/api/v1/query_range?query={}&start=1700000300&end=1700000600&step=60",
+        urlencode(q)
+    );
+    let (status, body) = s.get(&path).await;
+    assert_eq!(status, 200, "{body}");
+    let result = body["data"]["result"].as_array().unwrap();
+    assert_eq!(body["data"]["resultType"], "matrix");
+    assert_eq!(result.len(), 2);
+    assert_eq!(result[0]["metric"], json!({"region": "eu"}));
+    let values = result[0]["values"].as_array().unwrap();
+    assert_eq!(values.len(), 6);
+    assert_eq!(values[0], json!([1_700_000_300, "2"]));
+    assert_eq!(result[1]["values"][5], json!([1_700_000_600, "1"]));
+}
+
+#[tokio::test]
+async fn listing_series_labels_and_values() {
+    let s = loaded().await;
+    let (status, body) = s
+        .get("/api/v1/series?match[]=cpu_usage_system&match[]=temp")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 3);
+    let (_, body) = s.get("/api/v1/labels").await;
+    assert_eq!(body["data"], json!(["__name__", "host", "region"]));
+    let (_, body) = s.get("/api/v1/label/host/values?match[]=temp").await;
+    assert_eq!(body["data"], json!(["a"]));
+    // Nothing in that time range.
+    let (_, body) = s
+        .get("/api/v1/label/host/values?match[]=temp&start=1&end=2")
+        .await;
+    assert_eq!(body["data"], json!([]));
+    let (status, body) = s.get("/api/v1/series").await;
+    assert_eq!(
+        (status, body["errorType"].as_str()),
+        (400, Some("bad_data"))
+    );
+}
+
+#[tokio::test]
+async fn errors_have_prometheus_shape() {
+    let s = loaded().await;
+    let (status, body) = s.get("/api/v1/query?query=sum(").await;
+    assert_eq!(
+        (status, body["status"].as_str(), body["errorType"].as_str()),
+        (400, Some("error"), Some("bad_data"))
+    );
+    let (status, body) = s
+        .get(&format!(
+            "/api/v1/query?query={}",
+            urlencode("predict_linear(temp[5m], 1)")
+        ))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["error"],
+        "the function predict_linear() is not supported by tickertape"
+    );
+    let (status, body) = s
+        .get("/api/v1/query_range?query=temp&start=10&end=1&step=1")
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = s
+        .get(&format!(
+            "/api/v1/query?query={}&time={AT}",
+            urlencode("cpu_usage_user + on() cpu_usage_user")
+        ))
+        .await;
+    assert_eq!(
+        (status, body["errorType"].as_str()),
+        (422, Some("execution")),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn status_endpoints_answer_what_grafana_asks() {
+    let s = Server::start().await;
+    let (status, body) = s.get("/api/v1/status/buildinfo").await;
+    assert_eq!(
+        (status, body["data"]["version"].as_str()),
+        (200, Some("2.42.0"))
+    );
+    assert_eq!(s.get("/api/v1/metadata").await.1["data"], json!({}));
+    assert_eq!(
+        s.get("/api/v1/query_exemplars?query=x").await.1["data"],
+        json!([])
+    );
+    assert_eq!(
+        s.get("/api/v1/rules").await.1["data"],
+        json!({"groups": []})
+    );
+}
+
+fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
