@@ -19,6 +19,7 @@ mod dataset;
 mod disk;
 mod ingest;
 mod layouts;
+mod promql;
 mod queries;
 mod store;
 
@@ -85,6 +86,11 @@ enum Command {
     /// The store is a fresh directory, or with --mongodb an empty MongoDB database.
     #[command(verbatim_doc_comment)]
     Cardinality(cardinality::Args),
+    /// Issue 11's query target: Prometheus' query_range of rate(x[5m]) over 24 hours at a
+    /// 60 s step for 100 counters (and their sum), on the in-process server over a fresh
+    /// embedded store, compacted. Prints the median, p90 and fastest of --runs queries.
+    #[command(verbatim_doc_comment)]
+    Promql(promql::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -95,6 +101,7 @@ fn main() -> std::process::ExitCode {
             Command::Layouts(args) => layouts::run(args).await,
             Command::Candidates(args) => candidates::run(args).await,
             Command::Cardinality(args) => cardinality::run(args).await,
+            Command::Promql(args) => promql::run(args).await,
         }
     })
 }

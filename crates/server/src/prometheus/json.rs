@@ -6,16 +6,24 @@ use tickertape_prometheus::mapping::Labels;
 use tickertape_prometheus::promql::{Grid, RawSeries, Series, Value};
 
 /// A value as Prometheus prints it (`strconv.FormatFloat(v, 'f', -1, 64)`).
-pub(crate) fn value(v: f64) -> String {
+#[cfg(test)]
+fn value(v: f64) -> String {
+    let mut out = String::new();
+    write_value(&mut out, v);
+    out
+}
+
+/// [`value`], appended to `out`.
+fn write_value(out: &mut String, v: f64) {
     if v.is_nan() {
-        "NaN".to_string()
+        out.push_str("NaN");
     } else if v == f64::INFINITY {
-        "+Inf".to_string()
+        out.push_str("+Inf");
     } else if v == f64::NEG_INFINITY {
-        "-Inf".to_string()
+        out.push_str("-Inf");
     } else {
         // Rust's shortest round-trip form, never in exponent notation, as Go's 'f', -1.
-        format!("{v}")
+        write!(out, "{v}").ok();
     }
 }
 
@@ -51,7 +59,7 @@ fn pair(out: &mut String, ms: i64, v: f64) {
     out.push('[');
     time(out, ms);
     out.push_str(",\"");
-    out.push_str(&value(v));
+    write_value(out, v);
     out.push_str("\"]");
 }
 
