@@ -83,7 +83,7 @@ pub(crate) async fn query_range(
             "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer",
         ));
     }
-    if (end - start) / step >= MAX_STEPS {
+    if (end - start) / step > MAX_STEPS {
         return Err(PromError::bad_data(
             "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
         ));
