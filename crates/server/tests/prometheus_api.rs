@@ -241,3 +241,90 @@ async fn status_endpoints_answer_what_grafana_asks() {
 fn urlencode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
+
+#[tokio::test]
+async fn remote_read_answers_each_query_with_the_matching_samples() {
+    use tickertape_prometheus::remote::{
+        decode_read_response, encode_request, LabelMatcher, MatchType, Query, ReadRequest,
+        MAX_DECODED_BYTES,
+    };
+    let s = loaded().await;
+    let matcher = |t: MatchType, name: &str, value: &str| LabelMatcher {
+        r#type: t as i32,
+        name: name.into(),
+        value: value.into(),
+    };
+    let request = ReadRequest {
+        queries: vec![
+            Query {
+                start_timestamp_ms: 1_700_000_000_000,
+                end_timestamp_ms: 1_700_000_030_000,
+                matchers: vec![
+                    matcher(MatchType::Re, "__name__", "cpu_usage_.*"),
+                    matcher(MatchType::Neq, "host", "b"),
+                ],
+                ..Query::default()
+            },
+            Query {
+                start_timestamp_ms: 0,
+                end_timestamp_ms: 1,
+                matchers: vec![matcher(MatchType::Eq, "__name__", "temp")],
+                ..Query::default()
+            },
+        ],
+        ..ReadRequest::default()
+    };
+    let body = encode_request(&request).unwrap();
+    let r = s
+        .client
+        .post(format!("{}/prometheus/api/v1/read", s.url))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-encoding"], "snappy");
+    let response = decode_read_response(&r.bytes().await.unwrap(), MAX_DECODED_BYTES).unwrap();
+    assert_eq!(response.results.len(), 2);
+    let series = &response.results[0].timeseries;
+    let names: Vec<&str> = series.iter().map(|t| t.labels[0].value.as_str()).collect();
+    assert_eq!(names, ["cpu_usage_system", "cpu_usage_user"]);
+    assert_eq!(
+        series[1]
+            .labels
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("__name__", "cpu_usage_user"),
+            ("host", "a"),
+            ("region", "eu")
+        ]
+    );
+    let samples: Vec<(i64, f64)> = series[1]
+        .samples
+        .iter()
+        .map(|x| (x.timestamp, x.value))
+        .collect();
+    assert_eq!(
+        samples,
+        [
+            (1_700_000_000_000, 0.0),
+            (1_700_000_015_000, 30.0),
+            (1_700_000_030_000, 60.0)
+        ]
+    );
+    assert!(
+        response.results[1].timeseries.is_empty(),
+        "nothing in [0, 1] ms"
+    );
+    // A body that is not snappy is refused with Prometheus' error shape.
+    let r = s
+        .client
+        .post(format!("{}/prometheus/api/v1/read", s.url))
+        .body("nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+}

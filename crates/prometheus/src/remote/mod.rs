@@ -60,6 +60,12 @@ pub fn decode_read_request(body: &[u8], max_decoded: usize) -> Result<ReadReques
     decode_message(body, max_decoded, "ReadRequest")
 }
 
+/// Decodes a remote-read answer (the samples response type), as Prometheus' client
+/// does: what tests read `/api/v1/read`'s answers with.
+pub fn decode_read_response(body: &[u8], max_decoded: usize) -> Result<ReadResponse, RemoteError> {
+    decode_message(body, max_decoded, "ReadResponse")
+}
+
 /// Encodes a read's answer: protobuf, then snappy's block format.
 ///
 /// Snappy's block format holds at most 4 GiB; the caller bounds a response far below

@@ -2,21 +2,24 @@
 //! (so a Grafana data source URL is `http://HOST:8086/prometheus`).
 //!
 //! - `api`: the query API; `params`: its parameters; `json`: its answers; `error`: its
-//!   error shape; `select`: label matchers → stored series and their samples.
+//!   error shape; `select`: label matchers → stored series and their samples; `read`:
+//!   remote read.
 
 mod api;
 mod error;
 mod json;
 mod params;
+mod read;
 mod select;
 
 use crate::AppState;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 /// The routes, relative to `/prometheus`.
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/api/v1/read", post(read::read))
         .route("/api/v1/query", get(api::query).post(api::query))
         .route(
             "/api/v1/query_range",
