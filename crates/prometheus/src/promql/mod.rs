@@ -44,9 +44,18 @@ impl PromqlError {
     }
 }
 
-/// Parses a query; a syntax error is `BadData` with the parser's message.
+/// Parses a query; a syntax error is `BadData` with the parser's message. A function the
+/// parser does not know (it follows Prometheus 3, which renamed `holt_winters`) is
+/// `Unsupported`, named.
 pub fn parse(query: &str) -> Result<Expr, PromqlError> {
-    promql_parser::parser::parse(query).map_err(PromqlError::BadData)
+    promql_parser::parser::parse(query).map_err(|message| {
+        match message.strip_prefix("unknown function with name ") {
+            Some(name) => {
+                PromqlError::Unsupported(format!("the function {}()", name.trim_matches('\'')))
+            }
+            None => PromqlError::BadData(message),
+        }
+    })
 }
 
 /// The value of `expr` at every step of `grid`, from the store's answers to its

@@ -146,6 +146,11 @@ fn unsupported_syntax_is_named() {
     let err = run(&store(), "rate(requests_total[5m:1m])", Grid::instant(0)).unwrap_err();
     assert!(err.to_string().contains("subqueries"), "{err}");
     assert!(matches!(parse("sum("), Err(PromqlError::BadData(_))));
+    let err = parse("holt_winters(requests_total[5m], 0.5, 0.5)").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the function holt_winters() is not supported by tickertape"
+    );
 }
 
 #[test]
