@@ -1,7 +1,8 @@
 //! The engine: what sits between the interfaces (HTTP, CLI) and a [`Backend`].
 //!
 //! - [`write`]: a line-protocol body becomes per-series batches; every refusal is tied
-//!   to its line number.
+//!   to its line number. `samples`: series already decoded (Prometheus remote write)
+//!   take the same pipeline after parsing.
 //! - [`query`]: a query and its validation.
 //! - `plan`: the read plan, decided once per query from the query and the measurement's
 //!   schema: where each answer is read from (head, raw points, rollups, document totals).
@@ -22,6 +23,7 @@ mod plan;
 pub mod query;
 pub mod read;
 mod rollup_source;
+mod samples;
 mod samples_read;
 pub mod series_cache;
 pub mod series_limits;
@@ -41,6 +43,7 @@ use tickertape_core::time::{Clock, SystemClock};
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use query::{CounterDisplay, Query};
 pub use read::SeriesPoints;
+pub use samples::SeriesSamples;
 pub use write::{LineError, WriteMode, WriteReport};
 
 #[derive(Debug, Error)]

@@ -59,14 +59,14 @@ pub(crate) fn admit(
             if limits.max_series > 0 && total >= limits.max_series {
                 return Err(format!(
                     "series limit reached: the store holds {total} series and --max-series is {}; \
-                     this line would add a new series",
+                     this write would add a new series",
                     limits.max_series
                 ));
             }
             if limits.max_series_per_measurement > 0 && in_m >= limits.max_series_per_measurement {
                 return Err(format!(
                     "series limit reached: measurement {m:?} holds {in_m} series and \
-                     --max-series-per-measurement is {}; this line would add a new series",
+                     --max-series-per-measurement is {}; this write would add a new series",
                     limits.max_series_per_measurement
                 ));
             }

@@ -1,20 +1,27 @@
-//! Ingest: a line-protocol body becomes one append per series, and every refusal is
-//! reported with the line it came from. A bad line never costs the good ones.
+//! Ingest: a line-protocol body (or a remote-write request, `samples.rs`) becomes one
+//! append per series, and every refusal is reported with the line (or series) it came
+//! from. A bad line never costs the good ones.
+//!
+//! Both entry points turn their input into [`Pending`] points of some [`Origin`] and hand
+//! them to [`Engine::store_pending`], the one pipeline after parsing: series ids through
+//! the cache and the series limits, grouping per series under the backend's append rule,
+//! the change-only filter, raw writes and rollups.
+
+mod group;
 
 use crate::parse::{parse_lines, Parsed};
 use crate::rollup_source::{nothing_refused, stored_count, RollupGroup, RollupSource};
 use crate::series_limits::admit;
 use crate::{Engine, EngineError};
-use rustc_hash::FxHashMap;
+use group::{drop_stale_markers_from_buckets, group_by_series, Group};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tickertape_backend::{
-    AppendRule, BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups,
-    NameSpace, RawBatch, RawOutcome, SeriesAppend, SlotChange,
+    BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups, NameSpace,
+    RawBatch, RawOutcome, SeriesAppend, SlotChange,
 };
-use tickertape_core::lineproto::Line;
 use tickertape_core::rollup::{BucketGeometry, MIN_BUCKET_TIME};
-use tickertape_core::schema::{Kind, Layout, MeasurementSchema, Schema};
+use tickertape_core::schema::{Kind, Layout, Schema};
 use tickertape_core::time::{format_rfc3339, Precision};
 use tickertape_core::{Point, SeriesId, SeriesKey};
 
@@ -27,15 +34,17 @@ pub enum WriteMode {
     Increment,
 }
 
-/// One refused line: its 1-based number in the body and why.
+/// One refused line: its 1-based number in the body and why. For
+/// [`Engine::write_samples`], the 1-based number of the series in the request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LineError {
     pub line: usize,
     pub message: String,
 }
 
-/// The outcome of one body. Counts are of lines: a line is accepted when every one of its
-/// points was stored, rejected otherwise (its error says which fields, if only some).
+/// The outcome of one body. Counts are of lines (of series for
+/// [`Engine::write_samples`]): a line is accepted when every one of its points was
+/// stored, rejected otherwise (its error says which fields, if only some).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WriteReport {
     pub accepted: usize,
@@ -46,28 +55,57 @@ pub struct WriteReport {
     pub errors: Vec<LineError>,
 }
 
-/// One point on its way to a series, with the line it came from.
-struct Pending<'l, 'a> {
-    source: &'l Parsed<'a>,
-    field: &'l str,
-    point: Point,
+/// Where pending points come from: a line of a line-protocol body, or one series of a
+/// remote-write request. Refusals are reported under its number; a refusal before
+/// grouping (a series limit, the schema) refuses all of its points.
+pub(crate) trait Origin: Sync {
+    /// 1-based, unique in the request.
+    fn number(&self) -> usize;
+    fn measurement(&self) -> &str;
+    /// The text the series cache knows its series by (with a field name beside it).
+    fn series_text(&self) -> &str;
+    /// The key of its series with `field`.
+    fn series_key(&self, field: &str) -> SeriesKey;
 }
 
-/// The points of one series in this body, in line order.
-struct Group<'s> {
-    series: SeriesId,
-    measurement: &'s str,
-    schema: &'s MeasurementSchema,
-    points: Vec<Point>,
-    /// For each point, the index of the pending point it came from.
-    origins: Vec<usize>,
+impl Origin for Parsed<'_> {
+    fn number(&self) -> usize {
+        self.number
+    }
+
+    fn measurement(&self) -> &str {
+        self.line.measurement.as_ref()
+    }
+
+    fn series_text(&self) -> &str {
+        self.line.series_text
+    }
+
+    fn series_key(&self, field: &str) -> SeriesKey {
+        SeriesKey::new(
+            self.line.measurement.as_ref(),
+            self.line
+                .tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            field,
+        )
+    }
+}
+
+/// One point on its way to a series, with where it came from.
+pub(crate) struct Pending<'l, O> {
+    pub(crate) source: &'l O,
+    pub(crate) field: &'l str,
+    pub(crate) point: Point,
 }
 
 /// Turns the raw writes' refusals into line errors: points at or before a series' last
 /// stored time, and gauge bucket slots already taken.
-fn report_refusals(
+fn report_refusals<O: Origin>(
     groups: &[Group<'_>],
-    pending: &[Pending<'_, '_>],
+    pending: &[Pending<'_, O>],
     source: &RollupSource,
     outcome: &RawOutcome,
     errors: &mut Errors,
@@ -76,7 +114,7 @@ fn report_refusals(
         let last = append.last_time.map_or(String::new(), |t| format!(" {t}"));
         for &origin in groups[g].origins.iter().take(append.refused) {
             let p = &pending[origin];
-            errors.entry(p.source.number).or_default().push(format!(
+            errors.entry(p.source.number()).or_default().push(format!(
                 "field {:?}: time {} is not after the series' last stored time{last} (out-of-order points are refused)",
                 p.field, p.point.time
             ));
@@ -85,7 +123,7 @@ fn report_refusals(
     for (&(g, i, slot_time), write) in source.bucket_sources.iter().zip(&outcome.buckets) {
         if *write == BucketWriteOutcome::SlotTaken {
             let p = &pending[groups[g].origins[i]];
-            errors.entry(p.source.number).or_default().push(format!(
+            errors.entry(p.source.number()).or_default().push(format!(
                 "field {:?}: the slot of time {} ({}) already holds a value (a gauge bucket slot is written once)",
                 p.field,
                 p.point.time,
@@ -95,7 +133,31 @@ fn report_refusals(
     }
 }
 
-type Errors = BTreeMap<usize, Vec<String>>;
+/// Refusals by line (or series) number.
+pub(crate) type Errors = BTreeMap<usize, Vec<String>>;
+
+/// The report of a request whose `accepted` origins (lines, series) were stored whole,
+/// `points` points in all, `points_written` of them stored.
+pub(crate) fn report(
+    accepted: usize,
+    points: usize,
+    points_written: u64,
+    errors: Errors,
+) -> WriteReport {
+    WriteReport {
+        accepted,
+        rejected: errors.len(),
+        points_written,
+        points_rejected: (points as u64).saturating_sub(points_written),
+        errors: errors
+            .into_iter()
+            .map(|(line, messages)| LineError {
+                line,
+                message: messages.join("; "),
+            })
+            .collect(),
+    }
+}
 
 impl Engine {
     /// Stores a line-protocol body. Timestamps are in `precision`; lines without one get
@@ -133,14 +195,18 @@ impl Engine {
         }
         // Every point of every parsed line: those of lines refused below count as rejected.
         let parsed_points: usize = parsed.iter().map(|p| p.values.len()).sum();
-        let pending: Vec<Pending> = parsed
+        let pending: Vec<Pending<Parsed>> = parsed
             .iter()
-            .filter(|p| match refuse_for_schema(&self.schema, &p.line, mode) {
-                Some(message) => {
-                    errors.entry(p.number).or_default().push(message);
-                    false
+            .filter(|p| {
+                let refusal =
+                    refuse_for_schema(&self.schema, p.measurement(), p.line.timestamp, mode);
+                match refusal {
+                    Some(message) => {
+                        errors.entry(p.number).or_default().push(message);
+                        false
+                    }
+                    None => true,
                 }
-                None => true,
             })
             .flat_map(|p| {
                 p.line
@@ -154,19 +220,43 @@ impl Engine {
                     })
             })
             .collect();
-        let ids = self.series_ids(&pending, &mut errors).await?;
+        let points_written = self.store_pending(pending, mode, &mut errors).await?;
+        let rejected_parsed = parsed
+            .iter()
+            .filter(|p| errors.contains_key(&p.number))
+            .count();
+        Ok(report(
+            parsed.len() - rejected_parsed,
+            parsed_points,
+            points_written,
+            errors,
+        ))
+    }
+
+    /// Stores pending points: the one pipeline after parsing, whatever the input. Refusals
+    /// go to `errors` under their origin's number; a refusal before grouping (a series
+    /// limit) refuses every point of that origin. Returns the points stored, counting as
+    /// stored those the series already held (the change-only filter), those a later point
+    /// of the request replaced, and stale markers bucket slots leave out.
+    pub(crate) async fn store_pending<O: Origin>(
+        &self,
+        pending: Vec<Pending<'_, O>>,
+        mode: WriteMode,
+        errors: &mut Errors,
+    ) -> Result<u64, EngineError> {
+        let ids = self.series_ids(&pending, errors).await?;
         // A line refused for a series limit is refused whole, the fields of its other
         // series too: a line is stored or refused as one.
-        let (pending, ids): (Vec<Pending>, Vec<SeriesId>) = pending
+        let (pending, ids): (Vec<Pending<O>>, Vec<SeriesId>) = pending
             .into_iter()
             .zip(ids)
-            .filter(|(p, _)| !errors.contains_key(&p.source.number))
+            .filter(|(p, _)| !errors.contains_key(&p.source.number()))
             .filter_map(|(p, id)| Some((p, id?)))
             .unzip();
         let rule = self.backend.append_rule();
-        let (mut groups, superseded) =
-            group_by_series(&self.schema, &pending, &ids, rule, &mut errors);
+        let (mut groups, superseded) = group_by_series(&self.schema, &pending, &ids, rule, errors);
         let unchanged = self.drop_unchanged(&mut groups).await?;
+        let markers = drop_stale_markers_from_buckets(&mut groups);
         groups.retain(|g| !g.points.is_empty());
         let stored = match groups.is_empty() {
             true => 0,
@@ -184,31 +274,14 @@ impl Engine {
                         false => deriver.rollup_writes(outcome),
                     });
                 let outcome = self.backend.write_with_rollups(batch, derive).await?;
-                report_refusals(&groups, &pending, &source, &outcome, &mut errors);
+                report_refusals(&groups, &pending, &source, &outcome, errors);
                 stored_count(&source, &outcome)
             }
         };
         // Points skipped by the change-only filter count as stored: the series already
         // holds their value (see `drop_unchanged`); so do points a later line of the body
         // replaced (`sort_keeping_last`).
-        let points_written = unchanged + superseded + stored;
-        let rejected_parsed = parsed
-            .iter()
-            .filter(|p| errors.contains_key(&p.number))
-            .count();
-        Ok(WriteReport {
-            accepted: parsed.len() - rejected_parsed,
-            rejected: errors.len(),
-            points_written,
-            points_rejected: (parsed_points as u64).saturating_sub(points_written),
-            errors: errors
-                .into_iter()
-                .map(|(line, messages)| LineError {
-                    line,
-                    message: messages.join("; "),
-                })
-                .collect(),
-        })
+        Ok(unchanged + superseded + markers + stored)
     }
 
     /// The raw writes of `groups` (segment appends, bucket-slot writes) and, owned, what
@@ -288,61 +361,17 @@ impl Engine {
         })
     }
 
-    /// Seed 000's change-only filter, for measurements whose schema asks for it: drops a
-    /// point whose value equals (bit for bit) the value before it in its series — the last
-    /// stored one or the previous point of this body. Returns how many were dropped.
-    ///
-    /// A point that is not after the stored last time is kept, so the backend refuses it
-    /// as out of order exactly as without the filter. Readers see the value hold until the
-    /// next stored point; `neighbors=true` returns the point that carries it into a range.
-    async fn drop_unchanged(&self, groups: &mut [Group<'_>]) -> Result<u64, EngineError> {
-        let filtered: Vec<usize> = (0..groups.len())
-            .filter(|&g| {
-                groups[g].schema.change_only && groups[g].schema.layout == Layout::Segments
-            })
-            .collect();
-        if filtered.is_empty() {
-            return Ok(0);
-        }
-        let ids: Vec<SeriesId> = filtered.iter().map(|&g| groups[g].series).collect();
-        let heads = self.backend.heads(&ids).await?;
-        let mut dropped = 0u64;
-        for (&g, head) in filtered.iter().zip(heads) {
-            let group = &mut groups[g];
-            let mut previous = head.map(|h| h.last);
-            let mut kept = 0;
-            for i in 0..group.points.len() {
-                let point = group.points[i];
-                let after_last = previous.is_none_or(|p| point.time > p.time);
-                let same = previous.is_some_and(|p| p.value.to_bits() == point.value.to_bits());
-                if after_last && same {
-                    dropped += 1;
-                    continue;
-                }
-                if after_last {
-                    previous = Some(point);
-                }
-                group.points[kept] = point;
-                group.origins[kept] = group.origins[i];
-                kept += 1;
-            }
-            group.points.truncate(kept);
-            group.origins.truncate(kept);
-        }
-        Ok(dropped)
-    }
-
     /// The series id of every pending point, resolving unknown series in one backend call.
     /// A point whose series would be new past a [`SeriesLimits`] limit gets `None`, and its
     /// line an error naming the limit.
-    async fn series_ids(
+    async fn series_ids<O: Origin>(
         &self,
-        pending: &[Pending<'_, '_>],
+        pending: &[Pending<'_, O>],
         errors: &mut Errors,
     ) -> Result<Vec<Option<SeriesId>>, EngineError> {
         let mut ids = self
             .cache
-            .lookup_many(pending.iter().map(|p| (p.source.line.series_text, p.field)));
+            .lookup_many(pending.iter().map(|p| (p.source.series_text(), p.field)));
         // New series are registered in the order they first appear in the body, so ids
         // are deterministic for a given history of bodies.
         let mut missing: HashMap<SeriesKey, usize> = HashMap::new();
@@ -350,7 +379,7 @@ impl Engine {
         let mut users: Vec<Vec<usize>> = Vec::new();
         for (i, id) in ids.iter().enumerate() {
             if id.is_none() {
-                let key = series_key(&pending[i]);
+                let key = pending[i].source.series_key(pending[i].field);
                 let slot = *missing.entry(key.clone()).or_insert_with(|| {
                     keys.push(key);
                     users.push(Vec::new());
@@ -372,7 +401,7 @@ impl Engine {
                 }
                 Some(message) => {
                     for i in users {
-                        let number = pending[i].source.number;
+                        let number = pending[i].source.number();
                         errors
                             .entry(number)
                             .or_default()
@@ -388,7 +417,7 @@ impl Engine {
         for (id, users) in resolved.into_iter().zip(admitted_users) {
             for i in users {
                 self.cache
-                    .insert(pending[i].source.line.series_text, pending[i].field, id);
+                    .insert(pending[i].source.series_text(), pending[i].field, id);
                 ids[i] = Some(id);
             }
         }
@@ -426,120 +455,32 @@ impl Engine {
     }
 }
 
-fn series_key(p: &Pending<'_, '_>) -> SeriesKey {
-    let line = &p.source.line;
-    SeriesKey::new(
-        line.measurement.as_ref(),
-        line.tags
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        p.field,
-    )
-}
-
-/// Why a whole line cannot go to its measurement with `mode`, if it cannot.
-fn refuse_for_schema(schema: &Schema, line: &Line<'_>, mode: WriteMode) -> Option<String> {
-    let m = schema.for_measurement(&line.measurement);
+/// Why a whole line (or series) of `measurement` cannot be stored with `mode`, if it
+/// cannot; `earliest` is its earliest time.
+pub(crate) fn refuse_for_schema(
+    schema: &Schema,
+    measurement: &str,
+    earliest: i64,
+    mode: WriteMode,
+) -> Option<String> {
+    let m = schema.for_measurement(measurement);
     match (mode, m.kind) {
         (WriteMode::Increment, Kind::Gauge) => {
             return Some(format!(
-                "measurement {:?} is a gauge: mode=inc adds to counters only (kind = \"counter\" in the config)",
-                line.measurement.as_ref()
+                "measurement {measurement:?} is a gauge: mode=inc adds to counters only (kind = \"counter\" in the config)"
             ))
         }
         (WriteMode::Set, Kind::Counter) => {
             return Some(format!(
-                "measurement {:?} is a counter: write it with mode=inc",
-                line.measurement.as_ref()
+                "measurement {measurement:?} is a counter: write it with mode=inc"
             ))
         }
         _ => {}
     }
     let bucketed = matches!(m.layout, Layout::Buckets { .. }) || !m.rollups.is_empty();
-    (bucketed && line.timestamp < MIN_BUCKET_TIME).then(|| {
+    (bucketed && earliest < MIN_BUCKET_TIME).then(|| {
         format!(
-            "time {} is before {MIN_BUCKET_TIME} (1737-07-09), the earliest time buckets and rollups can hold",
-            line.timestamp
+            "time {earliest} is before {MIN_BUCKET_TIME} (1737-07-09), the earliest time buckets and rollups can hold"
         )
     })
-}
-
-/// Groups pending points by series in line order. For value segments in a store that
-/// refuses older points ([`AppendRule::RefuseOlder`]), a point whose time does not follow
-/// the previous point of its series in this body is refused; in one where the last write
-/// wins, each group is sorted by time and, of points at the same time, the last line's
-/// is kept. Bucket slots take points in any order.
-fn group_by_series<'s>(
-    schema: &'s Schema,
-    pending: &'s [Pending<'_, '_>],
-    ids: &[SeriesId],
-    rule: AppendRule,
-    errors: &mut Errors,
-) -> (Vec<Group<'s>>, u64) {
-    let mut index: FxHashMap<SeriesId, usize> = FxHashMap::default();
-    let mut groups: Vec<Group> = Vec::new();
-    for (i, (p, &series)) in pending.iter().zip(ids).enumerate() {
-        let g = *index.entry(series).or_insert_with(|| {
-            let measurement: &str = p.source.line.measurement.as_ref();
-            groups.push(Group {
-                series,
-                measurement,
-                schema: schema.for_measurement(measurement),
-                points: Vec::new(),
-                origins: Vec::new(),
-            });
-            groups.len() - 1
-        });
-        let group = &mut groups[g];
-        if let (Some(prev), Some(&prev_origin)) = (group.points.last(), group.origins.last()) {
-            let refuses =
-                rule == AppendRule::RefuseOlder && group.schema.layout == Layout::Segments;
-            if refuses && p.point.time <= prev.time {
-                errors.entry(p.source.number).or_default().push(format!(
-                    "field {:?}: time {} is not after time {} of the same series on line {} (out-of-order points are refused)",
-                    p.field, p.point.time, prev.time, pending[prev_origin].source.number
-                ));
-                continue;
-            }
-        }
-        group.points.push(p.point);
-        group.origins.push(i);
-    }
-    let mut superseded = 0;
-    if rule == AppendRule::LastWriteWins {
-        for group in groups
-            .iter_mut()
-            .filter(|g| g.schema.layout == Layout::Segments)
-        {
-            superseded += sort_keeping_last(group);
-        }
-    }
-    (groups, superseded)
-}
-
-/// Sorts a group's points by time (stable: line order among equal times) and keeps, of
-/// several at one time, the last: the body's own last write wins, as a later body's would.
-/// Returns how many were superseded (written, then replaced within the body).
-fn sort_keeping_last(group: &mut Group<'_>) -> u64 {
-    if group.points.windows(2).all(|w| w[0].time < w[1].time) {
-        return 0;
-    }
-    let before = group.points.len();
-    let mut order: Vec<(Point, usize)> = group
-        .points
-        .iter()
-        .copied()
-        .zip(group.origins.iter().copied())
-        .collect();
-    order.sort_by_key(|(p, _)| p.time);
-    let mut kept: Vec<(Point, usize)> = Vec::with_capacity(order.len());
-    for entry in order {
-        match kept.last_mut() {
-            Some(last) if last.0.time == entry.0.time => *last = entry,
-            _ => kept.push(entry),
-        }
-    }
-    (group.points, group.origins) = kept.into_iter().unzip();
-    (before - group.points.len()) as u64
 }
