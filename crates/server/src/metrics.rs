@@ -21,6 +21,10 @@ pub struct Metrics {
     pub points_written: AtomicU64,
     pub points_rejected: AtomicU64,
     pub lines_rejected: AtomicU64,
+    /// Samples in Prometheus remote-write requests that decoded.
+    pub prometheus_samples_received: AtomicU64,
+    /// Of those, samples refused (series limits, no metric name, late samples).
+    pub prometheus_samples_refused: AtomicU64,
     requests: Mutex<BTreeMap<(String, u16), Latency>>,
 }
 
@@ -61,6 +65,16 @@ impl Metrics {
                 "tickertape_lines_rejected_total",
                 "Lines refused.",
                 &self.lines_rejected,
+            ),
+            (
+                "tickertape_prometheus_samples_received_total",
+                "Samples received by Prometheus remote write.",
+                &self.prometheus_samples_received,
+            ),
+            (
+                "tickertape_prometheus_samples_refused_total",
+                "Remote-write samples refused (the request was answered 204 all the same).",
+                &self.prometheus_samples_refused,
             ),
         ] {
             let _ = writeln!(

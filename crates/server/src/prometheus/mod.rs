@@ -11,6 +11,7 @@ mod json;
 mod params;
 mod read;
 mod select;
+mod write;
 
 use crate::AppState;
 use axum::routing::{get, post};
@@ -36,4 +37,5 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/rules", get(api::rules))
         .route("/api/v1/alerts", get(api::alerts))
+        .route("/api/v1/write", axum::routing::post(write::write))
 }

@@ -1,0 +1,167 @@
+//! Remote write: `POST /prometheus/api/v1/write`, a snappy-compressed protobuf
+//! `WriteRequest` as Prometheus 2.x sends it (protocol 0.1.0).
+//!
+//! Statuses follow what Prometheus does with them: it drops a batch for good on a 4xx and
+//! retries it on a 5xx. So 400 only for a body that cannot be decoded (nothing of it is
+//! stored); 5xx when the store fails (retrying may succeed); and 204 once every series
+//! that could be stored is, even when some were refused (a series limit, a late sample on
+//! a store that refuses them): refusing the whole batch would lose the good series too
+//! and a retry would be refused the same way. Refusals are logged and counted in
+//! `/metrics` instead.
+
+use crate::error::ApiError;
+use crate::AppState;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::sync::atomic::Ordering;
+use tickertape_core::time::Precision;
+use tickertape_core::Point;
+use tickertape_engine::{LineError, SeriesSamples, WriteReport};
+use tickertape_prometheus::mapping::series_key_of;
+use tickertape_prometheus::remote::{decode_write_request, TimeSeries, MAX_DECODED_BYTES};
+
+/// Refusals quoted in the warning logged for one request; the count is always exact.
+const LOGGED_REFUSALS: usize = 3;
+
+pub(crate) async fn write(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let limit = state.config.max_body_bytes;
+    if body.len() > limit {
+        return Err(ApiError::TooLarge(format!(
+            "request body exceeds the limit of {limit} bytes (--max-body-bytes)"
+        )));
+    }
+    check_encoding(&headers)?;
+    let request = decode_write_request(&body, MAX_DECODED_BYTES)
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let received: u64 = request
+        .timeseries
+        .iter()
+        .map(|s| s.samples.len() as u64)
+        .sum();
+    let (series, unnamed) = to_series(&request.timeseries);
+    let mut report = state
+        .engine
+        .write_samples(&series.samples, Precision::Milliseconds)
+        .await?;
+    series.renumber(&mut report);
+    merge_unnamed(&mut report, unnamed);
+    let m = &state.metrics;
+    m.prometheus_samples_received
+        .fetch_add(received, Ordering::Relaxed);
+    m.points_written
+        .fetch_add(report.points_written, Ordering::Relaxed);
+    m.prometheus_samples_refused
+        .fetch_add(report.points_rejected, Ordering::Relaxed);
+    if !report.errors.is_empty() {
+        log_refusals(&report, request.timeseries.len());
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Prometheus 2.x sends `Content-Encoding: snappy`; a body without the header is taken
+/// as snappy too (some agents leave it out). Any other encoding cannot be decoded.
+fn check_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(header::CONTENT_ENCODING) else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    match text.trim().eq_ignore_ascii_case("snappy") {
+        true => Ok(()),
+        false => Err(ApiError::BadRequest(format!(
+            "Content-Encoding {:?} is not supported: remote write bodies are snappy-compressed (Content-Encoding: snappy)",
+            text.trim()
+        ))),
+    }
+}
+
+/// The request's series as the engine takes them, with each one's index in the request.
+struct Converted {
+    samples: Vec<SeriesSamples>,
+    /// For each entry of `samples`, the index of its series in the request.
+    index: Vec<usize>,
+}
+
+impl Converted {
+    /// Renumbers the engine's refusals (1-based positions in `samples`) as 0-based
+    /// indexes of the request's `timeseries`, which is what a sender can look up.
+    fn renumber(&self, report: &mut WriteReport) {
+        for e in &mut report.errors {
+            e.line = e
+                .line
+                .checked_sub(1)
+                .and_then(|i| self.index.get(i))
+                .copied()
+                .unwrap_or(e.line);
+        }
+    }
+}
+
+/// A series refused before the engine saw it: its index and why.
+type Unnamed = Vec<(usize, usize, String)>;
+
+/// The series of a request with a metric name; those without one are refused (index,
+/// sample count, message).
+fn to_series(timeseries: &[TimeSeries]) -> (Converted, Unnamed) {
+    let mut converted = Converted {
+        samples: Vec::with_capacity(timeseries.len()),
+        index: Vec::with_capacity(timeseries.len()),
+    };
+    let mut unnamed = Vec::new();
+    for (i, series) in timeseries.iter().enumerate() {
+        let labels = series
+            .labels
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()));
+        match series_key_of(labels) {
+            Ok(key) => {
+                converted.samples.push(SeriesSamples {
+                    key,
+                    points: series
+                        .samples
+                        .iter()
+                        .map(|s| Point::new(s.timestamp, s.value))
+                        .collect(),
+                });
+                converted.index.push(i);
+            }
+            Err(e) => unnamed.push((i, series.samples.len(), e.to_string())),
+        }
+    }
+    (converted, unnamed)
+}
+
+/// Adds the series refused for want of a metric name to the report, in index order.
+fn merge_unnamed(report: &mut WriteReport, unnamed: Unnamed) {
+    if unnamed.is_empty() {
+        return;
+    }
+    for (line, samples, message) in unnamed {
+        report.rejected += 1;
+        report.points_rejected += samples as u64;
+        report.errors.push(LineError { line, message });
+    }
+    report.errors.sort_by_key(|e| e.line);
+}
+
+/// One warning per request with refusals: how many, and the first few.
+fn log_refusals(report: &WriteReport, series: usize) {
+    let first: Vec<String> = report
+        .errors
+        .iter()
+        .take(LOGGED_REFUSALS)
+        .map(|e| format!("timeseries[{}]: {}", e.line, e.message))
+        .collect();
+    tracing::warn!(
+        refused_series = report.rejected,
+        series,
+        refused_samples = report.points_rejected,
+        first = %first.join(" | "),
+        "remote write: some series were refused; the others were stored"
+    );
+}
