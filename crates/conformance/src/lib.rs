@@ -13,6 +13,7 @@ mod names;
 mod rollup_merges;
 mod selection;
 mod series;
+mod stale_markers;
 
 pub use bucket_ranges::bucket_reads_select_documents_overlapping_the_range;
 pub use buckets::{
@@ -37,6 +38,7 @@ pub use series::{
     a_read_in_a_gap_opens_only_its_neighbours, stats_count_series_and_segments,
     unknown_series_are_refused,
 };
+pub use stale_markers::stale_markers_come_back_bit_for_bit;
 
 use async_trait::async_trait;
 use rand::{rngs::StdRng, Rng, SeedableRng};

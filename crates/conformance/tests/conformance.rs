@@ -133,7 +133,8 @@ macro_rules! suite {
                 name_tokens_count_from_zero_per_namespace, unknown_series_are_refused,
                 stats_count_series_and_segments, a_read_in_a_gap_opens_only_its_neighbours,
                 derived_rollups_equal_the_raw_slots, series_selected_by_tags_and_matchers,
-                series_lookup_and_count_register_nothing, fields_listed_once_each);
+                series_lookup_and_count_register_nothing, fields_listed_once_each,
+                stale_markers_come_back_bit_for_bit);
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn model_check() {

@@ -3,7 +3,7 @@
 //!
 //! Ranges are `[start, end)`: inclusive start, exclusive end, nanoseconds.
 
-use crate::model::Point;
+use crate::model::{is_stale_marker, Point};
 use crate::time::window_start;
 use std::fmt;
 use std::str::FromStr;
@@ -64,7 +64,9 @@ impl FromStr for Aggregate {
 ///
 /// `f64::min` is not used because which zero it returns for `min(0.0, -0.0)` is left to
 /// the platform (debug and release builds differ), and stored rollups must have the same
-/// bits on every backend and every build. Values are never NaN (the parser refuses it).
+/// bits on every backend and every build. Line protocol has no NaN; a NaN from Prometheus
+/// remote write is kept where it stands unless it comes first (stale markers are never
+/// summarised: [`point_window_summaries`]).
 pub fn keep_min(kept: f64, new: f64) -> f64 {
     if new < kept {
         new
@@ -208,14 +210,16 @@ pub fn aggregate_windows(
     answer_windows(&point_window_summaries(sorted, start, end, step), agg)
 }
 
-/// The window summaries [`aggregate_windows`] answers from.
+/// The window summaries [`aggregate_windows`] answers from. Stale markers (Prometheus'
+/// end-of-series NaN, [`is_stale_marker`]) are no values and are left out, here and in
+/// every summary of points: rollups, ranges, windows.
 pub fn point_window_summaries(
     sorted: &[Point],
     start: i64,
     end: i64,
     step: i64,
 ) -> Vec<(i64, Summary)> {
-    let points = in_range(sorted, start, end).iter();
+    let points = values_in_range(sorted, start, end);
     window_summaries(points.map(|&p| (p.time, Summary::of(p))), step)
 }
 
@@ -246,9 +250,10 @@ pub fn answer_windows(windows: &[(i64, Summary)], agg: Aggregate) -> Vec<Point> 
         .collect()
 }
 
-/// The summary of the points of `sorted` in `[start, end)`; `None` when there are none.
+/// The summary of the points of `sorted` in `[start, end)`, stale markers left out;
+/// `None` when there are none.
 pub fn summarize_range(sorted: &[Point], start: i64, end: i64) -> Option<Summary> {
-    let mut points = in_range(sorted, start, end).iter();
+    let mut points = values_in_range(sorted, start, end);
     let mut summary = Summary::of(*points.next()?);
     for &p in points {
         summary.push(p);
@@ -263,10 +268,17 @@ pub fn aggregate_all(sorted: &[Point], start: i64, end: i64, agg: Aggregate) -> 
     summarize_range(sorted, start, end).map(|s| s.range_answer(agg, start))
 }
 
-fn in_range(sorted: &[Point], start: i64, end: i64) -> &[Point] {
+/// The points of `sorted` in `[start, end)` that are values (not stale markers).
+fn values_in_range(sorted: &[Point], start: i64, end: i64) -> impl Iterator<Item = &Point> {
     let lo = sorted.partition_point(|p| p.time < start);
     let hi = sorted.partition_point(|p| p.time < end).max(lo);
-    &sorted[lo..hi]
+    sorted[lo..hi].iter().filter(|p| !is_stale_marker(p.value))
+}
+
+/// `points` without stale markers: what tickertape's own API shows of a series.
+pub fn without_stale_markers(mut points: Vec<Point>) -> Vec<Point> {
+    points.retain(|p| !is_stale_marker(p.value));
+    points
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod samples;
 mod samples_read;
 pub mod series_cache;
 pub mod series_limits;
+mod stale;
 mod stored;
 mod windows;
 pub mod write;

@@ -9,7 +9,7 @@ use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     BackendError, BucketFamily, BucketWrite, NameSpace, Partition, SeriesInfo,
 };
-use tickertape_core::query::select_range;
+use tickertape_core::query::{select_range, without_stale_markers};
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, ResolutionOrRaw};
 use tickertape_core::schema::Layout;
 use tickertape_core::time::window_start;
@@ -313,7 +313,8 @@ impl Engine {
         let schema = self.schema.for_measurement(&info.key.measurement);
         let (from, to) = (partition.start(), partition.end());
         let all = self.raw_points(info, schema, from, to).await?;
-        let points = select_range(&all, from, to, false);
+        // Stale markers are in no rollup; left out first, each slot gets one update.
+        let points = without_stale_markers(select_range(&all, from, to, false));
         if points.is_empty() {
             return Ok(0);
         }

@@ -5,7 +5,8 @@ use crate::query::Query;
 use crate::{Engine, EngineError};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{SeriesHead, SeriesInfo};
-use tickertape_core::query::select_range;
+use tickertape_core::model::is_stale_marker;
+use tickertape_core::query::{select_range, without_stale_markers};
 use tickertape_core::schema::MeasurementSchema;
 use tickertape_core::{Point, SeriesKey, SeriesSelector};
 
@@ -139,7 +140,15 @@ impl Engine {
                 let all = self
                     .raw_points(&info, schema, query.start, query.end)
                     .await?;
-                select_range(&all, query.start, query.end, neighbors)
+                // Stale markers go before selecting, so a neighbour is a value too.
+                let values = match neighbors {
+                    true => {
+                        self.values_with_neighbors(&info, schema, all, query.start, query.end)
+                            .await?
+                    }
+                    false => without_stale_markers(all),
+                };
+                select_range(&values, query.start, query.end, neighbors)
             }
             ReadPlan::LatestFromHead(reduction) => {
                 match head.and_then(|head| self.head_answer(query, head, reduction)) {
@@ -179,7 +188,8 @@ impl Engine {
         reduction: Reduction,
     ) -> Option<Vec<Point>> {
         let last = head.last;
-        if last.time >= query.end {
+        // A stale marker is no value: the latest value is before it, read from the range.
+        if last.time >= query.end || is_stale_marker(last.value) {
             return None;
         }
         if last.time >= query.start {
@@ -204,7 +214,7 @@ impl Engine {
     ) -> Result<Vec<Point>, EngineError> {
         for &(from, to) in spans {
             let all = self.raw_points(info, schema, from, to).await?;
-            if let Some(last) = all.last() {
+            if let Some(last) = all.iter().rev().find(|p| !is_stale_marker(p.value)) {
                 return Ok(vec![*last]);
             }
         }

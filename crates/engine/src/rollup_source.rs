@@ -4,6 +4,7 @@
 use tickertape_backend::{
     AppendOutcome, BackendError, BucketWrite, BucketWriteOutcome, RawOutcome,
 };
+use tickertape_core::query::without_stale_markers;
 use tickertape_core::rollup::{rollup_updates, Resolution};
 use tickertape_core::{Point, SeriesId};
 
@@ -97,7 +98,8 @@ impl RollupSource {
             if s.points.is_empty() || group.rollups.is_empty() {
                 continue;
             }
-            let mut points = s.points;
+            // Stale markers are in no rollup; left out first, each slot gets one update.
+            let mut points = without_stale_markers(s.points);
             // Bucket points may arrive in any order; rollup runs are per slot either way,
             // and sorting keeps one update per slot.
             points.sort_by_key(|p| p.time);

@@ -196,10 +196,12 @@ impl Engine {
         schema: &MeasurementSchema,
         start: i64,
     ) -> Result<Option<f64>, EngineError> {
-        // A segment read includes the segment before the range, so it reaches back.
-        let before = self.raw_points(info, schema, start, start).await?;
-        let i = before.partition_point(|p| p.time < start);
-        Ok(i.checked_sub(1).map(|i| before[i].value))
+        // A segment read includes the segment before the range, so it reaches back (past
+        // stale markers, which hold no value).
+        Ok(self
+            .value_before(info, schema, start)
+            .await?
+            .map(|p| p.value))
     }
 }
 

@@ -105,6 +105,15 @@ impl Server {
         out
     }
 
+    /// The points of the first series `/api/v1/query?measurement=up&{query}` answers.
+    async fn points(&self, query: &str) -> Value {
+        let (status, body) = self
+            .get(&format!("/api/v1/query?measurement=up&{query}"))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["series"][0]["points"].clone()
+    }
+
     async fn metric(&self, name: &str) -> f64 {
         let (_, text) = self.get("/metrics").await;
         let text = text.as_str().unwrap_or_default().to_string();
@@ -327,4 +336,54 @@ async fn partial_refusals_are_204_and_counted() {
         4.0
     );
     assert_eq!(server.metric("tickertape_points_written_total").await, 2.0);
+}
+
+/// A stale marker is stored (above) but `/api/v1/query` never shows it: not as a raw
+/// point, not as a neighbour, not in a count.
+#[tokio::test]
+async fn a_stale_marker_is_not_returned_by_the_query_api() {
+    let server = Server::default().await;
+    let stale = f64::from_bits(STALE_NAN_BITS);
+    let samples = [
+        (T0, 1.0),
+        (T0 + 15_000, stale),
+        (T0 + 30_000, 2.0),
+        (T0 + 45_000, stale),
+    ];
+    assert_eq!(
+        server
+            .write(&request(vec![series("up", "a", &samples)]))
+            .await
+            .0,
+        204
+    );
+    assert_eq!(server.stored("up").await[0].1.len(), 4);
+    let ns = |ms: i64| ms * MS;
+    assert_eq!(
+        server.points("").await,
+        serde_json::json!([[ns(T0), 1.0], [ns(T0 + 30_000), 2.0]])
+    );
+    let around_marker = format!(
+        "start={}&end={}&neighbors=true",
+        ns(T0 + 40_000),
+        ns(T0 + 50_000)
+    );
+    assert_eq!(
+        server.points(&around_marker).await,
+        serde_json::json!([[ns(T0 + 30_000), 2.0]])
+    );
+    assert_eq!(
+        server
+            .points(&format!(
+                "agg=count&start={}&end={}",
+                ns(T0),
+                ns(T0 + 60_000)
+            ))
+            .await,
+        serde_json::json!([[ns(T0), 2.0]])
+    );
+    assert_eq!(
+        server.points("agg=last").await,
+        serde_json::json!([[ns(T0 + 30_000), 2.0]])
+    );
 }

@@ -2,7 +2,7 @@
 //! answer bit for bit.
 
 use super::resolution::Resolution;
-use crate::model::Point;
+use crate::model::{is_stale_marker, Point};
 use crate::query::{answer_windows, point_window_summaries, window_summaries, Aggregate, Summary};
 use crate::time::window_start;
 
@@ -38,7 +38,8 @@ pub fn aligned_span(start: i64, end: i64, resolution: Resolution) -> (i64, i64) 
 /// The per-slot summaries of the points of `sorted` in `[start, end)` at `resolution`, each
 /// keyed by its slot's start time, in time order: what the rollup's slots would hold if
 /// the range covered them whole, and the summaries of the ragged edges when it does not.
-/// Each slot's `sum` adds its values left to right, as a stored slot's does.
+/// Each slot's `sum` adds its values left to right, as a stored slot's does. Stale
+/// markers are left out, as [`rollup_updates`](super::rollup_updates) leaves them out.
 pub fn summarize_slots(
     sorted: &[Point],
     start: i64,
@@ -48,7 +49,7 @@ pub fn summarize_slots(
     let lo = sorted.partition_point(|p| p.time < start);
     let hi = sorted.partition_point(|p| p.time < end).max(lo);
     let mut out: Vec<(i64, Summary)> = Vec::new();
-    for &p in &sorted[lo..hi] {
+    for &p in sorted[lo..hi].iter().filter(|p| !is_stale_marker(p.value)) {
         let slot = window_start(p.time, resolution.nanos());
         match out.last_mut() {
             Some((t, s)) if *t == slot => s.merge(&Summary::of(p)),

@@ -2,7 +2,7 @@
 
 use super::geometry::MIN_BUCKET_TIME;
 use super::resolution::Resolution;
-use crate::model::Point;
+use crate::model::{is_stale_marker, Point};
 use crate::query::Summary;
 use std::ops::Range;
 use thiserror::Error;
@@ -77,8 +77,11 @@ impl RollupUpdate {
 ///
 /// `points` are one series' batch, in time order (the engine refuses late points, so
 /// every slot appears once per resolution; out-of-order input still gives correct
-/// updates, one per run, to be applied in the order returned). Nothing is returned and
-/// the whole batch is refused when a point is before [`MIN_BUCKET_TIME`].
+/// updates, one per run, to be applied in the order returned). Stale markers (Prometheus'
+/// end-of-series NaN) are no values: they are in no update, and one ends a run (an
+/// update's `points` are contiguous), so callers that want one update per slot leave
+/// them out first. Nothing is returned and the whole batch is refused when a point is
+/// before [`MIN_BUCKET_TIME`].
 pub fn rollup_updates(
     points: &[Point],
     resolutions: &[Resolution],
@@ -91,6 +94,10 @@ pub fn rollup_updates(
         let geometry = resolution.geometry();
         let mut current: Option<RollupUpdate> = None;
         for (i, &p) in points.iter().enumerate() {
+            if is_stale_marker(p.value) {
+                out.extend(current.take());
+                continue;
+            }
             let (bucket_start, slot) = geometry.slot_of(p.time).expect("checked above");
             match &mut current {
                 Some(u) if u.bucket_start == bucket_start && u.slot == slot => {
