@@ -1,0 +1,179 @@
+//! What the Prometheus tests share: a tickertape server in this process, on the embedded
+//! store in a temporary directory, listening on a loopback port; and remote-write bodies
+//! built by hand (protobuf and snappy), independently of the server's own decoder.
+
+// Each test binary includes this module and uses a part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
+use tickertape_engine::Engine;
+use tickertape_server::ServerConfig;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub url: String,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+    // Dropped last: the store lives in it.
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    /// A server on a fresh embedded store.
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend =
+            EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open the store");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(tickertape_server::serve(
+            listener,
+            Engine::new(Arc::new(backend)),
+            ServerConfig::default(),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Self {
+            url,
+            client: reqwest::Client::new(),
+            stop: Some(stop),
+            task: Some(task),
+            _dir: dir,
+        }
+    }
+
+    /// Stops the server and waits until it has let go of the store.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // A keep-alive connection holds the engine: close the client's first.
+        self.client = reqwest::Client::new();
+        if let Some(task) = self.task.take() {
+            task.await.expect("server task").expect("server");
+        }
+    }
+
+    /// `GET {url}{path}` with `params` (URL-encoded here); the status and the body as
+    /// JSON (a body that is not JSON comes back as a JSON string).
+    pub async fn get(&self, path: &str, params: &[(&str, &str)]) -> (u16, serde_json::Value) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .query(params)
+            .send()
+            .await
+            .expect("GET");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+        (status, json)
+    }
+
+    /// `POST /prometheus/api/v1/write` of `series`, as Prometheus 2.x sends it; the status
+    /// and the body's text.
+    pub async fn remote_write(&self, series: &[(&Labels, &[(i64, f64)])]) -> (u16, String) {
+        let body = snappy_block(&write_request(series));
+        let response = self
+            .client
+            .post(format!("{}/prometheus/api/v1/write", self.url))
+            .header("Content-Encoding", "snappy")
+            .header("Content-Type", "application/x-protobuf")
+            .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+            .body(body)
+            .send()
+            .await
+            .expect("POST remote write");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+}
+
+/// A series' labels, `__name__` included; a `BTreeMap` keeps them in the byte order that
+/// remote write asks for.
+pub type Labels = BTreeMap<String, String>;
+
+/// A `prometheus.WriteRequest` (protobuf) of `series`: samples as (ms since the epoch,
+/// value). Written out by hand from the message definitions, so that the test does not
+/// share the server's code:
+/// `WriteRequest { repeated TimeSeries timeseries = 1; }`,
+/// `TimeSeries { repeated Label labels = 1; repeated Sample samples = 2; }`,
+/// `Label { string name = 1; string value = 2; }`,
+/// `Sample { double value = 1; int64 timestamp = 2; }`.
+pub fn write_request(series: &[(&Labels, &[(i64, f64)])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (labels, samples) in series {
+        let mut ts = Vec::new();
+        for (name, value) in labels.iter() {
+            let mut label = Vec::new();
+            field_bytes(&mut label, 1, name.as_bytes());
+            field_bytes(&mut label, 2, value.as_bytes());
+            field_bytes(&mut ts, 1, &label);
+        }
+        for &(t, v) in samples.iter() {
+            let mut sample = Vec::new();
+            // Field 1, wire type 1 (64-bit): the value's bits as they are, so a stale
+            // marker's NaN payload arrives intact.
+            sample.push(1 << 3 | 1);
+            sample.extend_from_slice(&v.to_bits().to_le_bytes());
+            // Field 2, wire type 0 (varint); an int64 is encoded as its two's complement.
+            sample.push(2 << 3);
+            varint(&mut sample, t as u64);
+            field_bytes(&mut ts, 2, &sample);
+        }
+        field_bytes(&mut out, 1, &ts);
+    }
+    out
+}
+
+/// A length-delimited field (wire type 2).
+fn field_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+    varint(out, u64::from(field << 3 | 2));
+    varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Snappy's block format (not the framed one), which remote write uses.
+pub fn snappy_block(raw: &[u8]) -> Vec<u8> {
+    snap::raw::Encoder::new()
+        .compress_vec(raw)
+        .expect("snappy compresses any input")
+}
+
+#[test]
+fn write_request_bytes() {
+    let labels: Labels = [("__name__".to_string(), "a".to_string())].into();
+    let got = write_request(&[(&labels, &[(1, 2.0)])]);
+    #[rustfmt::skip]
+    let want = [
+        0x0a, 0x1c, // timeseries, 28 bytes
+        0x0a, 0x0d, // labels, 13 bytes
+        0x0a, 0x08, b'_', b'_', b'n', b'a', b'm', b'e', b'_', b'_',
+        0x12, 0x01, b'a',
+        0x12, 0x0b, // samples, 11 bytes
+        0x09, 0, 0, 0, 0, 0, 0, 0, 0x40, // value 2.0
+        0x10, 0x01, // timestamp 1
+    ];
+    assert_eq!(got, want);
+    let back = snap::raw::Decoder::new()
+        .decompress_vec(&snappy_block(&got))
+        .unwrap();
+    assert_eq!(back, got);
+}
