@@ -65,7 +65,7 @@ async fn prometheus_promql_testdata() {
 
 /// `$TICKERTAPE_PROMQL_TESTDATA`, else the cache `scripts/test` fills; `None` when absent.
 fn testdata_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("TICKERTAPE_PROMQL_TESTDATA") {
+    let dir = match std::env::var_os("TICKERTAPE_PROMQL_TESTDATA").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => workspace_dir().join(".cache/prometheus-2.42/promql/testdata"),
     };
