@@ -392,5 +392,7 @@ fn series_value(s: &str) -> Option<f64> {
     s.parse::<f64>().ok()
 }
 
+pub mod compare;
+
 #[cfg(test)]
 mod tests;
