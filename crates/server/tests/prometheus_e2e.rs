@@ -338,7 +338,7 @@ impl Prometheus {
                 child,
                 url: format!("http://{addr}"),
                 log,
-                client: reqwest::Client::new(),
+                client: support::client(),
             };
             if p.wait_ready().await {
                 return p;

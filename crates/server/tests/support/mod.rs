@@ -44,7 +44,7 @@ impl TestServer {
         ));
         Self {
             url,
-            client: reqwest::Client::new(),
+            client: client(),
             stop: Some(stop),
             task: Some(task),
             _dir: dir,
@@ -57,7 +57,7 @@ impl TestServer {
             let _ = stop.send(());
         }
         // A keep-alive connection holds the engine: close the client's first.
-        self.client = reqwest::Client::new();
+        self.client = client();
         if let Some(task) = self.task.take() {
             task.await.expect("server task").expect("server");
         }
@@ -96,6 +96,16 @@ impl TestServer {
         let status = response.status().as_u16();
         (status, response.text().await.unwrap_or_default())
     }
+}
+
+/// An HTTP client for loopback servers: no proxy from the environment, and a bound on
+/// every request so that a stuck server fails the test instead of hanging it.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .expect("an HTTP client")
 }
 
 /// A series' labels, `__name__` included; a `BTreeMap` keeps them in the byte order that
