@@ -194,13 +194,13 @@ async fn errors_have_prometheus_shape() {
     let (status, body) = s
         .get(&format!(
             "/api/v1/query?query={}",
-            urlencode("predict_linear(temp[5m], 1)")
+            urlencode("holt_winters(temp[5m], 0.5, 0.5)")
         ))
         .await;
     assert_eq!(status, 400);
     assert_eq!(
         body["error"],
-        "the function predict_linear() is not supported by tickertape"
+        "the function holt_winters() is not supported by tickertape"
     );
     let (status, body) = s
         .get("/api/v1/query_range?query=temp&start=10&end=1&step=1")

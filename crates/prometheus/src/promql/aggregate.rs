@@ -131,7 +131,7 @@ pub(crate) fn aggregate(
             };
             match op {
                 AggregateOp::Topk | AggregateOp::Bottomk => {
-                    for (v, i) in group.heap {
+                    for (v, i) in ranked(group.heap, op == AggregateOp::Topk) {
                         out.put(input[i].labels.clone(), step, v)?;
                     }
                 }
@@ -140,6 +140,79 @@ pub(crate) fn aggregate(
         }
     }
     Ok(out.finish())
+}
+
+/// A group's kept series best first (largest for topk, smallest for bottomk), NaN last:
+/// the order of an instant query's answer.
+fn ranked(mut kept: Vec<(f64, usize)>, largest_first: bool) -> Vec<(f64, usize)> {
+    kept.sort_by(|a, b| match (a.0.is_nan(), b.0.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        _ if largest_first => b.0.total_cmp(&a.0),
+        _ => a.0.total_cmp(&b.0),
+    });
+    kept
+}
+
+/// `count_values("label", v)`: how many series have each value at each step, the value
+/// (as Prometheus prints it) in `label`.
+pub(crate) fn count_values(
+    label: &str,
+    grouping: &Grouping,
+    input: &[Series],
+    steps: usize,
+) -> Result<Vec<Series>, String> {
+    let valid = label
+        .chars()
+        .enumerate()
+        .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+    if label.is_empty() || !valid {
+        return Err(format!("invalid label name {label:?}"));
+    }
+    let grouping = match grouping {
+        Grouping::By(names) => {
+            Grouping::By(names.iter().cloned().chain([label.to_string()]).collect())
+        }
+        Grouping::Without(names) => Grouping::Without(names.clone()),
+    };
+    let mut out = VectorBuilder::new(steps);
+    for step in 0..steps {
+        let mut order: Vec<Labels> = Vec::new();
+        let mut counts: HashMap<Labels, f64> = HashMap::new();
+        for s in input {
+            let Some(v) = s.values[step] else { continue };
+            let mut labels: Labels = s
+                .labels
+                .iter()
+                .filter(|(k, _)| k != label)
+                .cloned()
+                .collect();
+            labels.push((label.to_string(), format_value(v)));
+            labels.sort();
+            let group = grouping.group_of(&labels);
+            let count = counts.entry(group.clone()).or_insert_with(|| {
+                order.push(group);
+                0.0
+            });
+            *count += 1.0;
+        }
+        for group in order {
+            let count = counts[&group];
+            out.put(group, step, count)?;
+        }
+    }
+    Ok(out.finish())
+}
+
+/// A value as Go's `strconv.FormatFloat(v, 'f', -1, 64)` writes it.
+fn format_value(v: f64) -> String {
+    match v {
+        v if v.is_nan() => "NaN".to_string(),
+        f64::INFINITY => "+Inf".to_string(),
+        f64::NEG_INFINITY => "-Inf".to_string(),
+        v => format!("{v}"),
+    }
 }
 
 fn first(op: AggregateOp, v: f64, i: usize) -> Group {

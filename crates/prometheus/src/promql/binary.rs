@@ -5,8 +5,8 @@ use super::value::{Series, Value, VectorBuilder};
 use crate::mapping::{Labels, METRIC_NAME};
 use promql_parser::parser::token::TokenType;
 use promql_parser::parser::token::{
-    T_ADD, T_DIV, T_EQLC, T_GTE, T_GTR, T_LAND, T_LOR, T_LSS, T_LTE, T_LUNLESS, T_MOD, T_MUL,
-    T_NEQ, T_POW, T_SUB,
+    T_ADD, T_ATAN2, T_DIV, T_EQLC, T_GTE, T_GTR, T_LAND, T_LOR, T_LSS, T_LTE, T_LUNLESS, T_MOD,
+    T_MUL, T_NEQ, T_POW, T_SUB,
 };
 use promql_parser::parser::{BinModifier, LabelModifier, VectorMatchCardinality};
 use std::collections::{HashMap, HashSet};
@@ -19,6 +19,7 @@ pub(crate) enum BinOp {
     Div,
     Mod,
     Pow,
+    Atan2,
     Eq,
     Ne,
     Gt,
@@ -39,6 +40,7 @@ impl BinOp {
             T_DIV => Self::Div,
             T_MOD => Self::Mod,
             T_POW => Self::Pow,
+            T_ATAN2 => Self::Atan2,
             T_EQLC => Self::Eq,
             T_NEQ => Self::Ne,
             T_GTR => Self::Gt,
@@ -63,9 +65,13 @@ impl BinOp {
         matches!(self, Self::And | Self::Or | Self::Unless)
     }
 
-    /// Arithmetic drops the metric name; comparisons (without `bool`) keep it.
+    /// Arithmetic drops the metric name; comparisons (without `bool`), set operators
+    /// and (as in Prometheus 2.x) `atan2` keep it.
     fn drops_name(self) -> bool {
-        !self.is_comparison() && !self.is_set()
+        matches!(
+            self,
+            Self::Add | Self::Sub | Self::Mul | Self::Div | Self::Mod | Self::Pow
+        )
     }
 
     /// The result and whether it is kept (a comparison that does not hold filters).
@@ -77,6 +83,7 @@ impl BinOp {
             Self::Div => (l / r, true),
             Self::Mod => (go_mod(l, r), true),
             Self::Pow => (l.powf(r), true),
+            Self::Atan2 => (l.atan2(r), true),
             Self::Eq => (l, l == r),
             Self::Ne => (l, l != r),
             Self::Gt => (l, l > r),

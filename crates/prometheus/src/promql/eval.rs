@@ -1,11 +1,14 @@
 //! The evaluator: an expression, the store's answers for its selectors, and a grid of
 //! steps in; a value at every step out.
 
-use super::aggregate::{aggregate, AggregateOp, Grouping};
+use super::aggregate::{aggregate, count_values, AggregateOp, Grouping};
 use super::binary::{binary, BinOp};
-use super::functions::{label_replace, map_values, round, scalar, simple_function, sort_by_value};
+use super::functions::{
+    date_function, date_of, label_join, label_replace, map_values, round, scalar, simple_function,
+    sort_by_value,
+};
 use super::histogram::histogram_quantile;
-use super::range_functions::{matrix_arg_index, range_function, Window};
+use super::range_functions::{matrix_arg_index, range_function, scalar_arg_index, Window};
 use super::select::{self, fetched, instant_vector, millis, offset_ms, without_stale, Fetched};
 use super::value::{drop_metric_name, Grid, RawSeries, Series, Value, SAME_LABELSET};
 use super::PromqlError;
@@ -155,6 +158,18 @@ impl Evaluator<'_> {
                 Value::Vector(label_replace(&v, steps, &s[0], &s[1], &s[2], &s[3]).map_err(exec)?)
             }
             "absent" => self.absent(args[0])?,
+            "absent_over_time" => self.absent_over_time(args[0])?,
+            "pi" => Value::Scalar(vec![std::f64::consts::PI; steps]),
+            "timestamp" => self.timestamp(args[0])?,
+            "label_join" => {
+                let v = self.vector_arg(args[0])?;
+                let s: Vec<String> = args[1..]
+                    .iter()
+                    .map(|a| self.string_arg(a))
+                    .collect::<Result<_>>()?;
+                Value::Vector(label_join(&v, steps, &s[0], &s[1], &s[2..]).map_err(exec)?)
+            }
+            name if date_function(name).is_some() => self.date(name, args.first().copied())?,
             "sort" | "sort_desc" => {
                 let v = self.vector_arg(args[0])?;
                 match steps {
@@ -191,29 +206,92 @@ impl Evaluator<'_> {
     /// matchers of a selector argument.
     fn absent(&self, arg: &Expr) -> Result<Value> {
         let v = self.vector_arg(arg)?;
-        let values: Vec<Option<f64>> = (0..self.steps())
-            .map(|i| v.iter().all(|s| s.values[i].is_none()).then_some(1.0))
+        let present: Vec<bool> = (0..self.steps())
+            .map(|i| v.iter().any(|s| s.values[i].is_some()))
             .collect();
-        if values.iter().all(Option::is_none) {
-            return Ok(Value::Vector(Vec::new()));
-        }
-        let matchers = match unwrap_parens(arg) {
-            Expr::VectorSelector(vs) => vs.matchers.matchers.clone(),
-            Expr::MatrixSelector(ms) => ms.vs.matchers.matchers.clone(),
-            _ => Vec::new(),
-        };
-        let mut labels: Labels = Vec::new();
-        let mut has: HashSet<&str> = HashSet::new();
-        for m in matchers.iter().filter(|m| m.name != METRIC_NAME) {
-            labels.retain(|(k, _)| *k != m.name);
-            if matches!(m.op, MatchOp::Equal) && has.insert(m.name.as_str()) {
-                labels.push((m.name.clone(), m.value.clone()));
-            }
-        }
-        labels.sort();
-        Ok(Value::Vector(vec![Series { labels, values }]))
+        Ok(absent_series(arg, &present))
     }
 
+    /// `absent_over_time(x[r])`: 1 at the steps where no series has a sample in the window.
+    fn absent_over_time(&self, arg: &Expr) -> Result<Value> {
+        let Expr::MatrixSelector(ms) = unwrap_parens(arg) else {
+            return Err(PromqlError::unsupported("absent_over_time() of a subquery"));
+        };
+        let (offset, range) = (offset_ms(&ms.vs.offset), millis(&ms.range));
+        let mut present = vec![false; self.steps()];
+        for raw in fetched(self.data, &ms.vs) {
+            let samples = without_stale(raw);
+            let mut window = select::Window::new(&samples);
+            for (i, p) in present.iter_mut().enumerate() {
+                *p |= !window.at(self.grid.time(i) - offset, range).is_empty();
+            }
+        }
+        Ok(absent_series(arg, &present))
+    }
+
+    /// `timestamp(v)`: of a selector, each sample's own time; of anything else, the
+    /// step's (in seconds, the name dropped).
+    fn timestamp(&self, arg: &Expr) -> Result<Value> {
+        let exec = PromqlError::Execution;
+        if let Expr::VectorSelector(vs) = unwrap_parens(arg) {
+            let raw = fetched(self.data, vs);
+            let times = select::sample_times(raw, &self.grid, offset_ms(&vs.offset));
+            return Ok(Value::Vector(
+                map_values(&times, self.steps(), |t, _| Some(t)).map_err(exec)?,
+            ));
+        }
+        let v = self.vector_arg(arg)?;
+        let out = map_values(&v, self.steps(), |_, i| {
+            Some(self.grid.time(i) as f64 / 1000.0)
+        });
+        Ok(Value::Vector(out.map_err(exec)?))
+    }
+
+    /// `hour(v)` and the other calendar functions; without an argument, of the step's time.
+    fn date(&self, name: &str, arg: Option<&Expr>) -> Result<Value> {
+        let Some(f) = date_function(name) else {
+            return Err(PromqlError::unsupported(&format!("the function {name}()")));
+        };
+        let Some(arg) = arg else {
+            let values = (0..self.steps())
+                .map(|i| Some(date_of((self.grid.time(i) / 1000) as f64, f)))
+                .collect();
+            return Ok(Value::Vector(vec![Series {
+                labels: Vec::new(),
+                values,
+            }]));
+        };
+        let v = self.vector_arg(arg)?;
+        let out = map_values(&v, self.steps(), |x, _| Some(date_of(x, f)));
+        Ok(Value::Vector(out.map_err(PromqlError::Execution)?))
+    }
+}
+
+/// The answer of `absent` and `absent_over_time`: 1 where nothing is `present`, labelled
+/// with the equality matchers of a selector argument (a label matched twice left out).
+fn absent_series(arg: &Expr, present: &[bool]) -> Value {
+    let values: Vec<Option<f64>> = present.iter().map(|p| (!p).then_some(1.0)).collect();
+    if values.iter().all(Option::is_none) {
+        return Value::Vector(Vec::new());
+    }
+    let matchers = match unwrap_parens(arg) {
+        Expr::VectorSelector(vs) => vs.matchers.matchers.as_slice(),
+        Expr::MatrixSelector(ms) => ms.vs.matchers.matchers.as_slice(),
+        _ => &[],
+    };
+    let mut labels: Labels = Vec::new();
+    let mut has: HashSet<&str> = HashSet::new();
+    for m in matchers.iter().filter(|m| m.name != METRIC_NAME) {
+        labels.retain(|(k, _)| *k != m.name);
+        if matches!(m.op, MatchOp::Equal) && has.insert(m.name.as_str()) {
+            labels.push((m.name.clone(), m.value.clone()));
+        }
+    }
+    labels.sort();
+    Value::Vector(vec![Series { labels, values }])
+}
+
+impl Evaluator<'_> {
     /// A function of a range vector: each series' window at each step reduced to one
     /// value; the metric name dropped (but by `last_over_time`).
     fn range_call(
@@ -228,9 +306,9 @@ impl Evaluator<'_> {
                 "{name}() of anything but a range selector (subqueries)"
             )));
         };
-        let param = match index {
-            1 => self.scalar_arg(args[0])?,
-            _ => vec![0.0; self.steps()],
+        let param = match scalar_arg_index(name).and_then(|i| args.get(i)) {
+            Some(arg) => self.scalar_arg(arg)?,
+            None => vec![0.0; self.steps()],
         };
         let offset = offset_ms(&ms.vs.offset);
         let range = millis(&ms.range);
@@ -249,6 +327,7 @@ impl Evaluator<'_> {
                         samples: inside,
                         range_start: end - range,
                         range_end: end,
+                        step_time: self.grid.time(i),
                     };
                     f(&w, param[i])
                 })
@@ -270,6 +349,24 @@ impl Evaluator<'_> {
 
     fn aggregate(&self, a: &AggregateExpr) -> Result<Value> {
         let name = a.op.to_string();
+        let grouping = match &a.modifier {
+            Some(LabelModifier::Include(l)) => Grouping::By(l.labels.clone()),
+            Some(LabelModifier::Exclude(l)) => Grouping::Without(l.labels.clone()),
+            None => Grouping::By(Vec::new()),
+        };
+        if name == "count_values" {
+            let label = match &a.param {
+                Some(p) => self.string_arg(p)?,
+                None => {
+                    return Err(PromqlError::BadData(
+                        "count_values needs a label name".into(),
+                    ))
+                }
+            };
+            let input = self.vector_arg(&a.expr)?;
+            let out = count_values(&label, &grouping, &input, self.steps());
+            return Ok(Value::Vector(out.map_err(PromqlError::Execution)?));
+        }
         let Some(op) = AggregateOp::from_name(&name) else {
             return Err(PromqlError::unsupported(&format!("the aggregation {name}")));
         };
@@ -278,11 +375,6 @@ impl Evaluator<'_> {
             None => None,
         };
         let input = self.vector_arg(&a.expr)?;
-        let grouping = match &a.modifier {
-            Some(LabelModifier::Include(l)) => Grouping::By(l.labels.clone()),
-            Some(LabelModifier::Exclude(l)) => Grouping::Without(l.labels.clone()),
-            None => Grouping::By(Vec::new()),
-        };
         let out = aggregate(op, &grouping, param.as_deref(), &input, self.steps())
             .map_err(PromqlError::Execution)?;
         Ok(Value::Vector(out))

@@ -8,10 +8,13 @@ pub(crate) struct Window<'a> {
     /// `t - offset - range` and `t - offset`, in ms.
     pub range_start: i64,
     pub range_end: i64,
+    /// The step's time `t` (predict_linear predicts from it).
+    pub step_time: i64,
 }
 
 /// A range function: its window's value, `None` for no output at this step. `param` is
-/// a scalar argument where the function takes one (quantile_over_time's `q`).
+/// a scalar argument where the function takes one (quantile_over_time's `q`,
+/// predict_linear's seconds ahead).
 pub(crate) type RangeFn = fn(&Window<'_>, f64) -> Option<f64>;
 
 /// The range functions tickertape evaluates, by name.
@@ -41,6 +44,15 @@ pub(crate) fn range_function(name: &str) -> Option<RangeFn> {
             }))
         },
         "resets" => |w, _| Some(changes(w.samples, |prev, cur| cur < prev)),
+        "deriv" => {
+            |w, _| (w.samples.len() >= 2).then(|| linear_regression(w.samples, w.samples[0].0).0)
+        }
+        "predict_linear" => |w, seconds| {
+            (w.samples.len() >= 2).then(|| {
+                let (slope, intercept) = linear_regression(w.samples, w.step_time);
+                slope * seconds + intercept
+            })
+        },
         _ => return None,
     };
     Some(f)
@@ -49,6 +61,15 @@ pub(crate) fn range_function(name: &str) -> Option<RangeFn> {
 /// Where a function's range-vector argument is (quantile_over_time takes `q` first).
 pub(crate) fn matrix_arg_index(name: &str) -> usize {
     usize::from(name == "quantile_over_time")
+}
+
+/// Where a function's scalar argument is, if it has one.
+pub(crate) fn scalar_arg_index(name: &str) -> Option<usize> {
+    match name {
+        "quantile_over_time" => Some(0),
+        "predict_linear" => Some(1),
+        _ => None,
+    }
 }
 
 /// `rate`, `increase` and `delta`: the change over the window, corrected for counter
@@ -186,6 +207,34 @@ fn variance(samples: &[(i64, f64)]) -> f64 {
     (aux + c_aux) / count
 }
 
+/// Least squares over the samples, times in seconds from `intercept_time`: (slope,
+/// intercept), compensated sums as Prometheus' `linearRegression`.
+fn linear_regression(samples: &[(i64, f64)], intercept_time: i64) -> (f64, f64) {
+    let first = samples[0].1;
+    if samples.iter().all(|s| s.1 == first) {
+        return match first.is_infinite() {
+            true => (f64::NAN, f64::NAN),
+            false => (0.0, first),
+        };
+    }
+    let (mut n, mut x_sum, mut y_sum, mut xy_sum, mut x2_sum) =
+        (0.0, (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0));
+    for &(t, v) in samples {
+        n += 1.0;
+        let x = (t - intercept_time) as f64 / 1e3;
+        x_sum = kahan_inc(x, x_sum.0, x_sum.1);
+        y_sum = kahan_inc(v, y_sum.0, y_sum.1);
+        xy_sum = kahan_inc(x * v, xy_sum.0, xy_sum.1);
+        x2_sum = kahan_inc(x * x, x2_sum.0, x2_sum.1);
+    }
+    let (sx, sy) = (x_sum.0 + x_sum.1, y_sum.0 + y_sum.1);
+    let (sxy, sx2) = (xy_sum.0 + xy_sum.1, x2_sum.0 + x2_sum.1);
+    let cov_xy = sxy - sx * sy / n;
+    let var_x = sx2 - sx * sx / n;
+    let slope = cov_xy / var_x;
+    (slope, sy / n - slope * sx / n)
+}
+
 fn changes(samples: &[(i64, f64)], changed: fn(f64, f64) -> bool) -> f64 {
     samples
         .windows(2)
@@ -223,6 +272,7 @@ mod tests {
             samples,
             range_start: start,
             range_end: end,
+            step_time: end,
         }
     }
 
@@ -245,6 +295,19 @@ mod tests {
         assert_eq!(extrapolated_rate(&w, true, false), Some(11.0));
         assert_eq!(instant_value(&w, true), Some(0.4));
         assert_eq!(changes(&s, |p, c| c < p), 1.0);
+    }
+
+    #[test]
+    fn deriv_and_predict_linear_fit_a_line() {
+        let s: Vec<(i64, f64)> = (0..10)
+            .map(|i| (i * 10_000, 5.0 + 2.0 * i as f64))
+            .collect();
+        let w = window(&s, 0, 90_000);
+        let deriv = range_function("deriv").unwrap()(&w, 0.0).unwrap();
+        assert!((deriv - 0.2).abs() < 1e-12, "{deriv}");
+        // At 90 s the line is at 23; 10 s later 25.
+        let ahead = range_function("predict_linear").unwrap()(&w, 10.0).unwrap();
+        assert!((ahead - 25.0).abs() < 1e-9, "{ahead}");
     }
 
     #[test]

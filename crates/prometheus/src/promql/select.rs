@@ -148,6 +148,32 @@ pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, offset: i64) -> Vec
         .collect()
 }
 
+/// For `timestamp()`: an instant selector at every step, each value the time (in
+/// seconds) of the sample it selects.
+pub(crate) fn sample_times(raw: &[RawSeries], grid: &Grid, offset: i64) -> Vec<Series> {
+    let timed: Vec<RawSeries> = raw
+        .iter()
+        .map(|s| RawSeries {
+            labels: s.labels.clone(),
+            samples: s
+                .samples
+                .iter()
+                .map(|&(t, v)| {
+                    (
+                        t,
+                        if is_stale_marker(v) {
+                            v
+                        } else {
+                            t as f64 / 1000.0
+                        },
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    instant_vector(&timed, grid, offset)
+}
+
 /// The samples of `series` without stale markers: what range selectors see.
 pub(crate) fn without_stale(series: &RawSeries) -> Vec<(i64, f64)> {
     series

@@ -133,15 +133,10 @@ fn arithmetic_and_comparison_between_vectors() {
 
 #[test]
 fn unsupported_syntax_is_named() {
-    let err = run(
-        &store(),
-        "predict_linear(requests_total[5m], 60)",
-        Grid::instant(0),
-    )
-    .unwrap_err();
+    let err = run(&store(), "requests_total @ 100", Grid::instant(0)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the function predict_linear() is not supported by tickertape"
+        "the @ modifier is not supported by tickertape"
     );
     let err = run(&store(), "rate(requests_total[5m:1m])", Grid::instant(0)).unwrap_err();
     assert!(err.to_string().contains("subqueries"), "{err}");
