@@ -3,42 +3,26 @@
 //! shape. (Remote write and read have their own tests; a real Prometheus is in
 //! `prometheus_e2e.rs`.)
 
-use serde_json::{json, Value};
-use std::sync::Arc;
-use tickertape_engine::Engine;
-use tickertape_reference::ReferenceBackend;
-use tickertape_server::ServerConfig;
+mod support;
 
-struct Server {
-    url: String,
-    client: reqwest::Client,
-}
+use serde_json::{json, Value};
+use support::TestServer;
+
+/// The test server, spoken to as a line-protocol client and a Prometheus API client.
+struct Server(TestServer);
 
 impl Server {
-    /// A server over a fresh in-memory store, until the test's runtime ends.
+    /// A server over a fresh embedded store.
     async fn start() -> Self {
-        let backend = Arc::new(ReferenceBackend::new(64).expect("capacity"));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let engine = Engine::new(backend);
-        tokio::spawn(tickertape_server::serve(
-            listener,
-            engine,
-            ServerConfig::default(),
-            std::future::pending(),
-        ));
-        Self {
-            url,
-            client: reqwest::Client::new(),
-        }
+        Self(TestServer::start().await)
     }
 
     async fn write(&self, body: &str) {
+        let url = format!("{}/write?precision=s", self.0.url);
         let r = self
+            .0
             .client
-            .post(format!("{}/write?precision=s", self.url))
+            .post(url)
             .body(body.to_string())
             .send()
             .await
@@ -51,21 +35,17 @@ impl Server {
         );
     }
 
+    /// `GET /prometheus{path}` (`path` with its query string, already encoded).
     async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .client
-            .get(format!("{}/prometheus{path}", self.url))
-            .send()
-            .await
-            .expect("get");
-        let status = r.status().as_u16();
-        (status, r.json().await.expect("json"))
+        self.0.get(&format!("/prometheus{path}"), &[]).await
     }
 
     async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
+        let url = format!("{}/prometheus{path}", self.0.url);
         let r = self
+            .0
             .client
-            .post(format!("{}/prometheus{path}", self.url))
+            .post(url)
             .form(form)
             .send()
             .await
@@ -275,13 +255,13 @@ async fn remote_read_answers_each_query_with_the_matching_samples() {
         ..ReadRequest::default()
     };
     let body = encode_request(&request).unwrap();
-    let r = s
-        .client
-        .post(format!("{}/prometheus/api/v1/read", s.url))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r =
+        s.0.client
+            .post(format!("{}/prometheus/api/v1/read", s.0.url))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     assert_eq!(r.headers()["content-encoding"], "snappy");
     let response = decode_read_response(&r.bytes().await.unwrap(), MAX_DECODED_BYTES).unwrap();
@@ -319,12 +299,12 @@ async fn remote_read_answers_each_query_with_the_matching_samples() {
         "nothing in [0, 1] ms"
     );
     // A body that is not snappy is refused with Prometheus' error shape.
-    let r = s
-        .client
-        .post(format!("{}/prometheus/api/v1/read", s.url))
-        .body("nope")
-        .send()
-        .await
-        .unwrap();
+    let r =
+        s.0.client
+            .post(format!("{}/prometheus/api/v1/read", s.0.url))
+            .body("nope")
+            .send()
+            .await
+            .unwrap();
     assert_eq!(r.status().as_u16(), 400);
 }

@@ -68,9 +68,7 @@ pub(crate) async fn query_range(
 ) -> Answer {
     let p = Params::new(q.as_deref(), &body);
     let expr = promql::parse(p.required("query")?)?;
-    let start = p
-        .time_or("start", MIN_TIME)
-        .and_then(|_| required_time(&p, "start"))?;
+    let start = required_time(&p, "start")?;
     let end = required_time(&p, "end")?;
     let step = p.duration("step")?;
     if end < start {
