@@ -41,13 +41,14 @@ const QUERIES: &[&str] = &[
     "process_resident_memory_bytes / 1024 + 1",
 ];
 
-/// Requests per traffic round (every 200 ms) to three of Prometheus' own endpoints, so that
-/// `prometheus_http_requests_total` has several series with distinct rates (5, 10 and
-/// 15/s, beside the scrapes' 1/s): `topk(3, …)` then has no ties to break differently.
+/// Requests per traffic round (one round, then a 200 ms pause, until the data is in) to
+/// three of Prometheus' own endpoints, so that `prometheus_http_requests_total` has series
+/// with rates in the ratio 3:5:7, each above the scrapes' 1/s while a round takes under
+/// 3 s: `topk(3, …)` then picks them with no ties to break differently.
 const TRAFFIC: &[(&str, usize)] = &[
-    ("/api/v1/status/buildinfo", 1),
-    ("/api/v1/labels", 2),
-    ("/api/v1/status/flags", 3),
+    ("/api/v1/status/buildinfo", 3),
+    ("/api/v1/labels", 5),
+    ("/api/v1/status/flags", 7),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
