@@ -97,6 +97,7 @@ pub struct Dataset {
 /// concurrent requests. tickertape refuses a point older than its series' last one; with
 /// one shared queue of time-major bodies, two clients would race and one body would be
 /// refused. (TSBS calls this `--hash-workers`.) Every store compared gets the same bodies.
+#[derive(Clone)]
 pub struct Stream {
     /// Bodies of `batch_lines` lines each (the last may be shorter).
     pub bodies: Vec<Bytes>,

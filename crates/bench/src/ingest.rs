@@ -6,7 +6,7 @@
 //! the bodies and the server's answers are timed. With `--target-url` the same client
 //! measures another store (VictoriaMetrics, InfluxDB 1.x) on the same data.
 
-use crate::dataset::{Dataset, Shape, MAX_HOSTS, MAX_HOURS};
+use crate::dataset::{Dataset, Shape, Stream, MAX_HOSTS, MAX_HOURS};
 use crate::disk::{self, DiskUsage};
 use crate::queries::{self, Lossless, QueryOutcome};
 use crate::store;
@@ -94,13 +94,13 @@ pub struct Args {
 
 /// What one ingest measured.
 #[derive(Debug, serde::Serialize)]
-struct IngestOutcome {
-    seconds: f64,
-    points_per_second: f64,
-    bodies: usize,
+pub(crate) struct IngestOutcome {
+    pub(crate) seconds: f64,
+    pub(crate) points_per_second: f64,
+    pub(crate) bodies: usize,
     /// Bodies not answered 204 (or not answered at all).
-    failed: usize,
-    failures: Vec<String>,
+    pub(crate) failed: usize,
+    pub(crate) failures: Vec<String>,
 }
 
 pub async fn run(args: Args) -> Result<()> {
@@ -206,7 +206,7 @@ async fn bench_target(args: &Args, dataset: &Arc<Dataset>, url: &str) -> Result<
         Some(dir) => Some(disk::usage(dir)?),
         None => None,
     };
-    let ingest = ingest(&url, dataset, args.clients).await?;
+    let ingest = ingest(&url, dataset).await?;
     print_ingest(&url, dataset, &ingest, args.clients);
     let mut after = None;
     if let Some(flush) = &args.target_flush_url {
@@ -308,7 +308,7 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
     ));
 
     let url = format!("{base}/write?precision=ns");
-    let ingest = ingest(&url, dataset, args.clients).await?;
+    let ingest = ingest(&url, dataset).await?;
     print_ingest(&url, dataset, &ingest, args.clients);
 
     let usage = disk::usage(&dir)?;
@@ -394,8 +394,30 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
 }
 
 /// Sends every stream of bodies to `url`, one client per stream, concurrently.
-async fn ingest(url: &str, dataset: &Arc<Dataset>, clients: usize) -> Result<IngestOutcome> {
-    let bar = ProgressBar::new(dataset.points);
+async fn ingest(url: &str, dataset: &Dataset) -> Result<IngestOutcome> {
+    let streams = Arc::new(dataset.streams.clone());
+    send_streams(url, streams, dataset.points, BodyKind::LineProtocol).await
+}
+
+/// What the bodies hold, for the request's headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    /// `POST /write`: line protocol text.
+    LineProtocol,
+    /// `POST /prometheus/api/v1/write`: a snappy-compressed protobuf `WriteRequest`, with
+    /// the headers Prometheus 2.x sends.
+    RemoteWrite,
+}
+
+/// Sends every stream of bodies (`points` points in all) to `url`, one keep-alive client
+/// per stream, concurrently; only this is timed.
+pub(crate) async fn send_streams(
+    url: &str,
+    streams: Arc<Vec<Stream>>,
+    points: u64,
+    kind: BodyKind,
+) -> Result<IngestOutcome> {
+    let bar = ProgressBar::new(points);
     bar.set_style(
         ProgressStyle::with_template(
             "ingest [{bar:30}] {human_pos}/{human_len} points {per_sec} eta {eta}",
@@ -404,20 +426,20 @@ async fn ingest(url: &str, dataset: &Arc<Dataset>, clients: usize) -> Result<Ing
         .progress_chars("=> "),
     );
     let started = Instant::now();
-    let mut tasks = Vec::with_capacity(clients);
-    for stream in 0..dataset.streams.len() {
+    let mut tasks = Vec::with_capacity(streams.len());
+    for stream in 0..streams.len() {
         let client = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(1)
             .build()
             .context("building an HTTP client")?;
-        let (dataset, bar, url) = (dataset.clone(), bar.clone(), url.to_string());
+        let (streams, bar, url) = (streams.clone(), bar.clone(), url.to_string());
         tasks.push(tokio::spawn(async move {
             let mut failures: Vec<String> = Vec::new();
             let mut failed = 0usize;
-            let stream = &dataset.streams[stream];
+            let stream = &streams[stream];
             for (i, (body, &points)) in stream.bodies.iter().zip(&stream.points).enumerate() {
-                if let Err(message) = post(&client, &url, body.clone()).await {
+                if let Err(message) = post(&client, &url, body.clone(), kind).await {
                     failed += 1;
                     if failures.len() < MAX_PRINTED_FAILURES {
                         failures.push(format!("body {i}: {message}"));
@@ -431,7 +453,7 @@ async fn ingest(url: &str, dataset: &Arc<Dataset>, clients: usize) -> Result<Ing
     let mut outcome = IngestOutcome {
         seconds: 0.0,
         points_per_second: 0.0,
-        bodies: dataset.bodies(),
+        bodies: streams.iter().map(|s| s.bodies.len()).sum(),
         failed: 0,
         failures: Vec::new(),
     };
@@ -441,17 +463,30 @@ async fn ingest(url: &str, dataset: &Arc<Dataset>, clients: usize) -> Result<Ing
         outcome.failures.extend(failures);
     }
     outcome.seconds = started.elapsed().as_secs_f64();
-    outcome.points_per_second = dataset.points as f64 / outcome.seconds;
+    outcome.points_per_second = points as f64 / outcome.seconds;
     outcome.failures.truncate(MAX_PRINTED_FAILURES);
     bar.finish_and_clear();
     Ok(outcome)
 }
 
 /// One body; `Err` with what went wrong unless the answer is 204.
-async fn post(client: &reqwest::Client, url: &str, body: Bytes) -> Result<(), String> {
-    let response = client
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: Bytes,
+    kind: BodyKind,
+) -> Result<(), String> {
+    let request = match kind {
+        BodyKind::LineProtocol => client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+        BodyKind::RemoteWrite => client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
+            .header(reqwest::header::CONTENT_ENCODING, "snappy")
+            .header("X-Prometheus-Remote-Write-Version", "0.1.0"),
+    };
+    let response = request
         .body(body)
         .send()
         .await
@@ -526,7 +561,7 @@ fn print_lossless(l: &Lossless, hosts: &[String]) {
 }
 
 /// 8640000 → "8,640,000".
-fn group(n: u64) -> String {
+pub(crate) fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

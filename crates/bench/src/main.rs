@@ -7,6 +7,8 @@
 //! - `store.rs`: the in-process embedded store `ingest` writes to.
 //! - `dataset.rs`: the devops cpu dataset of `shared/bench/` (generated, or a gen.py file).
 //! - `queries.rs`: the four reference queries and the bit-for-bit read-back.
+//! - `remote_write.rs`: the dataset as Prometheus remote-write bodies, ingested
+//!   alternately with line protocol (issue 11).
 //! - `disk.rs`: allocated bytes of a directory.
 //! - `layouts/`: seed 003's schema simulator (`tickertape-bench layouts`), one file per
 //!   family of layouts.
@@ -21,6 +23,7 @@ mod ingest;
 mod layouts;
 mod promql;
 mod queries;
+mod remote_write;
 mod store;
 
 use clap::Parser;
@@ -91,6 +94,14 @@ enum Command {
     /// embedded store, compacted. Prints the median, p90 and fastest of --runs queries.
     #[command(verbatim_doc_comment)]
     Promql(promql::Args),
+    /// Issue 11's ingest target: the devops dataset as line protocol and as Prometheus
+    /// remote-write bodies (each line-protocol body converted into one WriteRequest with
+    /// the same points: one TimeSeries per series, metric <measurement>_<field>, the tags
+    /// as labels), ingested alternately (LP, RW, LP, RW …) into fresh embedded stores
+    /// behind the in-process server, with the same clients. Prints points/s per round and
+    /// the ratio; every point is counted back after each ingest.
+    #[command(verbatim_doc_comment)]
+    RemoteWrite(remote_write::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -102,6 +113,7 @@ fn main() -> std::process::ExitCode {
             Command::Candidates(args) => candidates::run(args).await,
             Command::Cardinality(args) => cardinality::run(args).await,
             Command::Promql(args) => promql::run(args).await,
+            Command::RemoteWrite(args) => remote_write::run(args).await,
         }
     })
 }
