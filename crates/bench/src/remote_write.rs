@@ -51,6 +51,12 @@ pub struct Args {
     /// Lines per line-protocol body; each remote-write body holds the same points.
     #[arg(long, default_value_t = 5_000)]
     batch_lines: usize,
+    /// Samples per TimeSeries at most: a series with more samples in a body is sent as
+    /// several TimeSeries. 1 is what Prometheus itself sends (a scrape's sample per
+    /// series, batches of series); the default holds each series' samples of a body in
+    /// one TimeSeries.
+    #[arg(long, value_name = "N")]
+    samples_per_series: Option<usize>,
     /// Rounds, each one line-protocol ingest then one remote-write ingest.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
@@ -83,6 +89,10 @@ fn validate(args: &Args) -> Result<()> {
     ensure!(
         (1..=MAX_HOSTS).contains(&args.hosts) && (1..=MAX_HOURS).contains(&args.hours),
         "--hosts must be 1 to {MAX_HOSTS} and --hours 1 to {MAX_HOURS}"
+    );
+    ensure!(
+        args.samples_per_series != Some(0),
+        "--samples-per-series must be at least 1"
     );
     ensure!(
         (1..=MAX_ROUNDS).contains(&args.rounds),
@@ -150,12 +160,13 @@ async fn prepare(args: &Args) -> Result<(Arc<Dataset>, RemoteBodies)> {
         round: args.round,
     };
     let (file, batch_lines, clients) = (args.file.clone(), args.batch_lines, args.clients);
+    let cap = args.samples_per_series.unwrap_or(usize::MAX);
     tokio::task::spawn_blocking(move || {
         let dataset = match file {
             Some(path) => Dataset::load(&path, batch_lines, clients),
             None => Dataset::generate(shape, batch_lines, clients),
         }?;
-        let remote = remote_bodies(&dataset)?;
+        let remote = remote_bodies(&dataset, cap)?;
         Ok((Arc::new(dataset), remote))
     })
     .await
@@ -298,8 +309,9 @@ fn summarize(
     Ok(())
 }
 
-/// Converts every line-protocol body of the dataset into a remote-write body.
-fn remote_bodies(dataset: &Dataset) -> Result<RemoteBodies> {
+/// Converts every line-protocol body of the dataset into a remote-write body, with at
+/// most `cap` samples per TimeSeries.
+fn remote_bodies(dataset: &Dataset, cap: usize) -> Result<RemoteBodies> {
     let mut out = RemoteBodies {
         streams: Vec::with_capacity(dataset.streams.len()),
         bytes: 0,
@@ -310,7 +322,7 @@ fn remote_bodies(dataset: &Dataset) -> Result<RemoteBodies> {
         let mut bodies = Vec::with_capacity(stream.bodies.len());
         for body in &stream.bodies {
             let text = std::str::from_utf8(body).context("dataset is not UTF-8")?;
-            let request = write_request(text)?;
+            let request = write_request(text, cap)?;
             let snappy = encode_request(&request).context("encoding a remote-write body")?;
             out.protobuf_bytes += prost_len(&request);
             out.bytes += snappy.len() as u64;
@@ -329,9 +341,9 @@ fn prost_len(request: &WriteRequest) -> u64 {
     prost::Message::encoded_len(request) as u64
 }
 
-/// One body's lines as a `WriteRequest`: one `TimeSeries` per (series, field), in order
-/// of first appearance, each with its samples in line order.
-fn write_request(text: &str) -> Result<WriteRequest> {
+/// One body's lines as a `WriteRequest`: one `TimeSeries` per (series, field) and `cap`
+/// samples, in order of first appearance, each with its samples in line order.
+fn write_request(text: &str, cap: usize) -> Result<WriteRequest> {
     let mut index: HashMap<(&str, &str), usize> = HashMap::new();
     let mut timeseries: Vec<TimeSeries> = Vec::new();
     for line in text
@@ -349,8 +361,8 @@ fn write_request(text: &str) -> Result<WriteRequest> {
             let (field, value) = pair.split_once('=').context("a field without '='")?;
             let value: f64 = value.parse().with_context(|| format!("field {pair:?}"))?;
             let i = match index.get(&(series, field)) {
-                Some(&i) => i,
-                None => {
+                Some(&i) if timeseries[i].samples.len() < cap => i,
+                _ => {
                     timeseries.push(TimeSeries {
                         labels: labels(series, field)?,
                         ..TimeSeries::default()
@@ -407,7 +419,7 @@ mod tests {
             round: None,
         };
         let dataset = Dataset::generate(shape, 50, 2).unwrap();
-        let remote = remote_bodies(&dataset).unwrap();
+        let remote = remote_bodies(&dataset, usize::MAX).unwrap();
         for (lp, rw) in dataset.streams.iter().zip(&remote.streams) {
             assert_eq!(lp.bodies.len(), rw.bodies.len());
             for (text, body) in lp.bodies.iter().zip(&rw.bodies) {
@@ -466,9 +478,22 @@ mod tests {
 
     #[test]
     fn sub_millisecond_times_are_refused() {
-        let e = write_request("cpu,hostname=a v=1 1500000\n").unwrap_err();
+        let e = write_request("cpu,hostname=a v=1 1500000\n", 1).unwrap_err();
         assert!(e.to_string().contains("whole millisecond"), "{e}");
-        let ok = write_request("cpu,hostname=a v=1 2000000\n").unwrap();
+        let ok = write_request("cpu,hostname=a v=1 2000000\n", 1).unwrap();
         assert_eq!(ok.timeseries[0].samples[0].timestamp, 2);
+    }
+
+    #[test]
+    fn a_cap_splits_a_series_into_several_timeseries() {
+        let text =
+            "cpu,hostname=a v=1 1000000\ncpu,hostname=a v=2 2000000\ncpu,hostname=a v=3 3000000\n";
+        let sizes = |cap| -> Vec<usize> {
+            let r = write_request(text, cap).unwrap();
+            r.timeseries.iter().map(|s| s.samples.len()).collect()
+        };
+        assert_eq!(sizes(usize::MAX), vec![3]);
+        assert_eq!(sizes(2), vec![2, 1]);
+        assert_eq!(sizes(1), vec![1, 1, 1]);
     }
 }
