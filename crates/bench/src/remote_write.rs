@@ -217,9 +217,28 @@ async fn one_ingest(
     );
     let _ = stop.send(());
     server.await.context("server task")?.context("server")?;
-    drop(engine);
+    close(engine).await?;
     dir.close().context("removing the store")?;
     Ok(outcome)
+}
+
+/// Closes the store before its directory is removed: waits (bounded) for the server's
+/// last connection tasks to let go of the engine, then drops it, which joins the store's
+/// threads once they flushed.
+async fn close(engine: tickertape_engine::Engine) -> Result<()> {
+    for _ in 0..1_000 {
+        if Arc::strong_count(engine.backend()) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    ensure!(
+        Arc::strong_count(engine.backend()) == 1,
+        "the store was still in use 10 s after its server stopped"
+    );
+    tokio::task::spawn_blocking(move || drop(engine))
+        .await
+        .context("closing the store")
 }
 
 /// Every stored point of the dataset's series, counted with `agg=count` per measurement.

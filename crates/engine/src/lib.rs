@@ -44,7 +44,7 @@ use tickertape_core::time::{Clock, SystemClock};
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use query::{CounterDisplay, Query};
 pub use read::SeriesPoints;
-pub use samples::SeriesSamples;
+pub use samples::{SeriesRef, SeriesSamples};
 pub use write::{LineError, WriteMode, WriteReport};
 
 #[derive(Debug, Error)]

@@ -6,21 +6,43 @@
 
 use crate::write::{refuse_for_schema, report, Errors, Origin, Pending, WriteMode, WriteReport};
 use crate::{Engine, EngineError};
-use std::fmt::Write;
 use tickertape_core::time::Precision;
 use tickertape_core::{Point, SeriesKey};
 
+/// A series named by borrowed parts, as a decoded request holds them: no `String` is
+/// made for it unless the store has not seen it yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeriesRef<'a> {
+    pub measurement: &'a str,
+    /// Sorted by key, keys unique (the invariant of [`SeriesKey`]).
+    pub tags: Vec<(&'a str, &'a str)>,
+    pub field: &'a str,
+}
+
+impl SeriesRef<'_> {
+    pub fn to_key(&self) -> SeriesKey {
+        SeriesKey::new(
+            self.measurement,
+            self.tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            self.field,
+        )
+    }
+}
+
 /// One series of a request and its points, times in the request's precision.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SeriesSamples {
-    pub key: SeriesKey,
-    pub points: Vec<Point>,
+pub struct SeriesSamples<'a> {
+    pub series: SeriesRef<'a>,
+    pub points: &'a [Point],
 }
 
 /// A series of the request as the pipeline sees it: its number and its cache text.
 struct SampleOrigin<'a> {
     number: usize,
-    key: &'a SeriesKey,
+    series: &'a SeriesRef<'a>,
     text: String,
 }
 
@@ -30,7 +52,7 @@ impl Origin for SampleOrigin<'_> {
     }
 
     fn measurement(&self) -> &str {
-        &self.key.measurement
+        self.series.measurement
     }
 
     fn series_text(&self) -> &str {
@@ -38,40 +60,55 @@ impl Origin for SampleOrigin<'_> {
     }
 
     fn series_key(&self, field: &str) -> SeriesKey {
-        match field == self.key.field {
-            true => self.key.clone(),
-            false => SeriesKey {
-                field: field.to_string(),
-                ..self.key.clone()
-            },
+        let mut key = self.series.to_key();
+        if field != key.field {
+            key.field = field.to_string();
         }
+        key
     }
 }
 
 /// The text the series cache knows a decoded series by: a `'\n'`, which no line
 /// protocol series text holds (a line ends there), so the two kinds never collide; then
 /// the measurement and each tag key and value, each as `<length>:<bytes>`, so that no
-/// two keys give one text whatever characters their names hold.
-pub(crate) fn cache_text(key: &SeriesKey) -> String {
-    let mut text = String::with_capacity(
-        8 + key.measurement.len()
-            + key
-                .tags
-                .iter()
-                .map(|(k, v)| 8 + k.len() + v.len())
-                .sum::<usize>(),
-    );
+/// two series give one text whatever characters their names hold.
+pub(crate) fn cache_text(series: &SeriesRef<'_>) -> String {
+    let parts = 1 + 2 * series.tags.len();
+    let bytes: usize = series.measurement.len()
+        + series
+            .tags
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>();
+    let mut text = String::with_capacity(1 + bytes + 4 * parts);
     text.push('\n');
-    let mut put = |s: &str| {
-        // Writing to a String cannot fail.
-        let _ = write!(text, "{}:{s}", s.len());
-    };
-    put(&key.measurement);
-    for (k, v) in &key.tags {
-        put(k);
-        put(v);
+    put(&mut text, series.measurement);
+    for (k, v) in &series.tags {
+        put(&mut text, k);
+        put(&mut text, v);
     }
     text
+}
+
+/// Appends `<length>:<s>`, the length in decimal (written by hand: `write!` costs a
+/// formatter per part, and this runs for every series of every request).
+fn put(text: &mut String, s: &str) {
+    let mut digits = [0u8; 20];
+    let mut n = s.len();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        text.push(char::from(d));
+    }
+    text.push(':');
+    text.push_str(s);
 }
 
 impl Engine {
@@ -85,7 +122,7 @@ impl Engine {
     /// failed, in which case no point may be counted as stored.
     pub async fn write_samples(
         &self,
-        series: &[SeriesSamples],
+        series: &[SeriesSamples<'_>],
         precision: Precision,
     ) -> Result<WriteReport, EngineError> {
         let mut errors = Errors::new();
@@ -94,14 +131,14 @@ impl Engine {
             .enumerate()
             .map(|(i, s)| SampleOrigin {
                 number: i + 1,
-                key: &s.key,
-                text: cache_text(&s.key),
+                series: &s.series,
+                text: cache_text(&s.series),
             })
             .collect();
         let total: usize = series.iter().map(|s| s.points.len()).sum();
         let mut pending = Vec::with_capacity(total);
         for (origin, s) in origins.iter().zip(series) {
-            match self.pending_of(origin, &s.points, precision) {
+            match self.pending_of(origin, s.points, precision) {
                 Ok(points) => pending.extend(points),
                 Err(message) => errors.entry(origin.number).or_default().push(message),
             }
@@ -125,18 +162,19 @@ impl Engine {
         points: &[Point],
         precision: Precision,
     ) -> Result<Vec<Pending<'l, SampleOrigin<'l>>>, String> {
-        let key = origin.key;
+        let series = origin.series;
         let converted = points
             .iter()
             .map(|p| match precision.to_nanos(p.time) {
                 Some(time) => Ok(Pending {
                     source: origin,
-                    field: &key.field,
+                    field: series.field,
                     point: Point::new(time, p.value),
                 }),
                 None => Err(format!(
-                    "series {key}: timestamp {} ({precision:?}) is out of range: nanoseconds \
+                    "series {}: timestamp {} ({precision:?}) is out of range: nanoseconds \
                      since the epoch must fit in 64 bits (1677-09-21 to 2262-04-11)",
+                    series.to_key(),
                     p.time
                 )),
             })
@@ -144,8 +182,8 @@ impl Engine {
         let Some(earliest) = converted.iter().map(|p| p.point.time).min() else {
             return Ok(converted);
         };
-        match refuse_for_schema(self.schema(), &key.measurement, earliest, WriteMode::Set) {
-            Some(message) => Err(format!("series {key}: {message}")),
+        match refuse_for_schema(self.schema(), series.measurement, earliest, WriteMode::Set) {
+            Some(message) => Err(format!("series {}: {message}", series.to_key())),
             None => Ok(converted),
         }
     }
@@ -155,26 +193,28 @@ impl Engine {
 mod tests {
     use super::*;
 
+    fn series<'a>(m: &'a str, tags: &[(&'a str, &'a str)]) -> SeriesRef<'a> {
+        SeriesRef {
+            measurement: m,
+            tags: tags.to_vec(),
+            field: "value",
+        }
+    }
+
     #[test]
-    fn cache_texts_tell_apart_keys_that_print_alike() {
-        let key = |m: &str, tags: &[(&str, &str)]| {
-            SeriesKey::new(
-                m,
-                tags.iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                "value",
-            )
-        };
+    fn cache_texts_tell_apart_series_that_print_alike() {
         // `a{b=c,d=e}` either way when printed.
-        let one = key("a", &[("b", "c,d=e")]);
-        let two = key("a", &[("b", "c"), ("d", "e")]);
-        assert_eq!(one.to_string(), two.to_string());
+        let one = series("a", &[("b", "c,d=e")]);
+        let two = series("a", &[("b", "c"), ("d", "e")]);
+        assert_eq!(one.to_key().to_string(), two.to_key().to_string());
         assert_ne!(cache_text(&one), cache_text(&two));
         assert_ne!(
-            cache_text(&key("ab", &[])),
-            cache_text(&key("a", &[("b", "")]))
+            cache_text(&series("ab", &[])),
+            cache_text(&series("a", &[("b", "")]))
         );
-        assert!(cache_text(&one).starts_with('\n'));
+        assert_eq!(cache_text(&two), "\n1:a1:b1:c1:d1:e");
+        let long = "x".repeat(1234);
+        assert_eq!(cache_text(&series(&long, &[])), format!("\n1234:{long}"));
+        assert_eq!(cache_text(&series("", &[])), "\n0:");
     }
 }

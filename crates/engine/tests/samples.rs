@@ -8,7 +8,7 @@ use tickertape_core::schema::Schema;
 use tickertape_core::time::Precision;
 use tickertape_core::{Point, SeriesKey, SeriesSelector};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
-use tickertape_engine::{Engine, SeriesLimits, SeriesSamples};
+use tickertape_engine::{Engine, EngineError, SeriesLimits, SeriesRef, SeriesSamples, WriteReport};
 use tickertape_reference::ReferenceBackend;
 
 const MS: i64 = 1_000_000;
@@ -21,11 +21,36 @@ fn key(name: &str, job: &str) -> SeriesKey {
     SeriesKey::new(name, vec![("job".into(), job.into())], "value")
 }
 
-fn series(name: &str, job: &str, points: &[(i64, f64)]) -> SeriesSamples {
-    SeriesSamples {
-        key: key(name, job),
-        points: points.iter().map(|&(t, v)| Point::new(t, v)).collect(),
-    }
+/// A series of a request: metric name, `job` tag, (time, value) samples.
+type Spec<'a> = (&'a str, &'a str, &'a [(i64, f64)]);
+
+fn series<'a>(name: &'a str, job: &'a str, points: &'a [(i64, f64)]) -> Spec<'a> {
+    (name, job, points)
+}
+
+/// `write_samples` of the series `specs` describe.
+async fn write(
+    e: &Engine,
+    specs: &[Spec<'_>],
+    precision: Precision,
+) -> Result<WriteReport, EngineError> {
+    let points: Vec<Vec<Point>> = specs
+        .iter()
+        .map(|s| s.2.iter().map(|&(t, v)| Point::new(t, v)).collect())
+        .collect();
+    let samples: Vec<SeriesSamples> = specs
+        .iter()
+        .zip(&points)
+        .map(|(&(measurement, job, _), points)| SeriesSamples {
+            series: SeriesRef {
+                measurement,
+                tags: vec![("job", job)],
+                field: "value",
+            },
+            points,
+        })
+        .collect();
+    e.write_samples(&samples, precision).await
 }
 
 /// The stored points of every series of `measurement`, stale markers included, by key.
@@ -58,21 +83,21 @@ fn embedded() -> (tempfile::TempDir, Engine) {
 #[tokio::test]
 async fn samples_are_stored_bit_for_bit_at_their_times_in_nanoseconds() {
     let (_dir, e) = embedded();
-    let report = e
-        .write_samples(
-            &[
-                series(
-                    "up",
-                    "a",
-                    &[(1_000, 1.0), (2_000, f64::NAN), (3_000, stale())],
-                ),
-                series("up", "b", &[(1_000, -0.0)]),
-                series("up", "c", &[]),
-            ],
-            Precision::Milliseconds,
-        )
-        .await
-        .unwrap();
+    let report = write(
+        &e,
+        &[
+            series(
+                "up",
+                "a",
+                &[(1_000, 1.0), (2_000, f64::NAN), (3_000, stale())],
+            ),
+            series("up", "b", &[(1_000, -0.0)]),
+            series("up", "c", &[]),
+        ],
+        Precision::Milliseconds,
+    )
+    .await
+    .unwrap();
     assert_eq!((report.accepted, report.rejected), (3, 0), "{report:?}");
     assert_eq!((report.points_written, report.points_rejected), (4, 0));
     let got = stored(&e, "up").await;
@@ -93,16 +118,16 @@ async fn samples_are_stored_bit_for_bit_at_their_times_in_nanoseconds() {
 async fn a_time_past_the_nanosecond_range_refuses_its_series_only() {
     let (_dir, e) = embedded();
     let too_late = i64::MAX / 1_000;
-    let report = e
-        .write_samples(
-            &[
-                series("up", "a", &[(1_000, 1.0)]),
-                series("up", "b", &[(1_000, 1.0), (too_late, 2.0)]),
-            ],
-            Precision::Milliseconds,
-        )
-        .await
-        .unwrap();
+    let report = write(
+        &e,
+        &[
+            series("up", "a", &[(1_000, 1.0)]),
+            series("up", "b", &[(1_000, 1.0), (too_late, 2.0)]),
+        ],
+        Precision::Milliseconds,
+    )
+    .await
+    .unwrap();
     assert_eq!((report.accepted, report.rejected), (1, 1));
     assert_eq!((report.points_written, report.points_rejected), (1, 2));
     let error = &report.errors[0];
@@ -124,18 +149,18 @@ async fn series_limits_refuse_new_series_per_series() {
         max_series: 2,
         max_series_per_measurement: 0,
     });
-    let report = e
-        .write_samples(
-            &[
-                series("up", "a", &[(1, 1.0)]),
-                series("up", "b", &[(1, 1.0), (2, 2.0)]),
-                series("up", "c", &[(1, 1.0), (2, 2.0)]),
-                series("up", "a", &[(2, 2.0)]),
-            ],
-            Precision::Milliseconds,
-        )
-        .await
-        .unwrap();
+    let report = write(
+        &e,
+        &[
+            series("up", "a", &[(1, 1.0)]),
+            series("up", "b", &[(1, 1.0), (2, 2.0)]),
+            series("up", "c", &[(1, 1.0), (2, 2.0)]),
+            series("up", "a", &[(2, 2.0)]),
+        ],
+        Precision::Milliseconds,
+    )
+    .await
+    .unwrap();
     assert_eq!((report.accepted, report.rejected), (3, 1), "{report:?}");
     assert_eq!(report.points_rejected, 2);
     assert_eq!(report.errors[0].line, 3);
@@ -154,22 +179,23 @@ async fn series_limits_refuse_new_series_per_series() {
 async fn late_samples_are_refused_under_refuse_older() {
     let backend = ReferenceBackend::with_rule(160, AppendRule::RefuseOlder).unwrap();
     let e = Engine::new(Arc::new(backend));
-    e.write_samples(
+    write(
+        &e,
         &[series("up", "a", &[(10, 1.0), (20, 2.0)])],
         Precision::Milliseconds,
     )
     .await
     .unwrap();
-    let report = e
-        .write_samples(
-            &[
-                series("up", "b", &[(5, 5.0)]),
-                series("up", "a", &[(15, 1.5), (30, 3.0)]),
-            ],
-            Precision::Milliseconds,
-        )
-        .await
-        .unwrap();
+    let report = write(
+        &e,
+        &[
+            series("up", "b", &[(5, 5.0)]),
+            series("up", "a", &[(15, 1.5), (30, 3.0)]),
+        ],
+        Precision::Milliseconds,
+    )
+    .await
+    .unwrap();
     assert_eq!((report.accepted, report.rejected), (1, 1), "{report:?}");
     assert_eq!((report.points_written, report.points_rejected), (2, 1));
     assert_eq!(report.errors[0].line, 2);
@@ -188,13 +214,13 @@ async fn late_samples_are_refused_under_refuse_older() {
 #[tokio::test]
 async fn unordered_samples_are_sorted_and_the_last_of_a_time_wins() {
     let (_dir, e) = embedded();
-    let report = e
-        .write_samples(
-            &[series("up", "a", &[(30, 3.0), (10, 1.0), (30, 4.0)])],
-            Precision::Milliseconds,
-        )
-        .await
-        .unwrap();
+    let report = write(
+        &e,
+        &[series("up", "a", &[(30, 3.0), (10, 1.0), (30, 4.0)])],
+        Precision::Milliseconds,
+    )
+    .await
+    .unwrap();
     assert_eq!((report.accepted, report.points_written), (1, 3));
     let got = stored(&e, "up").await;
     assert_eq!(
@@ -212,16 +238,12 @@ async fn line_protocol_and_samples_of_one_series_meet_in_the_store() {
         let lines = "up,job=a value=1 1000000\n";
         let samples = [series("up", "a", &[(2, 2.0)])];
         if samples_first {
-            e.write_samples(&samples, Precision::Milliseconds)
-                .await
-                .unwrap();
+            write(&e, &samples, Precision::Milliseconds).await.unwrap();
         }
         let r = e.write_lines(lines, Precision::Nanoseconds).await.unwrap();
         assert_eq!(r.rejected, 0);
         if !samples_first {
-            e.write_samples(&samples, Precision::Milliseconds)
-                .await
-                .unwrap();
+            write(&e, &samples, Precision::Milliseconds).await.unwrap();
         }
         let got = stored(&e, "up").await;
         assert_eq!(got.len(), 1, "{got:?}");
@@ -238,22 +260,16 @@ async fn the_schema_applies_to_samples() {
                   [measurements.temp]\nlayout = \"buckets\"\ninterval = \"1s\"\n";
     let e = Engine::new(Arc::new(ReferenceBackend::default()))
         .with_schema(Schema::from_toml(config).expect("config"));
-    let report = e
-        .write_samples(
-            &[
-                SeriesSamples {
-                    key: SeriesKey::new("hits", vec![], "value"),
-                    points: vec![Point::new(1_000, 1.0)],
-                },
-                SeriesSamples {
-                    key: SeriesKey::new("temp", vec![], "value"),
-                    points: vec![Point::new(1_000, 20.0), Point::new(2_000, stale())],
-                },
-            ],
-            Precision::Milliseconds,
-        )
-        .await
-        .unwrap();
+    let report = write(
+        &e,
+        &[
+            series("hits", "x", &[(1_000, 1.0)]),
+            series("temp", "x", &[(1_000, 20.0), (2_000, stale())]),
+        ],
+        Precision::Milliseconds,
+    )
+    .await
+    .unwrap();
     assert_eq!((report.accepted, report.rejected), (1, 1), "{report:?}");
     assert!(report.errors[0].message.contains("is a counter"));
     assert_eq!(report.points_written, 2);

@@ -10,9 +10,9 @@ use tickertape_core::query::Aggregate;
 use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::schema::Schema;
 use tickertape_core::time::{Precision, NANOS_PER_SECOND};
-use tickertape_core::{Point, SeriesKey, SeriesSelector};
+use tickertape_core::{Point, SeriesSelector};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
-use tickertape_engine::{Engine, Query, SeriesSamples};
+use tickertape_engine::{Engine, Query, SeriesRef, SeriesSamples};
 use tickertape_reference::ReferenceBackend;
 
 const S: i64 = NANOS_PER_SECOND;
@@ -34,12 +34,17 @@ fn samples() -> Vec<(i64, f64)> {
 
 async fn loaded(backend: Arc<dyn Backend>) -> Engine {
     let e = Engine::new(backend.clone()).with_schema(Schema::from_toml(CONFIG).unwrap());
+    let points: Vec<Point> = samples()
+        .into_iter()
+        .map(|(t, v)| Point::new(t, v))
+        .collect();
     let series = SeriesSamples {
-        key: SeriesKey::new("up", vec![("job".into(), "a".into())], "value"),
-        points: samples()
-            .into_iter()
-            .map(|(t, v)| Point::new(t, v))
-            .collect(),
+        series: SeriesRef {
+            measurement: "up",
+            tags: vec![("job", "a")],
+            field: "value",
+        },
+        points: &points,
     };
     let report = e
         .write_samples(&[series], Precision::Seconds)

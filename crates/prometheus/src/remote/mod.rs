@@ -5,15 +5,22 @@
 //! - [`decode_write_request`], [`decode_read_request`]: a request body (snappy block
 //!   format, then protobuf), refused with a [`RemoteError`] that says what is wrong.
 //! - [`encode_read_response`]: a read's answer, protobuf then snappy.
+//! - `borrowed`: the write path's own decoder, labels borrowed from the decompressed
+//!   body ([`decompress_write_request`], then [`BorrowedWriteRequest::parse`]); `series`:
+//!   labels as a stored series, borrowed ([`series_of`]).
 
+mod borrowed;
 mod messages;
+mod series;
 #[cfg(test)]
 mod tests;
 
+pub use borrowed::BorrowedWriteRequest;
 pub use messages::{
     Exemplar, Label, LabelMatcher, MatchType, MetricMetadata, MetricType, Query, QueryResult,
     ReadHints, ReadRequest, ReadResponse, ResponseType, Sample, TimeSeries, WriteRequest,
 };
+pub use series::{series_of, BorrowedSeries};
 
 use prost::Message;
 use thiserror::Error;
@@ -53,6 +60,13 @@ pub enum RemoteError {
 /// `max_decoded` bounds the decompressed size ([`MAX_DECODED_BYTES`] is Prometheus').
 pub fn decode_write_request(body: &[u8], max_decoded: usize) -> Result<WriteRequest, RemoteError> {
     decode_message(body, max_decoded, "WriteRequest")
+}
+
+/// Decompresses a remote-write body (snappy block format) for
+/// [`BorrowedWriteRequest::parse`], refusing what [`decode_write_request`] refuses
+/// before it reads the protobuf.
+pub fn decompress_write_request(body: &[u8], max_decoded: usize) -> Result<Vec<u8>, RemoteError> {
+    decompress(body, max_decoded, "WriteRequest")
 }
 
 /// Decodes a remote-read body: snappy block format, then a protobuf `ReadRequest`.

@@ -18,9 +18,11 @@ use axum::response::{IntoResponse, Response};
 use std::sync::atomic::Ordering;
 use tickertape_core::time::Precision;
 use tickertape_core::Point;
-use tickertape_engine::{LineError, SeriesSamples, WriteReport};
-use tickertape_prometheus::mapping::series_key_of;
-use tickertape_prometheus::remote::{decode_write_request, TimeSeries, MAX_DECODED_BYTES};
+use tickertape_engine::{LineError, SeriesRef, SeriesSamples, WriteReport};
+use tickertape_prometheus::mapping::VALUE_FIELD;
+use tickertape_prometheus::remote::{
+    decompress_write_request, series_of, BorrowedWriteRequest, MAX_DECODED_BYTES,
+};
 
 /// Refusals quoted in the warning logged for one request; the count is always exact.
 const LOGGED_REFUSALS: usize = 3;
@@ -37,14 +39,15 @@ pub(crate) async fn write(
         )));
     }
     check_encoding(&headers)?;
-    let request = decode_write_request(&body, MAX_DECODED_BYTES)
-        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let received: u64 = request
-        .timeseries
+    let protobuf = decompress_write_request(&body, MAX_DECODED_BYTES).map_err(bad_request)?;
+    let request = BorrowedWriteRequest::parse(&protobuf).map_err(bad_request)?;
+    let points: Vec<Point> = request
+        .samples
         .iter()
-        .map(|s| s.samples.len() as u64)
-        .sum();
-    let (series, unnamed) = to_series(&request.timeseries);
+        .map(|s| Point::new(s.timestamp, s.value))
+        .collect();
+    let received = points.len() as u64;
+    let (series, unnamed) = to_series(&request, &points);
     let mut report = state
         .engine
         .write_samples(&series.samples, Precision::Milliseconds)
@@ -59,7 +62,7 @@ pub(crate) async fn write(
     m.prometheus_samples_refused
         .fetch_add(report.points_rejected, Ordering::Relaxed);
     if !report.errors.is_empty() {
-        log_refusals(&report, request.timeseries.len());
+        log_refusals(&report, request.series.len());
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -80,14 +83,18 @@ fn check_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+fn bad_request(e: impl std::fmt::Display) -> ApiError {
+    ApiError::BadRequest(e.to_string())
+}
+
 /// The request's series as the engine takes them, with each one's index in the request.
-struct Converted {
-    samples: Vec<SeriesSamples>,
+struct Converted<'a> {
+    samples: Vec<SeriesSamples<'a>>,
     /// For each entry of `samples`, the index of its series in the request.
     index: Vec<usize>,
 }
 
-impl Converted {
+impl Converted<'_> {
     /// Renumbers the engine's refusals (1-based positions in `samples`) as 0-based
     /// indexes of the request's `timeseries`, which is what a sender can look up.
     fn renumber(&self, report: &mut WriteReport) {
@@ -102,36 +109,40 @@ impl Converted {
     }
 }
 
-/// A series refused before the engine saw it: its index and why.
+/// A series refused before the engine saw it: its index, sample count and why.
 type Unnamed = Vec<(usize, usize, String)>;
 
-/// The series of a request with a metric name; those without one are refused (index,
+/// The series of a request with a metric name, borrowed from it, each with its slice
+/// of `points` (the request's samples in order); those without one are refused (index,
 /// sample count, message).
-fn to_series(timeseries: &[TimeSeries]) -> (Converted, Unnamed) {
+fn to_series<'a>(
+    request: &BorrowedWriteRequest<'a>,
+    points: &'a [Point],
+) -> (Converted<'a>, Unnamed) {
     let mut converted = Converted {
-        samples: Vec::with_capacity(timeseries.len()),
-        index: Vec::with_capacity(timeseries.len()),
+        samples: Vec::with_capacity(request.series.len()),
+        index: Vec::with_capacity(request.series.len()),
     };
     let mut unnamed = Vec::new();
-    for (i, series) in timeseries.iter().enumerate() {
-        let labels = series
-            .labels
-            .iter()
-            .map(|l| (l.name.as_str(), l.value.as_str()));
-        match series_key_of(labels) {
-            Ok(key) => {
+    let (mut labels_start, mut samples_start) = (0, 0);
+    for (i, &(labels_end, samples_end)) in request.series.iter().enumerate() {
+        let labels = request.labels[labels_start..labels_end].iter().copied();
+        let samples = samples_end - samples_start;
+        match series_of(labels) {
+            Ok((measurement, tags)) => {
                 converted.samples.push(SeriesSamples {
-                    key,
-                    points: series
-                        .samples
-                        .iter()
-                        .map(|s| Point::new(s.timestamp, s.value))
-                        .collect(),
+                    series: SeriesRef {
+                        measurement,
+                        tags,
+                        field: VALUE_FIELD,
+                    },
+                    points: &points[samples_start..samples_end],
                 });
                 converted.index.push(i);
             }
-            Err(e) => unnamed.push((i, series.samples.len(), e.to_string())),
+            Err(e) => unnamed.push((i, samples, e.to_string())),
         }
+        (labels_start, samples_start) = (labels_end, samples_end);
     }
     (converted, unnamed)
 }
