@@ -93,19 +93,18 @@ pub(crate) fn cache_text(series: &SeriesRef<'_>) -> String {
 /// Appends `<length>:<s>`, the length in decimal (written by hand: `write!` costs a
 /// formatter per part, and this runs for every series of every request).
 fn put(text: &mut String, s: &str) {
-    let mut digits = [0u8; 20];
-    let mut n = s.len();
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+    let n = s.len();
+    if n < 10 {
+        text.push(char::from(b'0' + n as u8));
+    } else {
+        let mut digits = [0u8; 20];
+        let (mut n, mut i) = (n, digits.len());
+        while n > 0 {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
         }
-    }
-    for &d in &digits[i..] {
-        text.push(char::from(d));
+        digits[i..].iter().for_each(|&d| text.push(char::from(d)));
     }
     text.push(':');
     text.push_str(s);
