@@ -216,8 +216,18 @@ async fn undecodable_bodies_are_400_and_store_nothing() {
     let good = encode_request(&request(vec![series("up", "a", &[(T0, 1.0)])])).unwrap();
     // A snappy header announcing 33 MiB, over the 32 MiB limit; nothing follows.
     let oversized = vec![0x80, 0x80, 0x80, 0x11];
+    // A good series, then one whose label value is not UTF-8: the whole body is refused.
+    let mut protobuf = snap::raw::Decoder::new().decompress_vec(&good).unwrap();
+    protobuf.extend_from_slice(&[0x0a, 0x08, 0x0a, 0x06, 0x0a, 0x01, b'a', 0x12, 0x01, 0xff]);
+    let bad_label = snap::raw::Encoder::new().compress_vec(&protobuf).unwrap();
     let cases: Vec<(&str, Vec<u8>, Option<&str>, &str)> = vec![
         ("empty", Vec::new(), Some("snappy"), "empty"),
+        (
+            "label not UTF-8",
+            bad_label,
+            Some("snappy"),
+            "a label value is not valid UTF-8",
+        ),
         (
             "truncated",
             good[..good.len() / 2].to_vec(),

@@ -14,17 +14,17 @@ use super::{RemoteError, Sample};
 /// A decoded remote-write request, borrowing its labels from the decoded buffer.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BorrowedWriteRequest<'a> {
-    /// Every series' labels, series after series, as sent.
-    pub labels: Vec<(&'a str, &'a str)>,
     /// Every series' samples (milliseconds), series after series, as sent.
-    pub samples: Vec<Sample>,
-    /// Per series, the end of its labels in `labels` and of its samples in `samples`
-    /// (each starts where the previous one ended).
-    pub series: Vec<(usize, usize)>,
+    samples: Vec<Sample>,
+    /// Per series: its protobuf `TimeSeries` (whose labels are read on demand, so that
+    /// no vector of every label of the request is built), and the end of its samples in
+    /// `samples` (each series' start where the previous one's ended).
+    series: Vec<(&'a [u8], usize)>,
 }
 
 impl<'a> BorrowedWriteRequest<'a> {
-    /// Reads a protobuf `WriteRequest` (already decompressed).
+    /// Reads a protobuf `WriteRequest` (already decompressed): its series and samples.
+    /// Labels are checked when read ([`labels`](Self::labels)).
     pub fn parse(protobuf: &'a [u8]) -> Result<Self, RemoteError> {
         let mut out = Self::default();
         let mut r = Reader(protobuf);
@@ -41,27 +41,45 @@ impl<'a> BorrowedWriteRequest<'a> {
         Ok(out)
     }
 
-    /// Series `i`'s labels and samples.
-    pub fn series(&self, i: usize) -> (&[(&'a str, &'a str)], &[Sample]) {
-        let (labels_start, samples_start) = match i.checked_sub(1) {
-            Some(previous) => self.series[previous],
-            None => (0, 0),
+    /// How many series the request holds.
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// Every sample of the request, series after series.
+    pub fn all_samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    /// The range of series `i`'s samples in [`all_samples`](Self::all_samples).
+    pub fn sample_range(&self, i: usize) -> std::ops::Range<usize> {
+        let start = match i.checked_sub(1) {
+            Some(previous) => self.series[previous].1,
+            None => 0,
         };
-        let (labels_end, samples_end) = self.series[i];
-        (
-            &self.labels[labels_start..labels_end],
-            &self.samples[samples_start..samples_end],
-        )
+        start..self.series[i].1
+    }
+
+    /// Series `i`'s samples.
+    pub fn samples(&self, i: usize) -> &[Sample] {
+        &self.samples[self.sample_range(i)]
+    }
+
+    /// Series `i`'s labels, as sent; a label that is not UTF-8 or not a valid `Label`
+    /// is an error (the request is invalid).
+    pub fn labels(&self, i: usize) -> Labels<'a> {
+        Labels(Reader(self.series[i].0))
     }
 
     fn parse_series(&mut self, bytes: &'a [u8]) -> Result<(), RemoteError> {
         let mut r = Reader(bytes);
         while let Some((field, wire)) = r.key()? {
             match (field, wire) {
-                (1, LEN) => {
-                    let label = parse_label(r.bytes()?)?;
-                    self.labels.push(label);
-                }
+                (1, LEN) => drop(r.bytes()?),
                 (2, LEN) => {
                     let sample = parse_sample(r.bytes()?)?;
                     self.samples.push(sample);
@@ -70,8 +88,35 @@ impl<'a> BorrowedWriteRequest<'a> {
                 _ => r.skip(wire)?,
             }
         }
-        self.series.push((self.labels.len(), self.samples.len()));
+        self.series.push((bytes, self.samples.len()));
         Ok(())
+    }
+}
+
+/// The labels of one series, read from its `TimeSeries` as they are asked for.
+pub struct Labels<'a>(Reader<'a>);
+
+impl<'a> Iterator for Labels<'a> {
+    type Item = Result<(&'a str, &'a str), RemoteError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            // The structure was checked by `parse`; only the labels' contents are new.
+            let (field, wire) = match self.0.key() {
+                Ok(Some(key)) => key,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            };
+            let bytes = match wire == LEN {
+                true => self.0.bytes(),
+                false => self.0.skip(wire).map(|()| &[][..]),
+            };
+            match (field, bytes) {
+                (1, Ok(label)) => return Some(parse_label(label)),
+                (_, Ok(_)) => continue,
+                (_, Err(e)) => return Some(Err(e)),
+            }
+        }
     }
 }
 
@@ -257,13 +302,13 @@ mod tests {
         fn reads_what_prost_reads(sent in arb_request()) {
             let protobuf = sent.encode_to_vec();
             let got = BorrowedWriteRequest::parse(&protobuf).unwrap();
-            prop_assert_eq!(got.series.len(), sent.timeseries.len());
+            prop_assert_eq!(got.len(), sent.timeseries.len());
             for (i, want) in sent.timeseries.iter().enumerate() {
-                let (labels, samples) = got.series(i);
+                let labels: Vec<(&str, &str)> = got.labels(i).collect::<Result<_, _>>().unwrap();
                 let want_labels: Vec<(&str, &str)> =
                     want.labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
-                prop_assert_eq!(labels, want_labels.as_slice());
-                prop_assert_eq!(bits(samples), bits(&want.samples));
+                prop_assert_eq!(labels, want_labels);
+                prop_assert_eq!(bits(got.samples(i)), bits(&want.samples));
             }
         }
 
@@ -272,14 +317,25 @@ mod tests {
         fn garbage_is_refused_or_read_as_prost_reads_it(
             bytes in prop::collection::vec(any::<u8>(), 0..200)
         ) {
-            if let Ok(got) = BorrowedWriteRequest::parse(&bytes) {
-                let want = WriteRequest::decode(bytes.as_slice());
-                prop_assert!(want.is_ok(), "prost refuses what was accepted: {:?}", want);
-                let want = want.unwrap();
-                prop_assert_eq!(got.series.len(), want.timeseries.len());
-                for (i, w) in want.timeseries.iter().enumerate() {
-                    prop_assert_eq!(bits(got.series(i).1), bits(&w.samples));
-                }
+            let Ok(got) = BorrowedWriteRequest::parse(&bytes) else {
+                return Ok(());
+            };
+            let labels: Result<Vec<Vec<(&str, &str)>>, _> =
+                (0..got.len()).map(|i| got.labels(i).collect()).collect();
+            let want = WriteRequest::decode(bytes.as_slice());
+            let Ok(labels) = labels else {
+                // Labels are checked when read: prost, which checks them at once, refuses.
+                prop_assert!(want.is_err());
+                return Ok(());
+            };
+            prop_assert!(want.is_ok(), "prost refuses what was accepted: {:?}", want);
+            let want = want.unwrap();
+            prop_assert_eq!(got.len(), want.timeseries.len());
+            for (i, w) in want.timeseries.iter().enumerate() {
+                prop_assert_eq!(bits(got.samples(i)), bits(&w.samples));
+                let want_labels: Vec<(&str, &str)> =
+                    w.labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
+                prop_assert_eq!(&labels[i], &want_labels);
             }
         }
     }
@@ -296,15 +352,16 @@ mod tests {
         write.extend_from_slice(&series);
         write.extend_from_slice(&[0x1a, 0x04, 0x12, 0x02, b'u', b'p']);
         let got = BorrowedWriteRequest::parse(&write).unwrap();
-        assert_eq!(got.labels, vec![("n", "v")]);
+        assert_eq!(got.len(), 1);
+        let labels: Vec<(&str, &str)> = got.labels(0).collect::<Result<_, _>>().unwrap();
+        assert_eq!(labels, vec![("n", "v")]);
         assert_eq!(
-            got.samples,
-            vec![Sample {
+            got.samples(0),
+            &[Sample {
                 value: 1.0,
                 timestamp: 5
             }]
         );
-        assert_eq!(got.series, vec![(1, 1)]);
     }
 
     #[test]
@@ -312,27 +369,35 @@ mod tests {
         let cases: [(&[u8], &str); 5] = [
             (&[0x0a, 0x05, 0x0a], "a field of 5 bytes where 1 are left"),
             (
-                &[0x0a, 0x04, 0x0a, 0x02, 0x12, 0x01],
-                "a field of 1 bytes where 0 are left",
+                &[0x0a, 0x04, 0x12, 0x02, 0x09, 0x01],
+                "a field of 8 bytes where 1 are left",
             ),
             (&[0x08, 0x01], "timeseries is not a message"),
             (&[0x00], "field number 0"),
-            (&[0x0a, 0x03, 0x0a, 0x01, 0x1b], "groups are not supported"),
+            (&[0x0a, 0x01, 0x1b], "groups are not supported"),
         ];
         for (bytes, says) in cases {
             let e = BorrowedWriteRequest::parse(bytes).unwrap_err();
             assert!(e.to_string().contains(says), "{bytes:?}: {e}");
         }
-        // A label value that is not UTF-8.
-        let bad = [0x0a, 0x08, 0x0a, 0x06, 0x0a, 0x01, b'a', 0x12, 0x01, 0xff];
-        let e = BorrowedWriteRequest::parse(&bad).unwrap_err();
-        assert!(
-            e.to_string().contains("a label value is not valid UTF-8"),
-            "{e}"
-        );
-        assert!(
-            WriteRequest::decode(&bad[..]).is_err(),
-            "prost refuses it too"
-        );
+        // Wrong labels are found when the labels are read: a label value that is not
+        // UTF-8, a label cut short, a group inside a label.
+        let labels: [(&[u8], &str); 3] = [
+            (
+                &[0x0a, 0x08, 0x0a, 0x06, 0x0a, 0x01, b'a', 0x12, 0x01, 0xff],
+                "a label value is not valid UTF-8",
+            ),
+            (
+                &[0x0a, 0x04, 0x0a, 0x02, 0x12, 0x01],
+                "a field of 1 bytes where 0 are left",
+            ),
+            (&[0x0a, 0x03, 0x0a, 0x01, 0x1b], "groups are not supported"),
+        ];
+        for (bytes, says) in labels {
+            let got = BorrowedWriteRequest::parse(bytes).unwrap();
+            let e = got.labels(0).collect::<Result<Vec<_>, _>>().unwrap_err();
+            assert!(e.to_string().contains(says), "{bytes:?}: {e}");
+            assert!(WriteRequest::decode(bytes).is_err(), "prost refuses it too");
+        }
     }
 }

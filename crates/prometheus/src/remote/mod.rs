@@ -15,7 +15,7 @@ mod series;
 #[cfg(test)]
 mod tests;
 
-pub use borrowed::BorrowedWriteRequest;
+pub use borrowed::{BorrowedWriteRequest, Labels};
 pub use messages::{
     Exemplar, Label, LabelMatcher, MatchType, MetricMetadata, MetricType, Query, QueryResult,
     ReadHints, ReadRequest, ReadResponse, ResponseType, Sample, TimeSeries, WriteRequest,

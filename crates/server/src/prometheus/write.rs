@@ -42,12 +42,12 @@ pub(crate) async fn write(
     let protobuf = decompress_write_request(&body, MAX_DECODED_BYTES).map_err(bad_request)?;
     let request = BorrowedWriteRequest::parse(&protobuf).map_err(bad_request)?;
     let points: Vec<Point> = request
-        .samples
+        .all_samples()
         .iter()
         .map(|s| Point::new(s.timestamp, s.value))
         .collect();
     let received = points.len() as u64;
-    let (series, unnamed) = to_series(&request, &points);
+    let (series, unnamed) = to_series(&request, &points)?;
     let mut report = state
         .engine
         .write_samples(&series.samples, Precision::Milliseconds)
@@ -62,7 +62,7 @@ pub(crate) async fn write(
     m.prometheus_samples_refused
         .fetch_add(report.points_rejected, Ordering::Relaxed);
     if !report.errors.is_empty() {
-        log_refusals(&report, request.series.len());
+        log_refusals(&report, request.len());
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -114,21 +114,32 @@ type Unnamed = Vec<(usize, usize, String)>;
 
 /// The series of a request with a metric name, borrowed from it, each with its slice
 /// of `points` (the request's samples in order); those without one are refused (index,
-/// sample count, message).
+/// sample count, message). A label that cannot be read (not UTF-8, cut short) makes the
+/// whole body invalid: 400, nothing stored.
 fn to_series<'a>(
     request: &BorrowedWriteRequest<'a>,
     points: &'a [Point],
-) -> (Converted<'a>, Unnamed) {
+) -> Result<(Converted<'a>, Unnamed), ApiError> {
     let mut converted = Converted {
-        samples: Vec::with_capacity(request.series.len()),
-        index: Vec::with_capacity(request.series.len()),
+        samples: Vec::with_capacity(request.len()),
+        index: Vec::with_capacity(request.len()),
     };
     let mut unnamed = Vec::new();
-    let (mut labels_start, mut samples_start) = (0, 0);
-    for (i, &(labels_end, samples_end)) in request.series.iter().enumerate() {
-        let labels = request.labels[labels_start..labels_end].iter().copied();
-        let samples = samples_end - samples_start;
-        match series_of(labels) {
+    for i in 0..request.len() {
+        let mut invalid = None;
+        let labels = request.labels(i).map_while(|label| match label {
+            Ok(label) => Some(label),
+            Err(e) => {
+                invalid = Some(e);
+                None
+            }
+        });
+        let series = series_of(labels);
+        if let Some(e) = invalid {
+            return Err(bad_request(e));
+        }
+        let range = request.sample_range(i);
+        match series {
             Ok((measurement, tags)) => {
                 converted.samples.push(SeriesSamples {
                     series: SeriesRef {
@@ -136,15 +147,14 @@ fn to_series<'a>(
                         tags,
                         field: VALUE_FIELD,
                     },
-                    points: &points[samples_start..samples_end],
+                    points: &points[range],
                 });
                 converted.index.push(i);
             }
-            Err(e) => unnamed.push((i, samples, e.to_string())),
+            Err(e) => unnamed.push((i, range.len(), e.to_string())),
         }
-        (labels_start, samples_start) = (labels_end, samples_end);
     }
-    (converted, unnamed)
+    Ok((converted, unnamed))
 }
 
 /// Adds the series refused for want of a metric name to the report, in index order.
