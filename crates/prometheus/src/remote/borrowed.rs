@@ -1,5 +1,6 @@
-//! The write path's own decoder of a `WriteRequest`: labels are `&str` slices of the
-//! decoded buffer, and every series' labels and samples go into two flat vectors.
+//! The write path's own decoder of a `WriteRequest`: every sample goes into one flat
+//! vector, and a series' labels are read from its bytes when asked, as `&str` slices of
+//! the decoded buffer.
 //!
 //! Why not prost here: Prometheus sends one sample per series per request, and decoding
 //! into [`WriteRequest`](super::WriteRequest) costs two `String`s per label, two `Vec`s
