@@ -70,7 +70,8 @@ impl Engine {
         Ok(out)
     }
 
-    pub(crate) fn check_series_limit(&self, selected: usize) -> Result<(), EngineError> {
+    /// Refuses a query selecting more than `--max-query-series` series, naming the limit.
+    pub fn check_series_limit(&self, selected: usize) -> Result<(), EngineError> {
         let limit = self.limits.max_series;
         match selected > limit {
             true => Err(EngineError::OverLimit(format!(

@@ -308,3 +308,54 @@ async fn remote_read_answers_each_query_with_the_matching_samples() {
             .unwrap();
     assert_eq!(r.status().as_u16(), 400);
 }
+
+/// On a store with more series than one query may select, Grafana's metric browser
+/// (`label/__name__/values` with a time range) still gets every name, with a warning;
+/// other listings are refused naming the limit.
+#[tokio::test]
+async fn metric_names_are_listed_past_the_query_series_limit() {
+    use std::sync::Arc;
+    use tickertape_engine::{Engine, QueryLimits};
+    let backend = Arc::new(tickertape_reference::ReferenceBackend::new(64).expect("capacity"));
+    let limits = QueryLimits {
+        max_series: 2,
+        ..QueryLimits::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let engine = Engine::new(backend).with_query_limits(limits);
+    let config = tickertape_server::ServerConfig::default();
+    tokio::spawn(tickertape_server::serve(
+        listener,
+        engine,
+        config,
+        std::future::pending(),
+    ));
+    let client = support::client();
+    let body = "a,h=1 value=1 1700000000\na,h=2 value=1 1700000000\nb,h=1 value=1 1700000000\n";
+    let r = client
+        .post(format!("{url}/write?precision=s"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    let get = |path: &str| client.get(format!("{url}/prometheus/api/v1/{path}")).send();
+    let r = get("label/__name__/values?start=1699999000&end=1700001000")
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["data"], json!(["a", "b"]));
+    assert!(
+        body["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("--max-query-series"),
+        "{body}"
+    );
+    let r = get("label/h/values").await.unwrap();
+    assert_eq!(r.status().as_u16(), 422);
+}

@@ -218,22 +218,28 @@ pub(crate) async fn label_values(
     body: Bytes,
 ) -> Answer {
     let p = Params::new(q.as_deref(), &body);
-    if name == METRIC_NAME
-        && p.all("match[]").is_empty()
-        && p.get("start").is_none()
-        && p.get("end").is_none()
-    {
-        // Every metric name, from the store's (measurement, field) list alone.
-        let names: BTreeSet<String> = state
-            .engine
-            .list_fields()
-            .await?
-            .iter()
-            .map(|(m, f)| metric_name(m, f))
-            .collect();
-        return Ok(ok(&json::strings(names.iter().map(String::as_str))));
+    let every_metric = name == METRIC_NAME && p.all("match[]").is_empty();
+    if every_metric && p.get("start").is_none() && p.get("end").is_none() {
+        return Ok(ok(&json::strings(
+            metric_names(&state.engine)
+                .await?
+                .iter()
+                .map(String::as_str),
+        )));
     }
-    let (series, warnings) = listed_series(&state.engine, &p).await?;
+    let (series, warnings) = match listed_series(&state.engine, &p).await {
+        // Grafana's metric browser asks for every name in its time range: on a store
+        // with more series than one query may select, answer every name instead.
+        Err(e) if every_metric && e.is_over_limit() => {
+            let names = metric_names(&state.engine).await?;
+            let warning = format!("{e}: every metric name is listed, start and end not applied");
+            return Ok(ok_with_warnings(
+                &json::strings(names.iter().map(String::as_str)),
+                &[warning],
+            ));
+        }
+        other => other?,
+    };
     let values: BTreeSet<&str> = series
         .iter()
         .flatten()
@@ -241,6 +247,16 @@ pub(crate) async fn label_values(
         .map(|(_, v)| v.as_str())
         .collect();
     Ok(ok_with_warnings(&json::strings(values), &warnings))
+}
+
+/// Every metric name, from the store's (measurement, field) list alone.
+async fn metric_names(engine: &Engine) -> Result<BTreeSet<String>, PromError> {
+    Ok(engine
+        .list_fields()
+        .await?
+        .iter()
+        .map(|(m, f)| metric_name(m, f))
+        .collect())
 }
 
 /// What Grafana reads to learn the server's features: the Prometheus API version this

@@ -32,6 +32,20 @@ impl PromError {
     }
 }
 
+impl PromError {
+    /// A query wider than `--max-query-series`/`--max-query-points` (the only 422 the
+    /// engine gives).
+    pub(crate) fn is_over_limit(&self) -> bool {
+        self.status == StatusCode::UNPROCESSABLE_ENTITY && self.kind == "execution"
+    }
+}
+
+impl std::fmt::Display for PromError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl From<PromqlError> for PromError {
     fn from(e: PromqlError) -> Self {
         match e {

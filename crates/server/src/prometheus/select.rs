@@ -36,6 +36,8 @@ pub(crate) async fn select_series(
                 out.push((labels, info));
             }
         }
+        // Over all metrics too, as soon as it is passed.
+        engine.check_series_limit(out.len())?;
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
