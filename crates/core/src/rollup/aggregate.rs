@@ -20,11 +20,12 @@ pub fn aligned_span(start: i64, end: i64, resolution: Resolution) -> (i64, i64) 
         return (start, start);
     }
     let r = resolution.nanos();
-    let down = window_start(start, r);
-    let up = if down == start {
-        start
-    } else {
-        down.checked_add(r).unwrap_or(i64::MAX)
+    // The first slot boundary at or after `start`, counted up from `start`: the boundary
+    // below it may lie before i64::MIN, where `window_start` saturates.
+    let rem = start.rem_euclid(r);
+    let up = match rem {
+        0 => start,
+        _ => start.checked_add(r - rem).unwrap_or(i64::MAX),
     };
     let inner_end = window_start(end, r);
     if up < inner_end {

@@ -423,6 +423,17 @@ proptest! {
         }
     }
 
+    /// Found by this property: a slot boundary just after a `start` whose own slot starts
+    /// before i64::MIN was missed.
+    #[test]
+    fn aligned_span_near_the_start_of_time(offset in 0i64..4) {
+        let slot = 3_293_904_873_568_743;
+        let start = -9_222_933_645_992_480_401 + offset - 1;
+        let (a, b) = aligned_span(start, start + 2, Resolution::new(slot).unwrap());
+        prop_assert!(a == b && a >= start && b <= start + 2);
+        prop_assert!(start == a || window_start(start, slot) == window_start(a - 1, slot));
+    }
+
     #[test]
     fn aligned_span_leaves_edges_shorter_than_a_slot(
         start in any::<i64>(), len in 0i64..1_000_000_000_000_000, slot in slot_width(),
