@@ -57,6 +57,7 @@ impl Precision {
 }
 
 /// Parses a positive duration such as `10s`, `1m`, `1h30m`, `500ms` into nanoseconds.
+/// Units: `ns`, `us`, `ms`, `s`, `m`, `h`, `d`, `w` and `y` (365 days, as Prometheus).
 pub fn parse_duration(text: &str) -> Result<i64, TimeError> {
     let bad = || TimeError::BadDuration(text.to_string());
     let mut rest = text.trim();
@@ -84,6 +85,7 @@ pub fn parse_duration(text: &str) -> Result<i64, TimeError> {
             "h" => 3_600 * NANOS_PER_SECOND,
             "d" => 86_400 * NANOS_PER_SECOND,
             "w" => 7 * 86_400 * NANOS_PER_SECOND,
+            "y" => 365 * 86_400 * NANOS_PER_SECOND,
             _ => return Err(bad()),
         };
         rest = &rest[unit_len..];
@@ -200,6 +202,7 @@ mod tests {
         assert_eq!(parse_duration("1m"), Ok(60 * NANOS_PER_SECOND));
         assert_eq!(parse_duration("1h30m"), Ok(5_400 * NANOS_PER_SECOND));
         assert_eq!(parse_duration("250ms"), Ok(250_000_000));
+        assert_eq!(parse_duration("1y"), Ok(365 * 86_400 * NANOS_PER_SECOND));
         assert!(matches!(
             parse_duration("0s"),
             Err(TimeError::ZeroDuration(_))

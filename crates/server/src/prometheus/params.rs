@@ -82,40 +82,18 @@ pub(crate) fn parse_time(text: &str) -> Option<i64> {
     Some(nanos.div_euclid(1_000_000))
 }
 
-/// `1h30m`, `5m`, `250ms` (units y w d h m s ms) or seconds as a number, in milliseconds.
+/// `1h30m`, `5m`, `250ms` (core's duration syntax) or seconds as a number, in
+/// milliseconds. A zero duration is 0 here: the caller refuses it with its own words.
 pub(crate) fn parse_duration(text: &str) -> Option<i64> {
     if let Ok(seconds) = text.parse::<f64>() {
         let ms = (seconds * 1000.0).round();
         return (ms.is_finite() && ms.abs() < 9.2e18).then_some(ms as i64);
     }
-    let mut total: i64 = 0;
-    let mut rest = text;
-    if rest.is_empty() {
-        return None;
+    match tickertape_core::time::parse_duration(text) {
+        Ok(nanos) => Some(nanos / 1_000_000),
+        Err(tickertape_core::time::TimeError::ZeroDuration(_)) => Some(0),
+        Err(_) => None,
     }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let number: i64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit_ms: i64 = match &rest[..unit_len] {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            "w" => 7 * 86_400_000,
-            "y" => 365 * 86_400_000,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total = total.checked_add(number.checked_mul(unit_ms)?)?;
-    }
-    Some(total)
 }
 
 #[cfg(test)]
@@ -139,6 +117,8 @@ mod tests {
         assert_eq!(parse_duration("0.5"), Some(500));
         assert_eq!(parse_duration("1h30m"), Some(5_400_000));
         assert_eq!(parse_duration("250ms"), Some(250));
+        assert_eq!(parse_duration("1y"), Some(365 * 86_400_000));
+        assert_eq!(parse_duration("0s"), Some(0));
         assert_eq!(parse_duration("5x"), None);
         assert_eq!(parse_duration(""), None);
     }
