@@ -79,24 +79,51 @@ pub fn labels_of(key: &SeriesKey) -> Labels {
     labels
 }
 
-/// The stored series of a Prometheus label set: measurement `__name__`, field `value`,
-/// the other labels as tags (empty values dropped).
-pub fn series_key_of<'a>(
+/// A series' measurement and tags (sorted by name, names unique), borrowed from the labels
+/// it was named by.
+pub type BorrowedSeries<'a> = (&'a str, Vec<(&'a str, &'a str)>);
+
+/// The stored series of a Prometheus label set, borrowed: measurement `__name__` (the last
+/// one given), the other labels as tags (empty values dropped, sorted by name, a name given
+/// twice keeping its last value); the field is [`VALUE_FIELD`]. Remote write names every
+/// series of every request this way and builds a [`SeriesKey`] only for a series the
+/// store has not seen.
+pub fn series_of<'a>(
     labels: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> Result<SeriesKey, MappingError> {
+) -> Result<BorrowedSeries<'a>, MappingError> {
+    let labels = labels.into_iter();
     let mut name = None;
-    let mut tags = Vec::new();
+    let mut tags = Vec::with_capacity(labels.size_hint().0);
     for (k, v) in labels {
         if k == METRIC_NAME {
             name = Some(v);
         } else if !v.is_empty() {
-            tags.push((k.to_string(), v.to_string()));
+            tags.push((k, v));
         }
     }
+    // Prometheus sends labels sorted by name; sorting is then one pass.
+    if !tags.windows(2).all(|w| w[0].0 < w[1].0) {
+        // As `SeriesKey::new`: of a name given twice, the last value stays.
+        tags.reverse();
+        tags.sort_by(|a, b| a.0.cmp(b.0));
+        tags.dedup_by(|a, b| a.0 == b.0);
+    }
     match name {
-        Some(name) if !name.is_empty() => Ok(SeriesKey::new(name, tags, VALUE_FIELD)),
+        Some(name) if !name.is_empty() => Ok((name, tags)),
         _ => Err(MappingError::NoMetricName),
     }
+}
+
+/// [`series_of`], owned: the stored series of a Prometheus label set.
+pub fn series_key_of<'a>(
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<SeriesKey, MappingError> {
+    let (name, tags) = series_of(labels)?;
+    let tags = tags
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Ok(SeriesKey::new(name, tags, VALUE_FIELD))
 }
 
 #[cfg(test)]
@@ -147,5 +174,38 @@ mod tests {
             series_key_of([("job", "p")]),
             Err(MappingError::NoMetricName)
         );
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The series `SeriesKey::new` makes of the same labels (the last `__name__`, the
+        /// other non-empty labels, sorted, a repeated name's last value), whatever the
+        /// labels: unsorted, repeated names, empty values, several or no `__name__`.
+        #[test]
+        fn series_of_names_the_series_a_key_would(
+            labels in prop::collection::vec(
+                (prop::sample::select(vec!["__name__", "a", "b", "job", "z", ""]), "[xy]{0,2}"),
+                0..8,
+            )
+        ) {
+            let borrowed: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let name = borrowed.iter().rev().find(|(k, _)| *k == METRIC_NAME).map(|(_, v)| *v);
+            let others: Vec<(String, String)> = borrowed
+                .iter()
+                .filter(|(k, v)| *k != METRIC_NAME && !v.is_empty())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            match (series_of(borrowed.iter().copied()), name.filter(|n| !n.is_empty())) {
+                (Ok((got_name, tags)), Some(name)) => {
+                    let owned: Vec<(String, String)> =
+                        tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                    prop_assert_eq!(got_name, name);
+                    prop_assert_eq!(&owned, &SeriesKey::new(name, others, VALUE_FIELD).tags);
+                }
+                (Err(e), None) => prop_assert_eq!(e, MappingError::NoMetricName),
+                (got, want) => prop_assert!(false, "{:?} vs a name of {:?}", got, want),
+            }
+        }
     }
 }

@@ -6,12 +6,11 @@
 //!   format, then protobuf), refused with a [`RemoteError`] that says what is wrong.
 //! - [`encode_read_response`]: a read's answer, protobuf then snappy.
 //! - `borrowed`: the write path's own decoder, labels borrowed from the decompressed
-//!   body ([`decompress_write_request`], then [`BorrowedWriteRequest::parse`]); `series`:
-//!   labels as a stored series, borrowed ([`series_of`]).
+//!   body ([`decompress_write_request`], then [`BorrowedWriteRequest::parse`]); each
+//!   series' labels become a stored series by `mapping::series_of`.
 
 mod borrowed;
 mod messages;
-mod series;
 #[cfg(test)]
 mod tests;
 
@@ -20,7 +19,6 @@ pub use messages::{
     Exemplar, Label, LabelMatcher, MatchType, MetricMetadata, MetricType, Query, QueryResult,
     ReadHints, ReadRequest, ReadResponse, ResponseType, Sample, TimeSeries, WriteRequest,
 };
-pub use series::{series_of, BorrowedSeries};
 
 use prost::Message;
 use thiserror::Error;

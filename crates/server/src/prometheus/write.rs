@@ -19,9 +19,9 @@ use std::sync::atomic::Ordering;
 use tickertape_core::time::Precision;
 use tickertape_core::Point;
 use tickertape_engine::{LineError, SeriesRef, SeriesSamples, WriteReport};
-use tickertape_prometheus::mapping::VALUE_FIELD;
+use tickertape_prometheus::mapping::{series_of, VALUE_FIELD};
 use tickertape_prometheus::remote::{
-    decompress_write_request, series_of, BorrowedWriteRequest, MAX_DECODED_BYTES,
+    decompress_write_request, BorrowedWriteRequest, MAX_DECODED_BYTES,
 };
 
 /// Refusals quoted in the warning logged for one request; the count is always exact.
