@@ -31,13 +31,7 @@ fn ok(data: &str) -> Response {
 }
 
 fn ok_with_warnings(data: &str, warnings: &[String]) -> Response {
-    let mut body = json::success(data);
-    if !warnings.is_empty() {
-        body.pop();
-        body.push_str(",\"warnings\":");
-        body.push_str(&json::strings(warnings.iter().map(String::as_str)));
-        body.push('}');
-    }
+    let body = json::success(data, warnings);
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 

@@ -63,9 +63,17 @@ fn pair(out: &mut String, ms: i64, v: f64) {
     out.push_str("\"]");
 }
 
-/// `{"status":"success","data":…}` around `data`.
-pub(crate) fn success(data: &str) -> String {
-    format!("{{\"status\":\"success\",\"data\":{data}}}")
+/// `{"status":"success","data":…}` around `data`, with `warnings` when there are any.
+pub(crate) fn success(data: &str, warnings: &[String]) -> String {
+    let mut out = String::with_capacity(data.len() + 64);
+    out.push_str("{\"status\":\"success\",\"data\":");
+    out.push_str(data);
+    if !warnings.is_empty() {
+        out.push_str(",\"warnings\":");
+        out.push_str(&strings(warnings.iter().map(String::as_str)));
+    }
+    out.push('}');
+    out
 }
 
 /// The `data` of an instant query.
