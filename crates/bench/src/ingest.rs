@@ -105,8 +105,16 @@ pub(crate) struct IngestOutcome {
 
 pub async fn run(args: Args) -> Result<()> {
     validate(&args)?;
-    let limit = Duration::from_secs(args.timeout_secs);
-    match tokio::time::timeout(limit, run_bounded(args)).await {
+    time_bounded(args.timeout_secs, run_bounded(args)).await
+}
+
+/// Runs `work`, aborting the whole benchmark after `--timeout-secs`.
+pub(crate) async fn time_bounded(
+    timeout_secs: u64,
+    work: impl std::future::Future<Output = Result<()>>,
+) -> Result<()> {
+    let limit = Duration::from_secs(timeout_secs);
+    match tokio::time::timeout(limit, work).await {
         Ok(result) => result,
         Err(_) => bail!("benchmark aborted after --timeout-secs {}", limit.as_secs()),
     }

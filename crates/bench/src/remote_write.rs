@@ -73,11 +73,7 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<()> {
     validate(&args)?;
-    let limit = Duration::from_secs(args.timeout_secs);
-    match tokio::time::timeout(limit, run_bounded(args)).await {
-        Ok(result) => result,
-        Err(_) => bail!("benchmark aborted after --timeout-secs {}", limit.as_secs()),
-    }
+    crate::ingest::time_bounded(args.timeout_secs, run_bounded(args)).await
 }
 
 fn validate(args: &Args) -> Result<()> {
