@@ -57,16 +57,12 @@ pub struct FirstNames<'q> {
 
 impl FirstNames<'_> {
     pub fn offer(&mut self, name: &str) {
-        if !self.query.accepts(name) || self.kept.contains(name) {
+        // Cheapest test first: once full, most names are past the largest one kept.
+        let full = self.kept.len() >= self.query.limit;
+        if full && self.kept.last().is_none_or(|last| name >= last.as_str()) {
             return;
         }
-        let full = self.kept.len() >= self.query.limit;
-        if full
-            && self
-                .kept
-                .last()
-                .is_none_or(|largest| name > largest.as_str())
-        {
+        if !self.query.accepts(name) || self.kept.contains(name) {
             return;
         }
         self.kept.insert(name.to_owned());

@@ -7,7 +7,8 @@
 //! Measured: new series registered per second (every body must be answered 204), the
 //! server's resident memory after the load (`VmRSS`) per series, the median latency of a
 //! query selecting one series by tag and of `agg=sum` over the series of one data centre,
-//! and the time from a restart to `/health` answering.
+//! the dashboard pickers' listings (`LISTINGS`), and the time from a restart to `/health`
+//! answering.
 //!
 //! The server's store is a fresh directory, or with `--mongodb URI` an empty MongoDB
 //! database (`serve --store URI`), dropped after the run unless `--keep`.
@@ -184,6 +185,11 @@ async fn measure(
     let one = median_ms(args.query_runs, || query(client, base, &host)).await?;
     let dc_runs = (args.query_runs / 5).max(3);
     let sum = median_ms(dc_runs, || query(client, base, "tag=dc:d3&agg=sum")).await?;
+    let mut listings = Vec::new();
+    for path in LISTINGS {
+        let ms = median_ms(dc_runs, || listing(client, base, path)).await?;
+        listings.push((path, ms));
+    }
     server.stop();
     let restart = server.restart(client, base).await?;
     println!(
@@ -213,6 +219,9 @@ async fn measure(
     println!(
         "             agg=sum over dc=d3 (a tenth of the series): {sum:.1} ms median of {dc_runs}"
     );
+    for (path, ms) in listings {
+        println!("listing      {path}: {ms:.1} ms median of {dc_runs}");
+    }
     println!(
         "restart      {:.2} s until /health answers",
         restart.as_secs_f64()
@@ -237,6 +246,28 @@ fn bodies(series: usize, batch: usize) -> Vec<(usize, String)> {
             (last - first, body)
         })
         .collect()
+}
+
+/// The dashboard pickers' requests at this many series: a key with one value per series
+/// (with and without a typed prefix), the keys, the measurements.
+const LISTINGS: [&str; 4] = [
+    "/api/v1/tag_values?measurement=card&key=host&prefix=h0476&limit=20",
+    "/api/v1/tag_values?measurement=card&key=host&limit=100",
+    "/api/v1/tag_keys?measurement=card",
+    "/api/v1/measurements?prefix=ca",
+];
+
+async fn listing(client: &reqwest::Client, base: &str, path: &str) -> Result<()> {
+    let response = client.get(format!("{base}{path}")).send().await?;
+    let status = response.status();
+    let text = response.text().await?;
+    if !status.is_success() || !text.contains("\"truncated\"") {
+        bail!(
+            "{path} answered {status}: {}",
+            text.chars().take(300).collect::<String>()
+        );
+    }
+    Ok(())
 }
 
 async fn query(client: &reqwest::Client, base: &str, selector: &str) -> Result<()> {
