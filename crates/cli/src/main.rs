@@ -2,8 +2,10 @@
 //!
 //! # Layout
 //! - `store.rs`: `--store PATH | mongodb://…` → a backend.
+//! - `answer.rs`: a query's answer from a store or a server.
 //! - `cmd/`: one file per subcommand.
 
+mod answer;
 mod cmd;
 mod store;
 
