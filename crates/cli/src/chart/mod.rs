@@ -1,6 +1,7 @@
 //! Line charts of time series, drawn with plotters into a PNG or an SVG file: a title, a
 //! UTC time axis, a value axis, one line per series in its own colour, a legend under the
-//! plot. Writing the file is the only I/O; the data arrives as a [`Chart`].
+//! plot. The image is made in memory ([`render`]); writing it is the only I/O ([`draw`]).
+//! The data arrives as a [`Chart`].
 //!
 //! Text is drawn with DejaVu Sans compiled into the binary (registered with plotters as
 //! "sans-serif"), so a chart looks the same on every machine and needs no system fonts.
@@ -107,35 +108,70 @@ pub enum ChartError {
     NoPoints,
     #[error("the embedded font DejaVu Sans could not be loaded")]
     Font,
-    #[error("cannot draw {}: {message}", path.display())]
-    Draw { path: PathBuf, message: String },
+    #[error("cannot draw the chart: {0}")]
+    Draw(String),
+    #[error("cannot encode the PNG: {0}")]
+    Encode(#[from] png::EncodingError),
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Draws `chart` into the file at `path`, a PNG or an SVG by its extension (the file is
-/// replaced). Refuses a chart without a finite value ([`ChartError::NoPoints`]).
+/// replaced once the image is complete). Refuses a chart without a finite value
+/// ([`ChartError::NoPoints`]).
 pub fn draw(chart: &Chart, size: ImageSize, path: &Path) -> Result<(), ChartError> {
-    let format = ImageFormat::of_path(path)?;
+    let image = render(chart, size, ImageFormat::of_path(path)?)?;
+    std::fs::write(path, image).map_err(|source| ChartError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The bytes of `chart` drawn as a PNG or an SVG file.
+pub fn render(chart: &Chart, size: ImageSize, format: ImageFormat) -> Result<Vec<u8>, ChartError> {
     register_font()?;
     let bounds = Bounds::of(chart).ok_or(ChartError::NoPoints)?;
     let dimensions = (size.width, size.height);
-    let drawn = match format {
+    let failed = |e: &dyn std::fmt::Display| ChartError::Draw(e.to_string());
+    match format {
         ImageFormat::Png => {
-            let root = BitMapBackend::new(path, dimensions).into_drawing_area();
-            draw_on(&root, chart, &bounds)
-                .and_then(|()| root.present())
-                .map_err(|e| e.to_string())
+            // RGB, 3 bytes a pixel; at most 192 MB (ImageSize::MAX).
+            let mut pixels = vec![0u8; size.width as usize * size.height as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut pixels, dimensions).into_drawing_area();
+                draw_on(&root, chart, &bounds)
+                    .and_then(|()| root.present())
+                    .map_err(|e| failed(&e))?;
+            }
+            Ok(encode_png(&pixels, size)?)
         }
         ImageFormat::Svg => {
-            let root = SVGBackend::new(path, dimensions).into_drawing_area();
-            draw_on(&root, chart, &bounds)
-                .and_then(|()| root.present())
-                .map_err(|e| e.to_string())
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, dimensions).into_drawing_area();
+                draw_on(&root, chart, &bounds)
+                    .and_then(|()| root.present())
+                    .map_err(|e| failed(&e))?;
+            }
+            Ok(svg.into_bytes())
         }
-    };
-    drawn.map_err(|message| ChartError::Draw {
-        path: path.to_path_buf(),
-        message,
-    })
+    }
+}
+
+/// `pixels` (RGB, row by row) as a PNG file. The png crate directly rather than plotters'
+/// encoder, which brings the image crate with JPEG and BMP codecs the binary has no use for.
+fn encode_png(pixels: &[u8], size: ImageSize) -> Result<Vec<u8>, png::EncodingError> {
+    let mut file = Vec::new();
+    let mut encoder = png::Encoder::new(&mut file, size.width, size.height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(pixels)?;
+    writer.finish()?;
+    Ok(file)
 }
 
 /// plotters looks fonts up by family name in a process-wide table; the first chart fills it.
