@@ -2,8 +2,12 @@
 //!
 //! # Layout
 //! - `store.rs`: `--store PATH | mongodb://…` → a backend.
+//! - `answer.rs`: a query's answer from a store or a server (`query` and `plot` share it).
+//! - `chart/`: line charts drawn into PNG or SVG files (`plot`).
 //! - `cmd/`: one file per subcommand.
 
+mod answer;
+mod chart;
 mod cmd;
 mod store;
 
@@ -31,6 +35,8 @@ enum Command {
     Import(cmd::import::Args),
     /// Query a store or a running server; prints a table, CSV or JSON.
     Query(cmd::query::Args),
+    /// Draw a query's answer as a line chart into a PNG or SVG file.
+    Plot(cmd::plot::Args),
     /// Operations on a store's deployment (MongoDB sharding).
     #[command(subcommand)]
     Admin(cmd::admin::Command),
@@ -50,6 +56,7 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => cmd::serve::run(args).await,
             Command::Import(args) => cmd::import::run(args).await,
             Command::Query(args) => cmd::query::run(args).await,
+            Command::Plot(args) => cmd::plot::run(args).await,
             Command::Admin(command) => cmd::admin::run(command).await,
         }
     })

@@ -2,5 +2,6 @@
 
 pub mod admin;
 pub mod import;
+pub mod plot;
 pub mod query;
 pub mod serve;

@@ -1,0 +1,151 @@
+//! A query's answer, from a store opened here or from a running server (`--url`): the
+//! selectors `tickertape query` and `tickertape plot` share, and the one way both obtain
+//! the answer.
+
+use crate::store::StoreArgs;
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+
+/// The selectors of `GET /api/v1/query`, and where to ask.
+#[derive(clap::Args, Debug)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Ask a running server instead of opening the store (e.g. http://127.0.0.1:8086).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Measurement to read.
+    #[arg(long, short)]
+    pub measurement: String,
+    /// Only this field.
+    #[arg(long, short)]
+    pub field: Option<String>,
+    /// Only series with this tag: KEY:VALUE, or KEY!=VALUE, KEY=~REGEX, KEY!~REGEX (anchored;
+    /// a missing tag counts as empty); repeat for several (all must match).
+    #[arg(long = "tag", short)]
+    pub tags: Vec<String>,
+    /// Range start, inclusive: RFC 3339 or integer nanoseconds. Default: the beginning.
+    #[arg(long)]
+    pub start: Option<String>,
+    /// Range end, exclusive: RFC 3339 or integer nanoseconds. Default: the end.
+    #[arg(long)]
+    pub end: Option<String>,
+    /// Window width for agg (10s, 1m, 1h …).
+    #[arg(long)]
+    pub step: Option<String>,
+    /// Aggregate: avg, min, max, sum, count, first, last.
+    #[arg(long)]
+    pub agg: Option<String>,
+    /// Also return the last point before start and the first at or after end.
+    #[arg(long)]
+    pub neighbors: bool,
+    /// Read windows from this resolution: raw, or a rollup that divides the step (1m …).
+    #[arg(long)]
+    pub resolution: Option<String>,
+    /// Let the engine pick the step so each series gets at most this many points (needs
+    /// --start; without --end the range ends now).
+    #[arg(long)]
+    pub max_points: Option<String>,
+    /// Counters: total or avg_per_sec per window (implies sums).
+    #[arg(long)]
+    pub display: Option<String>,
+}
+
+/// The answer in the shape of the HTTP API, whichever way it was obtained.
+#[derive(serde::Deserialize, serde::Serialize)]
+pub struct Answer {
+    pub series: Vec<SeriesAnswer>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize)]
+pub struct SeriesAnswer {
+    pub measurement: String,
+    pub tags: BTreeMap<String, String>,
+    pub field: String,
+    /// (time in ns since the epoch, value); a server may answer `null` for a value.
+    pub points: Vec<(i64, Option<f64>)>,
+}
+
+impl SeriesAnswer {
+    /// `measurement{k=v,…}#field`, the series' name in tables and CSV.
+    pub fn label(&self) -> String {
+        format!("{}{}#{}", self.measurement, self.tags_text(), self.field)
+    }
+
+    /// `{k=v,…}`: the tags in key order (`{}` for none).
+    pub fn tags_text(&self) -> String {
+        let tags: Vec<String> = self.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{{{}}}", tags.join(","))
+    }
+}
+
+impl QueryArgs {
+    /// The query string of `GET /api/v1/query` these flags ask for; the store path parses
+    /// the same string, so both ways validate a query alike.
+    fn query_string(&self) -> String {
+        let mut s = form_urlencoded::Serializer::new(String::new());
+        s.append_pair("measurement", &self.measurement);
+        if let Some(f) = &self.field {
+            s.append_pair("field", f);
+        }
+        for t in &self.tags {
+            s.append_pair("tag", t);
+        }
+        for (name, value) in [
+            ("start", &self.start),
+            ("end", &self.end),
+            ("step", &self.step),
+            ("agg", &self.agg),
+            ("resolution", &self.resolution),
+            ("max_points", &self.max_points),
+            ("display", &self.display),
+        ] {
+            if let Some(v) = value {
+                s.append_pair(name, v);
+            }
+        }
+        if self.neighbors {
+            s.append_pair("neighbors", "true");
+        }
+        s.finish()
+    }
+
+    /// The answer: from the server of `--url`, or from the store opened here.
+    pub async fn fetch(&self) -> Result<Answer> {
+        match &self.url {
+            Some(url) => ask_server(url, &self.query_string()).await,
+            None => self.ask_store().await,
+        }
+    }
+
+    async fn ask_store(&self) -> Result<Answer> {
+        let query = tickertape_server::query::parse_query(&self.query_string())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let engine = self.store.engine().await?;
+        let result = engine.query(&query).await?;
+        Ok(Answer {
+            series: result
+                .into_iter()
+                .map(|s| SeriesAnswer {
+                    measurement: s.key.measurement,
+                    tags: s.key.tags.into_iter().collect(),
+                    field: s.key.field,
+                    points: s.points.iter().map(|p| (p.time, Some(p.value))).collect(),
+                })
+                .collect(),
+        })
+    }
+}
+
+async fn ask_server(url: &str, query: &str) -> Result<Answer> {
+    let url = format!("{}/api/v1/query?{query}", url.trim_end_matches('/'));
+    let response = reqwest::get(&url)
+        .await
+        .with_context(|| format!("cannot reach {url}"))?;
+    let status = response.status();
+    let text = response.text().await?;
+    if !status.is_success() {
+        bail!("server answered {status}: {text}");
+    }
+    serde_json::from_str(&text).context("unexpected answer from the server")
+}
