@@ -2,6 +2,7 @@
 //!
 //! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
+//! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
 //!
@@ -10,6 +11,7 @@
 
 pub mod admin;
 pub mod binary;
+pub mod dashboard;
 pub mod error;
 pub mod metrics;
 pub mod prometheus;
@@ -65,6 +67,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())
+        .merge(dashboard::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
