@@ -29,7 +29,10 @@ class Dashboard {
     this.state = readState(window.location.search);
     this.counters = new Set();
     this.schemaLoaded = counterMeasurements()
-      .then((counters) => { this.counters = counters; })
+      .then((counters) => {
+        this.counters = counters;
+        this.sync();
+      })
       .catch((error) => this.setStatus(`schema not available: ${error.message}`));
     this.refreshChoice = null; // null: the default of the range
     this.hidden = new Set(); // full names of series the legend turned off

@@ -50,6 +50,10 @@ export class Controls {
       this.end.value = state.end;
     }
     selectValue(this.agg, state.agg);
+    // Under display the windows are sums: the aggregate is fixed unless a link set one.
+    const fixedSum = view.isCounter && !state.agg;
+    this.agg.disabled = fixedSum;
+    this.agg.options[0].textContent = fixedSum ? 'sum (counter)' : 'avg (default)';
     // A counter is shown as sums per window, per second or in total (MMS's display).
     byId('display-control').hidden = !view.isCounter && !state.display;
     const display = state.display || (view.isCounter ? DISPLAYS[0] : '');
