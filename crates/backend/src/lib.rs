@@ -19,6 +19,7 @@
 //! partitions ([`buckets`], seeds 001/003/004) and the name store ([`names`], seed 002).
 
 pub mod buckets;
+pub mod listing;
 pub mod names;
 pub mod partitions;
 
@@ -26,6 +27,7 @@ pub use buckets::{
     BucketFamily, BucketRange, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome,
     DocumentStart, Partition, SlotChange, SlotKind, SlotValue, StoredBucket,
 };
+pub use listing::{FirstNames, NameQuery};
 pub use names::{NameSpace, TokenRequest, NAMES_PER_DOCUMENT};
 pub use partitions::DocumentSpan;
 
@@ -258,6 +260,21 @@ pub trait Backend: Send + Sync + 'static {
     /// Every (measurement, field) pair some registered series has, sorted, each once:
     /// what Prometheus' metric names are made of (`tickertape_prometheus::mapping`).
     async fn list_fields(&self) -> Result<Vec<(String, String)>>;
+
+    /// The tag keys of `measurement`'s registered series that `query` accepts: sorted,
+    /// each once, at most `query.limit()` (the dashboard's search-as-you-type).
+    async fn list_tag_keys(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>>;
+
+    /// The values tag `key` takes among `measurement`'s registered series that `query`
+    /// accepts: sorted, each once, at most `query.limit()`. Must stay cheap at a million
+    /// series, so never a read of every series: the embedded store passes over the key's
+    /// distinct values in memory, MongoDB seeks its tag index once per name returned.
+    async fn list_tag_values(
+        &self,
+        measurement: &str,
+        key: &str,
+        query: &NameQuery,
+    ) -> Result<Vec<String>>;
 
     /// Appends each series' points to its value segments, rolling over to a new segment
     /// when one is full and sealing the full one into a compressed block.

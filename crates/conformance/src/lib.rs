@@ -32,7 +32,7 @@ pub use rollup_merges::{
 };
 pub use selection::{
     fields_listed_once_each, series_lookup_and_count_register_nothing,
-    series_selected_by_tags_and_matchers,
+    series_selected_by_tags_and_matchers, tag_keys_and_values_listed,
 };
 pub use series::{
     a_read_in_a_gap_opens_only_its_neighbours, stats_count_series_and_segments,

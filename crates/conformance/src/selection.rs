@@ -2,6 +2,7 @@
 //! counting as empty) and the lookups and counts a writer checks its series limits with.
 
 use crate::StoreFactory;
+use tickertape_backend::{Backend, NameQuery};
 use tickertape_core::{MatchOp, SeriesKey, SeriesSelector, TagMatcher};
 
 fn host_key(measurement: &str, host: Option<&str>, field: &str) -> SeriesKey {
@@ -137,4 +138,62 @@ pub async fn fields_listed_once_each(f: &dyn StoreFactory) {
     drop(b);
     let b = store.open().await;
     assert_eq!(b.list_fields().await.expect("list after reopen"), want);
+}
+
+async fn keys(b: &dyn Backend, prefix: &str, limit: usize) -> Vec<String> {
+    let query = NameQuery::new(prefix, limit);
+    b.list_tag_keys("cpu", &query).await.expect("list tag keys")
+}
+
+async fn values(b: &dyn Backend, key: &str, prefix: &str, limit: usize) -> Vec<String> {
+    let query = NameQuery::new(prefix, limit);
+    b.list_tag_values("cpu", key, &query)
+        .await
+        .expect("list tag values")
+}
+
+/// `list_tag_keys` and `list_tag_values` answer a search box: the names of one measurement
+/// starting with the prefix, sorted, each once, the first `limit`; other measurements'
+/// names never leak in; the same after a reopen.
+pub async fn tag_keys_and_values_listed(f: &dyn StoreFactory) {
+    let store = f.create(4).await;
+    let mut b = store.open().await;
+    assert_eq!(keys(&*b, "", 10).await, Vec::<String>::new());
+    let registered = [
+        host_key("cpu", Some("h10"), "u"),
+        host_key("cpu", Some("h02"), "u"),
+        host_key("cpu", Some("h02"), "s"),
+        host_key("cpu", Some("web1"), "u"),
+        host_key("cpu", None, "u"),
+        SeriesKey::new("cpu", vec![("rack".into(), "r1".into())], "u"),
+        SeriesKey::new(
+            "mem",
+            vec![("host".into(), "h01".into()), ("zone".into(), "z".into())],
+            "u",
+        ),
+    ];
+    b.resolve_series(&registered).await.expect("resolve");
+    for pass in ["before reopen", "after reopen"] {
+        assert_eq!(keys(&*b, "", 10).await, ["dc", "host", "rack"], "{pass}");
+        assert_eq!(keys(&*b, "h", 10).await, ["host"], "{pass}");
+        assert_eq!(keys(&*b, "", 1).await, ["dc"], "{pass}");
+        assert_eq!(
+            values(&*b, "host", "", 10).await,
+            ["h02", "h10", "web1"],
+            "{pass}"
+        );
+        assert_eq!(values(&*b, "host", "h", 10).await, ["h02", "h10"], "{pass}");
+        assert_eq!(values(&*b, "host", "", 2).await, ["h02", "h10"], "{pass}");
+        assert!(values(&*b, "host", "x", 10).await.is_empty(), "{pass}");
+        assert!(values(&*b, "zone", "", 10).await.is_empty(), "{pass}");
+        assert_eq!(values(&*b, "dc", "", 10).await, ["x"], "{pass}");
+        let other = NameQuery::new("", 10);
+        let missing = b
+            .list_tag_values("disk", "host", &other)
+            .await
+            .expect("list");
+        assert!(missing.is_empty(), "{pass}");
+        drop(b);
+        b = store.open().await;
+    }
 }

@@ -41,9 +41,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
-    BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
-    Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
-    StoredBucket, TokenRequest,
+    BucketWriteOutcome, DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch,
+    RawOutcome, Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
+    StorageStats, StoredBucket, TokenRequest,
 };
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
@@ -320,6 +320,19 @@ impl Backend for EmbeddedBackend {
 
     async fn list_fields(&self) -> Result<Vec<(String, String)>> {
         Ok(self.catalog.fields())
+    }
+
+    async fn list_tag_keys(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>> {
+        Ok(self.catalog.tag_keys(measurement, query))
+    }
+
+    async fn list_tag_values(
+        &self,
+        measurement: &str,
+        key: &str,
+        query: &NameQuery,
+    ) -> Result<Vec<String>> {
+        Ok(self.catalog.tag_values(measurement, key, query))
     }
 
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {

@@ -16,6 +16,7 @@
 //! - [`names`]: the name store's tokens, cached (seed 002).
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 
+mod listing;
 pub mod maintenance;
 pub mod names;
 mod parse;
@@ -41,6 +42,7 @@ use tickertape_backend::{Backend, BackendError, SegmentRollupPlan};
 use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{Clock, SystemClock};
 
+pub use listing::Listing;
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use query::{CounterDisplay, Query};
 pub use read::SeriesPoints;

@@ -31,6 +31,7 @@ mod conditional;
 mod error;
 mod find;
 pub mod layout;
+mod listing;
 mod names;
 pub mod options;
 mod read;
@@ -52,8 +53,8 @@ use mongodb::options::{
 use mongodb::{Client, Database, IndexModel};
 use tickertape_backend::{
     AppendOutcome, Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
-    DocumentStart, NameSpace, Partition, Result, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
-    StorageStats, StoredBucket,
+    DocumentStart, NameQuery, NameSpace, Partition, Result, SeriesAppend, SeriesCount, SeriesHead,
+    SeriesInfo, StorageStats, StoredBucket,
 };
 use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -381,6 +382,19 @@ impl Backend for MongoBackend {
 
     async fn list_fields(&self) -> Result<Vec<(String, String)>> {
         self.fields().await
+    }
+
+    async fn list_tag_keys(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>> {
+        self.tag_keys(measurement, query).await
+    }
+
+    async fn list_tag_values(
+        &self,
+        measurement: &str,
+        key: &str,
+        query: &NameQuery,
+    ) -> Result<Vec<String>> {
+        self.tag_values(measurement, key, query).await
     }
 
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {

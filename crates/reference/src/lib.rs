@@ -27,8 +27,9 @@ use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
     AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
-    BucketWriteOutcome, DeriveRollups, DocumentStart, NameSpace, Partition, RawBatch, RawOutcome,
-    Result, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats, StoredBucket,
+    BucketWriteOutcome, DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch,
+    RawOutcome, Result, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
+    StoredBucket,
 };
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -168,6 +169,19 @@ impl Backend for ReferenceBackend {
 
     async fn list_fields(&self) -> Result<Vec<(String, String)>> {
         Ok(self.state().series.fields())
+    }
+
+    async fn list_tag_keys(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>> {
+        Ok(self.state().series.tag_keys(measurement, query))
+    }
+
+    async fn list_tag_values(
+        &self,
+        measurement: &str,
+        key: &str,
+        query: &NameQuery,
+    ) -> Result<Vec<String>> {
+        Ok(self.state().series.tag_values(measurement, key, query))
     }
 
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {

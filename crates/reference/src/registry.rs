@@ -1,7 +1,7 @@
 //! The series registry: keys ↔ ids.
 
 use std::collections::BTreeMap;
-use tickertape_backend::SeriesCount;
+use tickertape_backend::{NameQuery, SeriesCount};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 /// Every registered series, both ways.
@@ -61,7 +61,6 @@ impl Registry {
         }
     }
 
-    /// "Every registered series the selector matches, in id order" (`find_series`).
     /// Every (measurement, field) pair of a registered series, sorted, each once.
     pub fn fields(&self) -> Vec<(String, String)> {
         let mut pairs: Vec<(String, String)> = self
@@ -74,6 +73,33 @@ impl Registry {
         pairs
     }
 
+    /// "The tag keys of `measurement`'s registered series that `query` accepts"
+    /// (`list_tag_keys`).
+    pub fn tag_keys(&self, measurement: &str, query: &NameQuery) -> Vec<String> {
+        query.first_of(
+            self.of_measurement(measurement)
+                .flat_map(|k| k.tags.iter().map(|(key, _)| key.as_str())),
+        )
+    }
+
+    /// "The values tag `key` takes among `measurement`'s registered series that `query`
+    /// accepts" (`list_tag_values`).
+    pub fn tag_values(&self, measurement: &str, key: &str, query: &NameQuery) -> Vec<String> {
+        query.first_of(self.of_measurement(measurement).filter_map(|k| {
+            k.tags
+                .iter()
+                .find(|(tag, _)| tag == key)
+                .map(|(_, value)| value.as_str())
+        }))
+    }
+
+    fn of_measurement<'a>(&'a self, measurement: &'a str) -> impl Iterator<Item = &'a SeriesKey> {
+        self.keys
+            .values()
+            .filter(move |k| k.measurement == measurement)
+    }
+
+    /// "Every registered series the selector matches, in id order" (`find_series`).
     pub fn matching(&self, selector: &SeriesSelector) -> Vec<(SeriesId, SeriesKey)> {
         self.keys
             .iter()

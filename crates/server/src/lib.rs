@@ -2,6 +2,8 @@
 //!
 //! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
+//! - `GET /api/v1/measurements`, `fields`, `tag_keys`, `tag_values`: the pickers' names
+//!   ([`listing`]).
 //! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
@@ -13,6 +15,7 @@ pub mod admin;
 pub mod binary;
 pub mod dashboard;
 pub mod error;
+pub mod listing;
 pub mod metrics;
 pub mod prometheus;
 pub mod query;
@@ -63,6 +66,10 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/query", get(query::query))
         .route("/api/v1/series", get(query::series))
         .route("/api/v1/schema", get(query::schema))
+        .route("/api/v1/measurements", get(listing::measurements))
+        .route("/api/v1/fields", get(listing::fields))
+        .route("/api/v1/tag_keys", get(listing::tag_keys))
+        .route("/api/v1/tag_values", get(listing::tag_values))
         .route("/api/v1/admin/compact", post(admin::compact))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))

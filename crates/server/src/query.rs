@@ -170,12 +170,12 @@ pub fn parse_query(raw: &str) -> Result<Query, ApiError> {
 }
 
 /// Query-string parameters; `tag` may repeat, the others may not.
-struct Params {
+pub(crate) struct Params {
     pairs: Vec<(String, String)>,
 }
 
 impl Params {
-    fn parse(raw: &str, known: &[&str]) -> Result<Self, ApiError> {
+    pub(crate) fn parse(raw: &str, known: &[&str]) -> Result<Self, ApiError> {
         let pairs: Vec<(String, String)> = form_urlencoded::parse(raw.as_bytes())
             .into_owned()
             .collect();
@@ -206,7 +206,14 @@ impl Params {
         }
     }
 
-    fn one(&self, name: &str) -> Option<&str> {
+    /// A parameter that must be given, not empty.
+    pub(crate) fn required(&self, name: &str) -> Result<&str, ApiError> {
+        self.one(name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| ApiError::BadRequest(format!("parameter {name} is required")))
+    }
+
+    pub(crate) fn one(&self, name: &str) -> Option<&str> {
         self.pairs
             .iter()
             .find(|(k, _)| k == name)
@@ -214,10 +221,7 @@ impl Params {
     }
 
     fn selector(&self) -> Result<SeriesSelector, ApiError> {
-        let measurement = self
-            .one("measurement")
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| ApiError::BadRequest("parameter measurement is required".into()))?;
+        let measurement = self.required("measurement")?;
         let mut selector = SeriesSelector {
             measurement: measurement.to_string(),
             field: self.one("field").map(str::to_string),

@@ -21,7 +21,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::hash::BuildHasher;
 use std::sync::{RwLock, RwLockReadGuard};
 use strings::Strings;
-use tickertape_backend::{BackendError, Result, SeriesInfo};
+use tickertape_backend::{BackendError, NameQuery, Result, SeriesInfo};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 #[derive(Default)]
@@ -133,6 +133,10 @@ impl Inner {
             .add(id, record[1], &record[2..]);
         self.count += 1;
         Ok(())
+    }
+
+    fn index_of(&self, measurement: &str) -> Option<&MeasurementIndex> {
+        self.measurements.get(&self.strings.token(measurement)?)
     }
 
     /// The ids `selector` selects: the index narrows by measurement, field, equalities
@@ -317,6 +321,27 @@ impl Catalog {
             .collect();
         pairs.sort_unstable();
         pairs
+    }
+
+    /// The tag keys of `measurement` that `query` accepts: from the index, one pass over
+    /// the measurement's keys.
+    pub fn tag_keys(&self, measurement: &str, query: &NameQuery) -> Vec<String> {
+        let inner = self.read();
+        let Some(index) = inner.index_of(measurement) else {
+            return Vec::new();
+        };
+        query.first_of(index.tag_keys().filter_map(|t| inner.strings.get(t)))
+    }
+
+    /// The values of tag `key` in `measurement` that `query` accepts: one pass over the
+    /// key's distinct values, never over the series.
+    pub fn tag_values(&self, measurement: &str, key: &str, query: &NameQuery) -> Vec<String> {
+        let inner = self.read();
+        let (Some(index), Some(key)) = (inner.index_of(measurement), inner.strings.token(key))
+        else {
+            return Vec::new();
+        };
+        query.first_of(index.tag_values(key).filter_map(|t| inner.strings.get(t)))
     }
 
     /// The series of `measurement` registered so far.

@@ -58,6 +58,19 @@ impl MeasurementIndex {
     pub fn fields(&self) -> impl Iterator<Item = u32> + '_ {
         self.by_field.keys().copied()
     }
+
+    /// The tokens of the tag keys the measurement's series have.
+    pub fn tag_keys(&self) -> impl Iterator<Item = u32> + '_ {
+        self.by_tag.keys().copied()
+    }
+
+    /// The tokens of the values tag `key` takes, each once.
+    pub fn tag_values(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
+        self.by_tag
+            .get(&key)
+            .into_iter()
+            .flat_map(|values| values.keys().copied())
+    }
 }
 
 /// What a selector asks of the index, its names already tokens.

@@ -1,0 +1,103 @@
+//! `GET /api/v1/measurements`, `/api/v1/fields`, `/api/v1/tag_keys`, `/api/v1/tag_values`:
+//! the names a search box offers as one types (`prefix`), the first `limit`, cheap at a
+//! million series because they come from the index, never from the series.
+
+use crate::error::ApiError;
+use crate::query::Params;
+use crate::AppState;
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tickertape_backend::NameQuery;
+use tickertape_engine::Listing;
+
+/// Names returned when `limit` is not given.
+pub const DEFAULT_LIMIT: usize = 100;
+/// The largest `limit` accepted: a picker never shows more, and a listing must stay cheap.
+pub const MAX_LIMIT: usize = 10_000;
+
+pub async fn measurements(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = Params::parse(raw.as_deref().unwrap_or(""), &["prefix", "limit"])?;
+    let listing = state
+        .engine
+        .list_measurements(&name_query(&params)?)
+        .await?;
+    Ok(answer("measurements", listing))
+}
+
+pub async fn fields(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = Params::parse(
+        raw.as_deref().unwrap_or(""),
+        &["measurement", "prefix", "limit"],
+    )?;
+    let measurement = params.required("measurement")?;
+    let listing = state
+        .engine
+        .list_fields_of(measurement, &name_query(&params)?)
+        .await?;
+    Ok(answer("fields", listing))
+}
+
+pub async fn tag_keys(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = Params::parse(
+        raw.as_deref().unwrap_or(""),
+        &["measurement", "prefix", "limit"],
+    )?;
+    let measurement = params.required("measurement")?;
+    let listing = state
+        .engine
+        .list_tag_keys(measurement, &name_query(&params)?)
+        .await?;
+    Ok(answer("tag_keys", listing))
+}
+
+pub async fn tag_values(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = Params::parse(
+        raw.as_deref().unwrap_or(""),
+        &["measurement", "key", "prefix", "limit"],
+    )?;
+    let measurement = params.required("measurement")?;
+    let key = params.required("key")?;
+    let listing = state
+        .engine
+        .list_tag_values(measurement, key, &name_query(&params)?)
+        .await?;
+    Ok(answer("tag_values", listing))
+}
+
+/// `prefix` (default empty) and `limit` (default [`DEFAULT_LIMIT`], 1 to [`MAX_LIMIT`]).
+fn name_query(params: &Params) -> Result<NameQuery, ApiError> {
+    let limit = match params.one("limit") {
+        None => DEFAULT_LIMIT,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "parameter limit: {text:?} is not an integer from 1 to {MAX_LIMIT}"
+                ))
+            })?,
+    };
+    Ok(NameQuery::new(params.one("prefix").unwrap_or(""), limit))
+}
+
+/// `{"<what>": [names…], "truncated": bool}`.
+fn answer(what: &str, listing: Listing) -> Response {
+    let mut body = serde_json::Map::new();
+    body.insert(what.to_owned(), listing.names.into());
+    body.insert("truncated".to_owned(), listing.truncated.into());
+    Json(serde_json::Value::Object(body)).into_response()
+}
