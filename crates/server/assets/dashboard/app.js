@@ -56,10 +56,12 @@ class Dashboard {
       load: (prefix, signal) => listNames('measurements', {}, prefix, signal),
       // Field and tags belong to the measurement they were picked for.
       onPick: (name) => this.change({ measurement: name, field: '', tags: [], display: '' }),
+      restoreOnClose: true,
     });
     this.fieldPicker = new Picker(byId('field'), {
       load: (prefix, signal) => listNames('fields', { measurement: this.state.measurement }, prefix, signal),
       onPick: (name) => this.change({ field: name }),
+      restoreOnClose: true,
     });
     this.tagFilters = new TagFilters({
       measurement: () => this.state.measurement,
@@ -185,10 +187,10 @@ class Dashboard {
     }));
     this.chart.setData({ times: answer.times, series, startMs, endMs });
     const points = answer.series.reduce((n, s) => n + s.values.filter((v) => v !== null).length, 0);
-    if (answer.series.length === 0) {
-      this.chart.setMessage('empty', 'No series match this measurement, field and tags.');
-    } else if (points === 0) {
-      this.chart.setMessage('empty', 'No data in this range.');
+    // The server leaves out series without points in the range: an unknown tag value and
+    // a quiet range look alike from here.
+    if (points === 0) {
+      this.chart.setMessage('empty', 'No data in this range for this measurement, field and tags.');
     } else {
       this.chart.setMessage('', '');
       this.chart.setState('ok');

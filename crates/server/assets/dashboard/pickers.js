@@ -14,8 +14,12 @@ let pickerCount = 0;
  * `onPick(value)` is called with a listed name or, on Enter, with the text typed.
  */
 export class Picker {
-  constructor(input, { load, onPick, allowFreeText = true }) {
+  constructor(input, { load, onPick, allowFreeText = true, restoreOnClose = false }) {
     this.input = input;
+    // With restoreOnClose, text typed but not picked is undone when the list closes, so
+    // the input always shows what the view uses.
+    this.restoreOnClose = restoreOnClose;
+    this.committed = '';
     this.load = load;
     this.onPick = onPick;
     this.allowFreeText = allowFreeText;
@@ -53,6 +57,7 @@ export class Picker {
   /** Shows `value` in the input without asking the server. */
   setValue(value) {
     this.input.value = value;
+    this.committed = value;
   }
 
   schedule(delay = DEBOUNCE_MS) {
@@ -120,6 +125,7 @@ export class Picker {
     if (this.controller) this.controller.abort();
     this.list.hidden = true;
     this.input.setAttribute('aria-expanded', 'false');
+    if (this.restoreOnClose) this.input.value = this.committed;
   }
 
   onKey(event) {
@@ -149,7 +155,7 @@ export class Picker {
   }
 
   pick(value) {
-    this.input.value = value;
+    this.setValue(value);
     this.close();
     this.onPick(value);
   }
