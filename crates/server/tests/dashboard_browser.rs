@@ -77,13 +77,16 @@ async fn write(server: &TestServer, query: &str, body: String) {
 
 /// `name` from the environment, or a failure that says how to get it.
 fn required_env(name: &str) -> String {
-    std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| {
-        panic!(
-            "{name} is not set: this test needs node and playwright-core. Run scripts/test \
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} is not set: this test needs node and playwright-core. Run scripts/test \
              (which installs them, or skips this test with a loud message where it cannot), or \
              set TICKERTAPE_NODE and TICKERTAPE_PLAYWRIGHT_DIR (see scripts/browser-test-deps)"
-        )
-    })
+            )
+        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

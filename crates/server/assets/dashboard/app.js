@@ -24,6 +24,10 @@ function refreshPolicy(state, userChoice) {
   return { allowed: true, on: userChoice ?? lengthMs <= DAY_MS, everyMs };
 }
 
+function compareNames([labelA, nameA], [labelB, nameB]) {
+  return labelA.localeCompare(labelB, 'en', { numeric: true }) || (nameA < nameB ? -1 : nameA > nameB ? 1 : 0);
+}
+
 class Dashboard {
   constructor() {
     this.state = readState(window.location.search);
@@ -175,9 +179,15 @@ class Dashboard {
     }
   }
 
-  show(answer, startMs, endMs) {
+  show(unordered, startMs, endMs) {
+    // In label order (then full name), so that a series keeps its colour and its column
+    // from one answer to the next, and the legend reads host_0, host_1, …
+    const short = shortLabels(unordered.series);
+    const names = unordered.series.map((s, i) => [short[i], fullName(s)]);
+    const order = names.map((_, i) => i).sort((a, b) => compareNames(names[a], names[b]));
+    const answer = { ...unordered, series: order.map((i) => unordered.series[i]) };
     this.answer = answer;
-    const labels = shortLabels(answer.series);
+    const labels = order.map((i) => names[i][0]);
     this.columns = answer.series.map((s, i) => ({ name: fullName(s), label: labels[i] }));
     const series = answer.series.map((s, i) => ({
       label: labels[i],

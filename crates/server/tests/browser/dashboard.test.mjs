@@ -12,7 +12,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 const base = (process.argv[2] || '').replace(/\/$/, '');
 const playwrightDir = process.env.TICKERTAPE_PLAYWRIGHT_DIR;
@@ -21,7 +21,7 @@ if (!base || !playwrightDir) {
   console.error('usage: TICKERTAPE_PLAYWRIGHT_DIR=DIR node dashboard.test.mjs SERVER_URL');
   process.exit(2);
 }
-const { chromium } = createRequire(join(playwrightDir, 'package.json'))('playwright-core');
+const { chromium } = createRequire(join(resolve(playwrightDir), 'package.json'))('playwright-core');
 
 // The flags this machine needs (its network is closed); a fresh profile every run.
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
@@ -128,6 +128,18 @@ async function legendLabels() {
  */
 async function stopRefresh() {
   if (await page.isChecked('#refresh')) await page.uncheck('#refresh');
+}
+
+/** The fields of one CSV line (RFC 4180 quoting). */
+function parseCsvLine(line) {
+  const fields = [];
+  const pattern = /("(?:[^"]|"")*"|[^,]*)(,|$)/g;
+  for (const match of line.matchAll(pattern)) {
+    const raw = match[1];
+    fields.push(raw.startsWith('"') ? raw.slice(1, -1).replace(/""/g, '"') : raw);
+    if (match[2] === '') break;
+  }
+  return fields;
 }
 
 function spanMs(params) {
@@ -277,13 +289,20 @@ try {
   const csv = readFileSync(file, 'utf8').trim().split('\r\n');
   check(csv.length === answer.times.length + 1, 'the CSV has a header and one row per time',
     { lines: csv.length, times: answer.times.length });
-  check(csv[0].startsWith('time,') && csv[0].split(',').length >= 1 + answer.series.length,
-    'the CSV header names the time and each series', csv[0]);
-  const firstRow = csv[1].split(',');
+  check(csv[0].startsWith('time,'), 'the CSV header starts with the time', csv[0]);
+  const header = parseCsvLine(csv[0]);
+  const firstRow = parseCsvLine(csv[1]);
   const firstTime = new Date(answer.times[0] / 1e6).toISOString().replace('.000Z', 'Z');
   check(firstRow[0] === firstTime, 'CSV times are RFC 3339 UTC', { csv: firstRow[0], want: firstTime });
-  check(firstRow.slice(1).join() === answer.series.map((s) => (s.values[0] ?? '')).join(),
-    'the CSV\'s first row holds the answer\'s values', { csv: firstRow, answer: answer.series.map((s) => s.values[0]) });
+  // Columns by name (measurement.field{tags}); the page orders them by name.
+  const wanted = Object.fromEntries(answer.series.map((s) => [
+    `${s.measurement}.${s.field}{${Object.entries(s.tags).map(([k, v]) => `${k}=${v}`).join(',')}}`,
+    String(s.values[0] ?? ''),
+  ]));
+  const got = Object.fromEntries(header.slice(1).map((name, i) => [name, firstRow[i + 1]]));
+  check(JSON.stringify(got, Object.keys(wanted).sort()) === JSON.stringify(wanted, Object.keys(wanted).sort())
+    && header.length === answer.series.length + 1,
+  'the CSV\'s first row holds the answer\'s values, column by series', { got, wanted });
 
   // 5. Nothing in range, and errors, shown as messages.
   await page.goto(`${base}/?measurement=cpu&field=usage_user&start=2001-01-01T00:00:00Z&end=2001-01-02T00:00:00Z`);
