@@ -103,8 +103,8 @@ export function queryParams(state, { nowMs, plotWidth, isCounter }) {
   if (state.field) params.push(['field', state.field]);
   for (const tag of state.tags) params.push(['tag', tag]);
   if (state.start) {
-    params.push(['start', state.start]);
-    if (state.end) params.push(['end', state.end]);
+    // Without an end a fixed range runs up to now, as the chart's axis does.
+    params.push(['start', state.start], ['end', state.end || isoUtc(nowMs)]);
   } else {
     const { startMs, endMs } = viewRange(state, nowMs);
     params.push(['start', isoUtc(startMs)], ['end', isoUtc(endMs)]);
