@@ -74,8 +74,8 @@ export class Controls {
     this.customRange.hidden = false;
     mark(this.rangeButtons, 'custom');
     if (!this.start.value && this.lastView) {
-      this.start.value = isoUtc(this.lastView.startMs);
-      this.end.value = isoUtc(this.lastView.endMs);
+      this.start.value = isoUtc(Math.floor(this.lastView.startMs / 1000) * 1000);
+      this.end.value = isoUtc(Math.ceil(this.lastView.endMs / 1000) * 1000);
     }
     this.start.focus();
   }
