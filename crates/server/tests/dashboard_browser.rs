@@ -6,7 +6,8 @@
 //! Needs `node` and playwright-core: scripts/test installs them (scripts/browser-test-deps)
 //! and sets `TICKERTAPE_NODE` and `TICKERTAPE_PLAYWRIGHT_DIR`; where it cannot, it leaves
 //! this test out by name (`--skip dashboard_in_a_browser`) and counts it as skipped. Run on
-//! its own without them, the test fails and says what is missing.
+//! its own without them, the test fails and says what is missing. The page's and assets'
+//! headers are also checked without a browser (`dashboard_page_and_assets_are_served`).
 
 mod support;
 
@@ -138,6 +139,75 @@ async fn dashboard_in_a_browser() {
         stdout.contains("checks passed"),
         "the browser test ended without its summary line:\n{stdout}"
     );
+    server.stop().await;
+}
+
+/// Without a browser: the page and its assets, their content types and cache headers, and
+/// a 404 for another version's assets (a page loaded before an upgrade).
+#[tokio::test]
+async fn dashboard_page_and_assets_are_served() {
+    let server = TestServer::start().await;
+    let page = server
+        .client
+        .get(format!("{}/", server.url))
+        .send()
+        .await
+        .expect("GET /");
+    assert_eq!(page.status().as_u16(), 200);
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(header(&page, "content-type").starts_with("text/html"));
+    assert_eq!(header(&page, "cache-control"), "no-cache");
+    assert!(header(&page, "content-security-policy").contains("default-src 'self'"));
+    let html = page.text().await.expect("the page");
+    let script = html
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page names its script");
+    assert!(
+        script.starts_with("/assets/") && script.ends_with("/app.js"),
+        "{script}"
+    );
+
+    for (path, content_type) in [
+        (script.to_string(), "text/javascript"),
+        (script.replace("app.js", "chart.js"), "text/javascript"),
+        (script.replace("app.js", "style.css"), "text/css"),
+    ] {
+        let asset = server
+            .client
+            .get(format!("{}{path}", server.url))
+            .send()
+            .await
+            .expect("GET an asset");
+        assert_eq!(asset.status().as_u16(), 200, "{path}");
+        assert!(
+            header(&asset, "content-type").starts_with(content_type),
+            "{path}"
+        );
+        assert!(
+            header(&asset, "cache-control").contains("immutable"),
+            "{path}"
+        );
+    }
+    for path in [
+        "/assets/0000000000000000/app.js",
+        &script.replace("app.js", "nope.js"),
+    ] {
+        let missing = server
+            .client
+            .get(format!("{}{path}", server.url))
+            .send()
+            .await
+            .expect("GET a missing asset");
+        assert_eq!(missing.status().as_u16(), 404, "{path}");
+    }
     server.stop().await;
 }
 
