@@ -4,6 +4,7 @@
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
 //! - `GET /api/v1/measurements`, `fields`, `tag_keys`, `tag_values`: the pickers' names
 //!   ([`listing`]).
+//! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
 //!
@@ -12,6 +13,7 @@
 
 pub mod admin;
 pub mod binary;
+pub mod dashboard;
 pub mod error;
 pub mod listing;
 pub mod metrics;
@@ -72,6 +74,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())
+        .merge(dashboard::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

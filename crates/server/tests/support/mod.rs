@@ -26,6 +26,13 @@ pub struct TestServer {
 impl TestServer {
     /// A server on a fresh embedded store.
     pub async fn start() -> Self {
+        Self::start_with_schema("").await
+    }
+
+    /// A server on a fresh embedded store whose engine uses the TOML schema `schema` (as
+    /// `--config` gives it).
+    pub async fn start_with_schema(schema: &str) -> Self {
+        let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let dir = tempfile::tempdir().expect("temp dir");
         let backend =
             EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open the store");
@@ -36,7 +43,7 @@ impl TestServer {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(tickertape_server::serve(
             listener,
-            Engine::new(Arc::new(backend)),
+            Engine::new(Arc::new(backend)).with_schema(schema),
             ServerConfig::default(),
             async {
                 let _ = stopped.await;

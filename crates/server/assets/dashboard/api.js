@@ -1,0 +1,153 @@
+// The HTTP API the page talks to, on its own origin: the listing endpoints for the
+// pickers, the schema (which measurements are counters) and the query.
+
+import { isoUtc, parseDurationMs } from './time-format.js';
+
+/** An answer that is not 2xx, with the server's `{"error": …}` message when it sent one. */
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+  }
+}
+
+/** GET `path` with `params` ([name, value] pairs); the body's text. Throws ApiError. */
+async function getText(path, params, signal) {
+  const url = `${path}?${new URLSearchParams(params)}`;
+  let response;
+  try {
+    response = await fetch(url, { signal, headers: { Accept: 'application/json' } });
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
+    throw new ApiError(0, `cannot reach the server (${error.message})`);
+  }
+  const text = await response.text();
+  if (!response.ok) throw new ApiError(response.status, errorMessage(response, text));
+  return text;
+}
+
+function errorMessage(response, text) {
+  try {
+    const body = JSON.parse(text);
+    if (body && typeof body.error === 'string') return body.error;
+  } catch {
+    // Not JSON (a proxy's page, a 404 of a route this server lacks): status line below.
+  }
+  return `HTTP ${response.status} ${response.statusText || ''}`.trim();
+}
+
+async function getJson(path, params, signal) {
+  const text = await getText(path, params, signal);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError(200, `the server's answer to ${path} is not JSON`);
+  }
+}
+
+/** How many names a picker asks for; it says so when there are more. */
+export const LIST_LIMIT = 50;
+
+/**
+ * One of the listing endpoints: `{items, truncated}`. `kind` is "measurements",
+ * "fields", "tag_keys" or "tag_values"; `scope` the measurement (and key) it is about.
+ */
+export async function listNames(kind, scope, prefix, signal) {
+  const params = [];
+  if (scope.measurement !== undefined) params.push(['measurement', scope.measurement]);
+  if (scope.key !== undefined) params.push(['key', scope.key]);
+  if (prefix) params.push(['prefix', prefix]);
+  params.push(['limit', String(LIST_LIMIT)]);
+  const body = await getJson(`/api/v1/${kind}`, params, signal);
+  const items = Array.isArray(body[kind]) ? body[kind] : [];
+  return { items, truncated: body.truncated === true };
+}
+
+/** `GET /api/v1/schema`: the names of the counter measurements (kind = "counter"). */
+export async function counterMeasurements(signal) {
+  const body = await getJson('/api/v1/schema', [], signal);
+  const counters = new Set();
+  for (const [name, schema] of Object.entries(body.measurements || {})) {
+    if (schema && schema.kind === 'counter') counters.add(name);
+  }
+  return counters;
+}
+
+/** The range a state stands for, in milliseconds; `end` is "now" for a "last N" view. */
+export function viewRange(state, nowMs) {
+  if (state.start) {
+    const start = parseTimeMs(state.start);
+    const end = state.end ? parseTimeMs(state.end) : nowMs;
+    return { startMs: start, endMs: end };
+  }
+  const length = parseDurationMs(state.range) ?? 3600e3;
+  return { startMs: nowMs - length, endMs: nowMs };
+}
+
+/** RFC 3339 text or integer nanoseconds (as the API takes them) → ms; NaN if neither. */
+export function parseTimeMs(text) {
+  if (/^-?\d+$/.test(text)) return Number(BigInt(text) / 1000000n);
+  return Date.parse(text);
+}
+
+/**
+ * The parameters of `/api/v1/query` for a view: merged on one time axis (what the chart,
+ * the table and the CSV share). Resolution `auto` asks for about one point per pixel of
+ * the plot (`max_points`, the server's zoom table picks the step and the rollup); a fixed
+ * resolution is the window `step`. Counters are shown through `display` (avg/sec by
+ * default), which implies the sum per window.
+ */
+export function queryParams(state, { nowMs, plotWidth, isCounter }) {
+  const params = [['measurement', state.measurement]];
+  if (state.field) params.push(['field', state.field]);
+  for (const tag of state.tags) params.push(['tag', tag]);
+  if (state.start) {
+    // Without an end a fixed range runs up to now, as the chart's axis does.
+    params.push(['start', state.start], ['end', state.end || isoUtc(nowMs)]);
+  } else {
+    const { startMs, endMs } = viewRange(state, nowMs);
+    params.push(['start', isoUtc(startMs)], ['end', isoUtc(endMs)]);
+  }
+  if (state.resolution === 'auto' || !state.resolution) {
+    params.push(['max_points', String(Math.max(2, Math.min(5000, Math.round(plotWidth))))]);
+  } else {
+    params.push(['step', state.resolution]);
+  }
+  const display = state.display || (isCounter ? 'avg_per_sec' : '');
+  // Under display the server sums; an explicit agg is still sent so that a contradiction
+  // in a link is reported by the server rather than hidden here.
+  if (display) params.push(['display', display]);
+  if (state.agg || !display) params.push(['agg', state.agg || 'avg']);
+  params.push(['merge', 'true']);
+  return params;
+}
+
+/**
+ * Runs a query with `merge=true`: `{times, timesText, series}` where `times` are ms (for
+ * drawing) and `timesText` the exact nanosecond decimals the server sent (for the table
+ * and the CSV; JSON.parse would round them to doubles).
+ */
+export async function runQuery(params, signal) {
+  const text = await getText('/api/v1/query', params, signal);
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new ApiError(200, "the server's answer to the query is not JSON");
+  }
+  const timesText = exactTimes(text, body.times.length);
+  return {
+    times: timesText.map((t) => Number(BigInt(t) / 1000n) / 1000),
+    timesText,
+    series: body.series || [],
+  };
+}
+
+/** The decimal text of the `"times":[…]` array of a merged answer, element by element. */
+function exactTimes(text, count) {
+  const match = /"times":\[([-0-9,]*)\]/.exec(text);
+  const parts = match && match[1] ? match[1].split(',') : [];
+  if (parts.length !== count) throw new ApiError(200, 'unexpected shape of the query answer');
+  return parts;
+}

@@ -1,0 +1,76 @@
+// The view's state and its URL query string. The parameter names are a public contract
+// (bookmarks, shared links and tests use them): measurement, field, tag (repeatable K:V),
+// range or start/end, resolution, agg, display.
+//
+// Values are kept as the URL has them, even unknown ones: a bad `agg` in a link is sent
+// to the API, whose error message is then shown, rather than silently replaced.
+
+export const RANGE_PRESETS = ['1h', '6h', '12h', '24h', '7d', '30d'];
+export const RESOLUTIONS = ['auto', '1m', '5m', '1h', '1d'];
+export const AGGREGATES = ['avg', 'min', 'max', 'sum', 'count', 'first', 'last'];
+export const DISPLAYS = ['avg_per_sec', 'total'];
+
+export const DEFAULT_RANGE = '1h';
+export const DEFAULT_RESOLUTION = 'auto';
+
+/**
+ * The state of a view. `range` is set for a "last N" view, `start` (and maybe `end`) for
+ * a fixed one; never both. Empty strings mean "not chosen" (the server's default).
+ */
+export function emptyState() {
+  return {
+    measurement: '',
+    field: '',
+    tags: [],
+    range: DEFAULT_RANGE,
+    start: '',
+    end: '',
+    resolution: DEFAULT_RESOLUTION,
+    agg: '',
+    display: '',
+  };
+}
+
+/** The state a query string describes (`location.search`). */
+export function readState(search) {
+  const params = new URLSearchParams(search);
+  const state = emptyState();
+  state.measurement = params.get('measurement') || '';
+  state.field = params.get('field') || '';
+  state.tags = params.getAll('tag').filter((t) => t !== '');
+  state.start = params.get('start') || '';
+  state.end = params.get('end') || '';
+  state.range = state.start ? '' : params.get('range') || DEFAULT_RANGE;
+  state.resolution = params.get('resolution') || DEFAULT_RESOLUTION;
+  state.agg = params.get('agg') || '';
+  state.display = params.get('display') || '';
+  return state;
+}
+
+/** The query string of `state` ("?measurement=…"), in a fixed parameter order. */
+export function writeState(state) {
+  const params = new URLSearchParams();
+  if (state.measurement) params.set('measurement', state.measurement);
+  if (state.field) params.set('field', state.field);
+  for (const tag of state.tags) params.append('tag', tag);
+  if (state.start) {
+    params.set('start', state.start);
+    if (state.end) params.set('end', state.end);
+  } else {
+    params.set('range', state.range || DEFAULT_RANGE);
+  }
+  params.set('resolution', state.resolution || DEFAULT_RESOLUTION);
+  if (state.agg) params.set('agg', state.agg);
+  if (state.display) params.set('display', state.display);
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+export function sameState(a, b) {
+  return writeState(a) === writeState(b);
+}
+
+/** A copy of `state` with `changes` applied (tags copied, never shared). */
+export function withChanges(state, changes) {
+  return { ...state, tags: [...state.tags], ...changes };
+}

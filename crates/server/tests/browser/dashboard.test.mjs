@@ -1,0 +1,346 @@
+// The dashboard's JavaScript in a real browser (issue 12, item 4): Debian's chromium driven
+// by playwright-core against a tickertape server that crates/server/tests/dashboard_browser.rs
+// started and filled (see there for the data).
+//
+//   node dashboard.test.mjs http://127.0.0.1:PORT
+//
+// Environment: TICKERTAPE_PLAYWRIGHT_DIR, a directory whose node_modules holds
+// playwright-core (scripts/test installs it into .cache/browser-test); TICKERTAPE_CHROMIUM,
+// the browser (default /usr/bin/chromium). Prints one line per check; exits 1 on the first
+// failed one, with what was expected and what was seen.
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const base = (process.argv[2] || '').replace(/\/$/, '');
+const playwrightDir = process.env.TICKERTAPE_PLAYWRIGHT_DIR;
+const chromiumPath = process.env.TICKERTAPE_CHROMIUM || '/usr/bin/chromium';
+if (!base || !playwrightDir) {
+  console.error('usage: TICKERTAPE_PLAYWRIGHT_DIR=DIR node dashboard.test.mjs SERVER_URL');
+  process.exit(2);
+}
+const { chromium } = createRequire(join(resolve(playwrightDir), 'package.json'))('playwright-core');
+
+// The flags this machine needs (its network is closed); a fresh profile every run.
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
+  '--no-first-run', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync'];
+const WAIT_MS = 15000;
+
+// What the data written by dashboard_browser.rs holds.
+const HOSTS_IN_EU = ['host_0', 'host_1'];
+
+let checks = 0;
+function check(condition, what, seen) {
+  if (!condition) {
+    throw new Error(`FAILED: ${what}${seen === undefined ? '' : `\n  seen: ${JSON.stringify(seen)}`}`);
+  }
+  checks += 1;
+  console.log(`ok ${checks} - ${what}`);
+}
+
+function isLoopback(url) {
+  const { protocol, hostname } = new URL(url);
+  if (protocol === 'data:' || protocol === 'blob:') return true;
+  return ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(hostname);
+}
+
+const profile = mkdtempSync(join(tmpdir(), 'tickertape-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: chromiumPath,
+  headless: true,
+  args: CHROMIUM_ARGS,
+  viewport: { width: 1280, height: 900 },
+  acceptDownloads: true,
+});
+
+// Anything beyond loopback is refused and remembered: the page must need nothing else.
+const offsite = [];
+await context.route('**/*', (route) => {
+  const url = route.request().url();
+  if (isLoopback(url)) return route.continue();
+  offsite.push(url);
+  return route.abort();
+});
+
+const page = context.pages()[0] || (await context.newPage());
+const consoleErrors = [];
+const expectedHttpErrors = []; // "Failed to load resource" of a 4xx the test asked for
+let expectingHttpError = false;
+page.on('console', (message) => {
+  if (message.type() !== 'error') return;
+  const text = message.text();
+  // Chromium itself logs every 4xx answer to a fetch; that is the error view under test.
+  if (expectingHttpError && /Failed to load resource: .* status of 4\d\d/.test(text)) {
+    expectedHttpErrors.push(text);
+  } else consoleErrors.push(text);
+});
+page.on('pageerror', (error) => consoleErrors.push(`page error: ${error.message}`));
+
+const responses = [];
+page.on('response', (response) => {
+  responses.push({ url: response.url(), status: response.status(), headers: response.headers() });
+});
+
+/** Runs `action`, then returns the query parameters of the next /api/v1/query request. */
+async function nextQuery(action) {
+  const request = page.waitForRequest((r) => r.url().includes('/api/v1/query?'), { timeout: WAIT_MS });
+  await action();
+  return new URL((await request).url()).searchParams;
+}
+
+function urlParams() {
+  return new URL(page.url()).searchParams;
+}
+
+async function chartState() {
+  return page.locator('#chart').evaluate((el) => ({ ...el.dataset }));
+}
+
+async function waitForChart(state) {
+  await page.waitForSelector(`#chart[data-state="${state}"]`, { timeout: WAIT_MS });
+}
+
+/** Pixels of the plot area close to `hex` (a series colour): proof the line was drawn. */
+async function pixelsOfColour(hex) {
+  return page.locator('#chart canvas').evaluate((canvas, colour) => {
+    const want = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16));
+    const ctx = canvas.getContext('2d');
+    const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+    let count = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      const near = want.every((c, k) => Math.abs(data[i + k] - c) <= 24);
+      if (near) count += 1;
+    }
+    return count;
+  }, hex);
+}
+
+async function legendLabels() {
+  return page.locator('#legend li').allTextContents();
+}
+
+/**
+ * Turns auto-refresh off, so that the next query is the one a control asked for and not a
+ * refresh racing with it (auto-refresh has its own check).
+ */
+async function stopRefresh() {
+  if (await page.isChecked('#refresh')) await page.uncheck('#refresh');
+}
+
+/** The fields of one CSV line (RFC 4180 quoting). */
+function parseCsvLine(line) {
+  const fields = [];
+  const pattern = /("(?:[^"]|"")*"|[^,]*)(,|$)/g;
+  for (const match of line.matchAll(pattern)) {
+    const raw = match[1];
+    fields.push(raw.startsWith('"') ? raw.slice(1, -1).replace(/""/g, '"') : raw);
+    if (match[2] === '') break;
+  }
+  return fields;
+}
+
+function spanMs(params) {
+  return Date.parse(params.get('end')) - Date.parse(params.get('start'));
+}
+
+try {
+  // 1. A view from a link, with data.
+  const view = '/?measurement=cpu&field=usage_user&tag=region:eu&range=6h&resolution=auto';
+  const first = await nextQuery(() => page.goto(`${base}${view}`));
+  await waitForChart('ok');
+  const home = responses.find((r) => r.url === `${base}${view}`);
+  check(home && home.status === 200 && home.headers['content-type'].startsWith('text/html'),
+    'GET / answers the page as text/html', home);
+  const assets = responses.filter((r) => r.url.includes('/assets/'));
+  check(assets.some((r) => r.url.endsWith('.js')) && assets.some((r) => r.url.endsWith('.css')),
+    'the page loads its scripts and stylesheet from /assets/', assets.map((r) => r.url));
+  for (const asset of assets) {
+    const type = asset.headers['content-type'] || '';
+    const wanted = asset.url.endsWith('.css') ? 'text/css' : 'text/javascript';
+    check(asset.status === 200 && type.startsWith(wanted) && /immutable/.test(asset.headers['cache-control']),
+      `${asset.url.split('/').pop()} is served as ${wanted}, cacheable`, asset);
+  }
+  check(first.get('measurement') === 'cpu' && first.get('field') === 'usage_user'
+    && first.getAll('tag').join() === 'region:eu', 'the query carries the link\'s selection', [...first]);
+  check(Number(first.get('max_points')) > 100 && !first.has('step'),
+    'resolution auto asks for max_points of about the chart\'s width', first.get('max_points'));
+  check(Math.abs(spanMs(first) - 6 * 3600e3) < 2000, 'range 6h asks for the last 6 hours', [...first]);
+  check(first.get('merge') === 'true', 'the chart asks for merged series', first.get('merge'));
+
+  const drawn = await chartState();
+  check(drawn.seriesDrawn === String(HOSTS_IN_EU.length), 'the chart says it drew both eu series', drawn);
+  check(Number(drawn.pointsDrawn) > 100, 'the chart drew the points of the range', drawn);
+  const legend = await legendLabels();
+  check(legend.length === 2 && HOSTS_IN_EU.every((h) => legend.some((l) => l.includes(`hostname=${h}`))),
+    'the legend lists each series', legend);
+  const blue = await pixelsOfColour('#4e79a7');
+  const orange = await pixelsOfColour('#f28e2b');
+  check(blue > 150 && orange > 150, 'both series\' colours are on the canvas', { blue, orange });
+
+  // Hover: a tooltip with the time in UTC and local time, and a value per series.
+  const box = await page.locator('#chart canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.5);
+  const tooltip = await page.locator('.chart-tooltip').innerText();
+  check(/UTC/.test(tooltip) && /local/.test(tooltip) && /host_0/.test(tooltip) && /host_1/.test(tooltip),
+    'hovering shows the time (UTC and local) and each series\' value', tooltip);
+
+  // 2. Controls change the request and the URL.
+  check(await page.isChecked('#refresh'), 'auto-refresh is on by default for range 6h');
+  await stopRefresh();
+  let query = await nextQuery(() => page.selectOption('#agg', 'max'));
+  check(query.get('agg') === 'max', 'choosing agg max asks for agg=max', [...query]);
+  check(urlParams().get('agg') === 'max', 'the URL keeps agg=max', page.url());
+
+  query = await nextQuery(() => page.click('#resolution button[data-value="5m"]'));
+  check(query.get('step') === '5m' && !query.has('max_points'), 'resolution 5m asks for step=5m', [...query]);
+  check(urlParams().get('resolution') === '5m', 'the URL keeps resolution=5m', page.url());
+
+  query = await nextQuery(() => page.click('#range button[data-value="1h"]'));
+  check(Math.abs(spanMs(query) - 3600e3) < 2000, 'range preset 1h asks for the last hour', [...query]);
+  check(urlParams().get('range') === '1h', 'the URL keeps range=1h', page.url());
+  check(query.get('agg') === 'max' && query.get('step') === '5m', 'other controls stay as chosen', [...query]);
+
+  // A tag filter through the pickers: keys and values searched by prefix.
+  const keys = page.waitForRequest((r) => r.url().includes('/api/v1/tag_keys?')
+    && new URL(r.url()).searchParams.get('prefix') === 'host', { timeout: WAIT_MS });
+  await page.click('#tag-key');
+  await page.keyboard.type('host', { delay: 30 });
+  const keysRequest = new URL((await keys).url()).searchParams;
+  check(keysRequest.get('measurement') === 'cpu' && Number(keysRequest.get('limit')) > 0,
+    'typing a tag key asks tag_keys by prefix, with a limit', [...keysRequest]);
+  await page.click('.picker-list li[data-value="hostname"]', { timeout: WAIT_MS });
+  const values = page.waitForRequest((r) => r.url().includes('/api/v1/tag_values?')
+    && new URL(r.url()).searchParams.get('prefix') === 'host_1', { timeout: WAIT_MS });
+  await page.keyboard.type('host_1', { delay: 30 });
+  const valuesRequest = new URL((await values).url()).searchParams;
+  check(valuesRequest.get('key') === 'hostname', 'typing a value asks tag_values of that key', [...valuesRequest]);
+  query = await nextQuery(() => page.click('.picker-list li[data-value="host_1"]', { timeout: WAIT_MS }));
+  check(query.getAll('tag').join() === 'region:eu,hostname:host_1',
+    'picking a tag value adds tag=hostname:host_1 to the query', query.getAll('tag'));
+  check(urlParams().getAll('tag').join() === 'region:eu,hostname:host_1', 'the URL keeps both tags', page.url());
+  await waitForChart('ok');
+  check((await chartState()).seriesDrawn === '1', 'the chart now draws one series', await chartState());
+
+  // Back returns to the view before the filter.
+  query = await nextQuery(() => page.goBack());
+  check(query.getAll('tag').join() === 'region:eu', 'Back asks for the view before the filter', query.getAll('tag'));
+  check(urlParams().getAll('tag').join() === 'region:eu', 'Back restores the URL', page.url());
+
+  // The measurement picker searches by prefix.
+  const measurements = page.waitForRequest((r) => r.url().includes('/api/v1/measurements?')
+    && new URL(r.url()).searchParams.get('prefix') === 'http', { timeout: WAIT_MS });
+  await page.fill('#measurement', '');
+  await page.keyboard.type('http', { delay: 30 });
+  await measurements;
+  await page.waitForSelector('.picker-list li[data-value="http_requests"]', { timeout: WAIT_MS });
+  check(true, 'typing a measurement lists the ones with that prefix');
+  await page.keyboard.press('Escape');
+
+  // Auto-refresh of a "last hour" view: a new query without touching anything else.
+  const refreshed = await nextQuery(() => page.check('#refresh'));
+  check(refreshed.get('agg') === 'max' && Math.abs(spanMs(refreshed) - 3600e3) < 2000,
+    'switched on, auto-refresh queries the last hour again by itself', [...refreshed]);
+  await stopRefresh();
+
+  // Drag to zoom, double-click to zoom out.
+  await page.click('#resolution button[data-value="auto"]');
+  await waitForChart('ok');
+  const plot = await page.locator('#chart canvas').boundingBox();
+  query = await nextQuery(async () => {
+    await page.mouse.move(plot.x + plot.width * 0.4, plot.y + plot.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(plot.x + plot.width * 0.6, plot.y + plot.height / 2, { steps: 5 });
+    await page.mouse.up();
+  });
+  const zoomed = spanMs(query);
+  check(zoomed > 5 * 60e3 && zoomed < 20 * 60e3 && urlParams().has('start') && !urlParams().has('range'),
+    'dragging across a fifth of the hour zooms to about 12 minutes (start/end in the URL)',
+    { zoomed, url: page.url() });
+  query = await nextQuery(() => page.mouse.dblclick(plot.x + plot.width / 2, plot.y + plot.height / 2));
+  check(Math.abs(spanMs(query) - 2 * zoomed) < 2000, 'double-click zooms out to twice the range', spanMs(query));
+
+  // 3. A counter: display avg/sec by default, total on request.
+  query = await nextQuery(() => page.goto(`${base}/?measurement=http_requests&range=1h`));
+  await waitForChart('ok');
+  check(query.get('display') === 'avg_per_sec' && !query.has('agg'),
+    'a counter is shown as avg/sec', [...query]);
+  await stopRefresh();
+  check(await page.isVisible('#display'), 'the display control is shown for a counter');
+  query = await nextQuery(() => page.selectOption('#display', 'total'));
+  check(query.get('display') === 'total' && urlParams().get('display') === 'total',
+    'display total asks for display=total and keeps it in the URL', [...query]);
+
+  // 4. The table and the CSV: the chart's own answer.
+  query = await nextQuery(() => page.goto(`${base}/?measurement=cpu&field=usage_user&tag=region:eu&range=6h&resolution=5m`));
+  await waitForChart('ok');
+  await stopRefresh();
+  // The page's own query (absolute start and end) asked again: the answer it shows.
+  const answer = await (await fetch(`${base}/api/v1/query?${query}`)).json();
+  await page.click('#toggle-table');
+  const rows = await page.locator('#table tbody tr').count();
+  check(rows === Math.min(500, answer.times.length) && rows > 0, 'the table shows the answer\'s rows',
+    { rows, times: answer.times.length });
+  const download = page.waitForEvent('download', { timeout: WAIT_MS });
+  await page.click('#download-csv');
+  const file = await (await download).path();
+  const csv = readFileSync(file, 'utf8').trim().split('\r\n');
+  check(csv.length === answer.times.length + 1, 'the CSV has a header and one row per time',
+    { lines: csv.length, times: answer.times.length });
+  check(csv[0].startsWith('time,'), 'the CSV header starts with the time', csv[0]);
+  const header = parseCsvLine(csv[0]);
+  const firstRow = parseCsvLine(csv[1]);
+  const firstTime = new Date(answer.times[0] / 1e6).toISOString().replace('.000Z', 'Z');
+  check(firstRow[0] === firstTime, 'CSV times are RFC 3339 UTC', { csv: firstRow[0], want: firstTime });
+  // Columns by name (measurement.field{tags}); the page orders them by name.
+  const wanted = Object.fromEntries(answer.series.map((s) => [
+    `${s.measurement}.${s.field}{${Object.entries(s.tags).map(([k, v]) => `${k}=${v}`).join(',')}}`,
+    String(s.values[0] ?? ''),
+  ]));
+  const got = Object.fromEntries(header.slice(1).map((name, i) => [name, firstRow[i + 1]]));
+  check(JSON.stringify(got, Object.keys(wanted).sort()) === JSON.stringify(wanted, Object.keys(wanted).sort())
+    && header.length === answer.series.length + 1,
+  'the CSV\'s first row holds the answer\'s values, column by series', { got, wanted });
+
+  // 5. Nothing in range, and errors, shown as messages.
+  await page.goto(`${base}/?measurement=cpu&field=usage_user&start=2001-01-01T00:00:00Z&end=2001-01-02T00:00:00Z`);
+  await waitForChart('empty');
+  check(/No data in this range/.test(await page.innerText('.chart-message')), 'an empty range says so');
+
+  expectingHttpError = true;
+  await page.goto(`${base}/?measurement=cpu&field=usage_user&range=1h&agg=median`);
+  await waitForChart('error');
+  const banner = await page.innerText('#error');
+  check(/agg/.test(banner) && /median/.test(banner) && /400/.test(banner),
+    'an unknown agg in the link shows the server\'s message', banner);
+  check(/median/.test(await page.innerText('.chart-message')), 'the chart area shows the error too');
+  check((await chartState()).seriesDrawn === '0', 'and draws no series');
+
+  await page.goto(`${base}/?measurement=cpu&tag=hostname&range=1h`);
+  await waitForChart('error');
+  check(/tag/.test(await page.innerText('#error')), 'a bad tag condition shows a message naming tag',
+    await page.innerText('#error'));
+  expectingHttpError = false;
+
+  // 6. A phone's width: the chart still draws.
+  await page.setViewportSize({ width: 390, height: 800 });
+  await page.goto(`${base}/?measurement=cpu&field=usage_user&range=6h`);
+  await waitForChart('ok');
+  const phoneCanvas = await page.locator('#chart canvas').boundingBox();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(phoneCanvas.width <= 390 && overflow <= 0, 'at 390 px the page fits the screen', { phoneCanvas, overflow });
+
+  check(offsite.length === 0, 'no request left loopback', offsite);
+  check(consoleErrors.length === 0, 'no console errors and no page errors', consoleErrors);
+  check(expectedHttpErrors.length >= 2, 'the error views came from 4xx answers', expectedHttpErrors);
+  console.log(`all ${checks} checks passed`);
+} catch (error) {
+  console.error(error.message);
+  if (consoleErrors.length) console.error(`console errors so far: ${JSON.stringify(consoleErrors)}`);
+  process.exitCode = 1;
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}

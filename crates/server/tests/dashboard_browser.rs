@@ -1,0 +1,248 @@
+//! The dashboard (`GET /`) in a real browser: a server on the embedded store, filled with
+//! a few hours of cpu data (four hosts in two regions) and a counter, then
+//! `tests/browser/dashboard.test.mjs` drives Debian's chromium through playwright-core
+//! against it (what it checks is listed there).
+//!
+//! Needs `node` and playwright-core: scripts/test installs them (scripts/browser-test-deps)
+//! and sets `TICKERTAPE_NODE` and `TICKERTAPE_PLAYWRIGHT_DIR`; where it cannot, it leaves
+//! this test out by name (`--skip dashboard_in_a_browser`) and counts it as skipped. Run on
+//! its own without them, the test fails and says what is missing. The page's and assets'
+//! headers are also checked without a browser (`dashboard_page_and_assets_are_served`).
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::TestServer;
+
+/// The whole browser run; it takes about 30 s on a quiet machine.
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(240);
+
+const SCHEMA: &str = "[measurements.http_requests]
+layout = \"buckets\"
+interval = \"10s\"
+kind = \"counter\"
+";
+
+const HOSTS: [(&str, &str); 4] = [
+    ("host_0", "eu"),
+    ("host_1", "eu"),
+    ("host_2", "us"),
+    ("host_3", "us"),
+];
+
+/// Three hours up to now, every 10 s: cpu usage per host (line protocol, seconds).
+fn cpu_lines(now_s: i64) -> String {
+    let mut body = String::new();
+    for (i, (host, region)) in HOSTS.iter().enumerate() {
+        for k in 0..1080 {
+            let t = now_s - 3 * 3600 + k * 10;
+            let user = 20.0 + 10.0 * i as f64 + 5.0 * ((k as f64) / 40.0).sin();
+            let system = user / 4.0;
+            body.push_str(&format!(
+                "cpu,hostname={host},region={region} usage_user={user:.2},usage_system={system:.2} {t}\n"
+            ));
+        }
+    }
+    body
+}
+
+/// A counter of requests per host over the same hours (written with `mode=inc`).
+fn request_lines(now_s: i64) -> String {
+    let mut body = String::new();
+    for (i, (host, _)) in HOSTS.iter().enumerate() {
+        for k in 0..1080 {
+            let t = now_s - 3 * 3600 + k * 10;
+            body.push_str(&format!(
+                "http_requests,hostname={host} count={} {t}\n",
+                10 + i as i64 * 5 + k % 7
+            ));
+        }
+    }
+    body
+}
+
+async fn write(server: &TestServer, query: &str, body: String) {
+    let response = server
+        .client
+        .post(format!("{}/write?{query}", server.url))
+        .body(body)
+        .send()
+        .await
+        .expect("POST /write");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    assert_eq!(status, 204, "writing the test data: {text}");
+}
+
+/// `name` from the environment, or a failure that says how to get it.
+fn required_env(name: &str) -> String {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} is not set: this test needs node and playwright-core. Run scripts/test \
+             (which installs them, or skips this test with a loud message where it cannot), or \
+             set TICKERTAPE_NODE and TICKERTAPE_PLAYWRIGHT_DIR (see scripts/browser-test-deps)"
+            )
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_in_a_browser() {
+    let node = required_env("TICKERTAPE_NODE");
+    let playwright_dir = required_env("TICKERTAPE_PLAYWRIGHT_DIR");
+    let chromium =
+        std::env::var("TICKERTAPE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        PathBuf::from(&chromium).exists(),
+        "no browser at {chromium}: install Debian's chromium (scripts/test does, as root)"
+    );
+
+    let server = TestServer::start_with_schema(SCHEMA).await;
+    let now_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs() as i64;
+    let now_s = now_s - now_s % 10;
+    write(&server, "precision=s", cpu_lines(now_s)).await;
+    write(&server, "precision=s&mode=inc", request_lines(now_s)).await;
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser/dashboard.test.mjs");
+    let url = server.url.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        let child = Command::new(&node)
+            .arg(&script)
+            .arg(&url)
+            .env("TICKERTAPE_PLAYWRIGHT_DIR", &playwright_dir)
+            .env("TICKERTAPE_CHROMIUM", &chromium)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {node}: {e}"));
+        wait_bounded(child, BROWSER_TIMEOUT)
+    })
+    .await
+    .expect("the browser run's thread");
+
+    let (status, stdout, stderr) = run;
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        status == Some(0),
+        "the browser test failed (exit {status:?}, None = killed after {BROWSER_TIMEOUT:?}):\n{stderr}"
+    );
+    assert!(
+        stdout.contains("checks passed"),
+        "the browser test ended without its summary line:\n{stdout}"
+    );
+    server.stop().await;
+}
+
+/// Without a browser: the page and its assets, their content types and cache headers, and
+/// a 404 for another version's assets (a page loaded before an upgrade).
+#[tokio::test]
+async fn dashboard_page_and_assets_are_served() {
+    let server = TestServer::start().await;
+    let page = server
+        .client
+        .get(format!("{}/", server.url))
+        .send()
+        .await
+        .expect("GET /");
+    assert_eq!(page.status().as_u16(), 200);
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(header(&page, "content-type").starts_with("text/html"));
+    assert_eq!(header(&page, "cache-control"), "no-cache");
+    assert!(header(&page, "content-security-policy").contains("default-src 'self'"));
+    let html = page.text().await.expect("the page");
+    let script = html
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page names its script");
+    assert!(
+        script.starts_with("/assets/") && script.ends_with("/app.js"),
+        "{script}"
+    );
+
+    for (path, content_type) in [
+        (script.to_string(), "text/javascript"),
+        (script.replace("app.js", "chart.js"), "text/javascript"),
+        (script.replace("app.js", "style.css"), "text/css"),
+    ] {
+        let asset = server
+            .client
+            .get(format!("{}{path}", server.url))
+            .send()
+            .await
+            .expect("GET an asset");
+        assert_eq!(asset.status().as_u16(), 200, "{path}");
+        assert!(
+            header(&asset, "content-type").starts_with(content_type),
+            "{path}"
+        );
+        assert!(
+            header(&asset, "cache-control").contains("immutable"),
+            "{path}"
+        );
+    }
+    for path in [
+        "/assets/0000000000000000/app.js",
+        &script.replace("app.js", "nope.js"),
+    ] {
+        let missing = server
+            .client
+            .get(format!("{}{path}", server.url))
+            .send()
+            .await
+            .expect("GET a missing asset");
+        assert_eq!(missing.status().as_u16(), 404, "{path}");
+    }
+    server.stop().await;
+}
+
+/// Waits for `child` at most `limit`, killing it (this child, by its handle) after that;
+/// its exit code (None when killed or ended by a signal), stdout and stderr.
+fn wait_bounded(mut child: std::process::Child, limit: Duration) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    // Read both pipes while waiting, so that a chatty child never blocks on a full pipe.
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait().expect("wait for node") {
+            Some(status) => break status.code(),
+            None if started.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    (
+        status,
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
+}
