@@ -268,7 +268,7 @@ pub trait Backend: Send + Sync + 'static {
     /// The values tag `key` takes among `measurement`'s registered series that `query`
     /// accepts: sorted, each once, at most `query.limit()`. Must stay cheap at a million
     /// series, so never a read of every series: the embedded store passes over the key's
-    /// distinct values in memory, MongoDB seeks its tag index once per name returned.
+    /// distinct values in memory, MongoDB reads a range of its `tag_values` collection.
     async fn list_tag_values(
         &self,
         measurement: &str,

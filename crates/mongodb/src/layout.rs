@@ -42,6 +42,8 @@ pub(crate) const COUNTERS: &str = "counters";
 pub(crate) const META: &str = "meta";
 /// The name store (seed 002); see `names`.
 pub(crate) const NAMES: &str = "names";
+/// The pickers' tag keys and values; see `tag_values`.
+pub(crate) const TAG_VALUES: &str = "tag_values";
 
 /// Version of the document shapes below, stored in `meta`.
 pub(crate) const LAYOUT_VERSION: i64 = 1;

@@ -31,7 +31,6 @@ mod conditional;
 mod error;
 mod find;
 pub mod layout;
-mod listing;
 mod names;
 pub mod options;
 mod read;
@@ -39,6 +38,7 @@ mod reserve;
 mod selector;
 mod series;
 mod series_count;
+mod tag_values;
 mod tidy;
 
 use std::collections::HashMap;
@@ -167,6 +167,7 @@ impl MongoBackend {
         // Before the indexes: on a store that predates `k.p`, building the tag index once
         // over the backfilled documents is cheaper than updating it document by document.
         backend.backfill_tag_pairs().await?;
+        backend.backfill_tag_values().await?;
         backend.create_indexes().await?;
         Ok(backend)
     }

@@ -101,6 +101,9 @@ impl MongoBackend {
             }
             heads.push(head);
         }
+        // The tags before the series: a listing never misses a registered series' tag.
+        self.record_tag_values(missing.iter().map(|&i| &keys[i]))
+            .await?;
         // The segment first: a head never points to a segment that does not exist.
         bulk::insert(&self.db, &self.write_concern, SEGMENTS, segments).await?;
         let inserted = bulk::insert(&self.db, &self.write_concern, SERIES, heads).await?;

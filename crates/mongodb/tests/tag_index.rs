@@ -1,6 +1,7 @@
 //! `find_series` as an index query (`docs/format/mongodb.md`, "Finding series"): the tag
 //! pairs `k.p` and the index `measurement_tags_field`, and the backfill that gives `k.p` to
-//! series documents of a store written before it existed. That the answers equal the
+//! series documents of a store written before it existed; the `tag_values` entries the
+//! pickers' listings read, backfilled the same way. That the answers equal the
 //! reference's for random matchers is the conformance suite's model check.
 
 mod common;
@@ -8,7 +9,7 @@ mod common;
 use common::*;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Client;
-use tickertape_backend::Backend;
+use tickertape_backend::{Backend, NameQuery};
 use tickertape_core::{MatchOp, SeriesId, SeriesKey, SeriesSelector, TagMatcher};
 use tickertape_mongodb::{uri_with_database, MongoBackend, SegmentProtocol};
 
@@ -165,10 +166,11 @@ async fn every_selector_shape_answers_exactly() {
     b.drop_database().await.expect("drop");
 }
 
-/// A store written before `k.p` existed: series documents in the old shape — one inserted
-/// with the driver, as the old code wrote it, and more than one batch of registered ones
-/// with `k.p` removed — and no `tag_pairs` mark. Two handles connecting at once both
-/// backfill; afterwards every document has its pairs, found by tag, and still takes points.
+/// A store written before `k.p` and `tag_values` existed: series documents in the old
+/// shape — one inserted with the driver, as the old code wrote it, and more than one batch
+/// of registered ones with `k.p` removed —, no `tag_values` collection and no marks. Two
+/// handles connecting at once both backfill; afterwards every document has its pairs, is
+/// found by tag, has its tags listed, and still takes points.
 #[tokio::test]
 async fn old_series_documents_are_backfilled_at_connect() {
     let db = fresh_db("tag_backfill");
@@ -207,11 +209,15 @@ async fn old_series_documents_are_backfilled_at_connect() {
         .update_many(doc! {}, doc! { "$unset": { "k.p": "" } })
         .await
         .expect("strip k.p");
-    raw_collection(&db, "meta")
+    let meta = raw_collection(&db, "meta").await;
+    meta.delete_many(doc! { "_id": { "$in": ["tag_pairs", "tag_values"] } })
         .await
-        .delete_one(doc! { "_id": "tag_pairs" })
+        .expect("remove the marks");
+    raw_collection(&db, "tag_values")
         .await
-        .expect("remove the mark");
+        .drop()
+        .await
+        .expect("drop tag_values");
 
     let (first, second) = tokio::join!(
         MongoBackend::connect(options(&db, protocol, 8)),
@@ -247,6 +253,28 @@ async fn old_series_documents_are_backfilled_at_connect() {
         expected,
         "registered series after the backfill"
     );
+    // The pickers' listings find the old series' tags and every registered one's.
+    let list = |prefix: &str, limit| NameQuery::new(prefix, limit);
+    let dcs = first
+        .list_tag_values("cpu", "dc", &list("", 10))
+        .await
+        .expect("list");
+    assert_eq!(dcs, ["d0", "d1", "d2", "d9"]);
+    let hosts = first
+        .list_tag_values("cpu", "host", &list("", 2000))
+        .await
+        .expect("list");
+    assert_eq!(hosts.len(), 1101, "1100 registered hosts and the old one");
+    let hosts = first
+        .list_tag_values("cpu", "host", &list("h10", 3))
+        .await
+        .expect("list");
+    assert_eq!(hosts, ["h100", "h1000", "h1001"]);
+    let keys = first
+        .list_tag_keys("cpu", &list("", 10))
+        .await
+        .expect("list");
+    assert_eq!(keys, ["dc", "host"]);
     first
         .append(vec![append(old[0].id, [5, 6])])
         .await
