@@ -1,46 +1,10 @@
 //! A 204 means durable: points acknowledged by a `tickertape serve` process survive
 //! `kill -9` of that process.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-/// Starts `tickertape serve` on a free loopback port; returns the child and its base URL.
-fn serve(store: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tickertape"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            store.to_str().unwrap(),
-        ])
-        .env("TICKERTAPE_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tickertape serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        let Some(Ok(line)) = lines.next() else { break };
-        if let Some(at) = line.find("listening on http://") {
-            let rest = &line[at + "listening on ".len()..];
-            let url = rest
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            // Keep draining stderr so the child never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return (child, url);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("tickertape serve did not report its address");
-}
+use std::time::Duration;
+use support::serve;
 
 #[tokio::test]
 async fn acknowledged_points_survive_kill_9() {

@@ -1,6 +1,8 @@
 //! `tickertape plot` through the real binary: a store with several series drawn into a PNG
 //! (decoded and its pixels counted) and an SVG (its text read), and the errors.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -127,6 +129,47 @@ fn plot_draws_each_series_in_its_colour_into_a_png_of_the_asked_size() {
     );
     let white = pixels.iter().filter(|p| **p == [255, 255, 255]).count();
     assert!(white > pixels.len() / 2, "a white background");
+}
+
+/// `--url`: the same chart from a running server's answer (`tickertape serve` on the
+/// store, asked over loopback), not from the store opened by the command.
+#[test]
+fn plot_asks_a_server_with_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_three_series(dir.path());
+    let (mut server, url) = support::serve(&store);
+    let svg_path = dir.path().join("temp.svg");
+    let out = tickertape(&[
+        "plot",
+        "--url",
+        &url,
+        "-m",
+        "temp",
+        "--tag",
+        "room=~a|b",
+        "--start",
+        "2023-11-14T22:00:00Z",
+        "--end",
+        "2023-11-14T23:30:00Z",
+        "-o",
+        svg_path.to_str().unwrap(),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("(2 series)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let texts = svg_texts(&std::fs::read_to_string(&svg_path).unwrap());
+    for room in ["room=a", "room=b"] {
+        assert!(
+            texts.iter().any(|t| t.contains(room)),
+            "{room} in {texts:?}"
+        );
+    }
+    assert!(!texts.iter().any(|t| t.contains("room=c")), "{texts:?}");
 }
 
 /// The text of each `<text>` element of an SVG, trimmed (plotters puts it on a line of its
