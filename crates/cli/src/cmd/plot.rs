@@ -94,20 +94,24 @@ fn chart_of(args: &Args, answer: Answer) -> Result<Chart> {
     let query = &args.query;
     let time = |text: &Option<String>| text.as_deref().map(parse_timestamp).transpose();
     let labels = legend_labels(&answer.series);
+    let value_caption = value_caption(&answer.series);
+    let mut lines: Vec<Line> = answer
+        .series
+        .into_iter()
+        .zip(labels)
+        .map(|(series, label)| Line {
+            label,
+            points: series.points,
+        })
+        .collect();
+    // In the legend's reading order; colours follow it (host_0 first, in the first colour).
+    lines.sort_by(|a, b| a.label.cmp(&b.label));
     Ok(Chart {
         title: args.title.clone().unwrap_or_else(|| default_title(query)),
-        value_caption: value_caption(&answer.series),
+        value_caption,
         start: time(&query.start)?,
         end: time(&query.end)?,
-        lines: answer
-            .series
-            .into_iter()
-            .zip(labels)
-            .map(|(series, label)| Line {
-                label,
-                points: series.points,
-            })
-            .collect(),
+        lines,
     })
 }
 
@@ -155,13 +159,22 @@ fn selection_text(query: &QueryArgs) -> String {
 /// (`usage{host=a}`); every tag for a lone series. The measurement is in the title.
 fn legend_labels(series: &[SeriesAnswer]) -> Vec<String> {
     let keys: BTreeSet<&String> = series.iter().flat_map(|s| s.tags.keys()).collect();
-    let varying: Vec<&String> = keys
+    let distinct = |key: &String| {
+        let values: BTreeSet<Option<&String>> = series.iter().map(|s| s.tags.get(key)).collect();
+        values.len()
+    };
+    let mut varying: Vec<&String> = keys
         .into_iter()
-        .filter(|key| {
-            let first = series.first().and_then(|s| s.tags.get(*key));
-            series.len() == 1 || series.iter().any(|s| s.tags.get(*key) != first)
-        })
+        .filter(|key| series.len() == 1 || distinct(key) > 1)
         .collect();
+    // One tag that alone tells every series apart is label enough (hostname, where region,
+    // rack and datacenter vary along with it), as the dashboard's legend does.
+    let fields: BTreeSet<&str> = series.iter().map(|s| s.field.as_str()).collect();
+    if series.len() > 1 && fields.len() == 1 {
+        if let Some(key) = telling_key(&varying, |key| distinct(key) == series.len()) {
+            varying = vec![key];
+        }
+    }
     series
         .iter()
         .map(|s| {
@@ -175,6 +188,19 @@ fn legend_labels(series: &[SeriesAnswer]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Names a reader recognises a series by, preferred when several tags tell the series
+/// apart. The dashboard's `series-names.js` keeps the same list.
+const NAMING_KEYS: [&str; 6] = ["host", "hostname", "instance", "name", "id", "device"];
+
+/// Of the keys that tell every series apart (`tells`), a naming one, else the first.
+fn telling_key<'a>(keys: &[&'a String], tells: impl Fn(&String) -> bool) -> Option<&'a String> {
+    let telling: Vec<&String> = keys.iter().copied().filter(|k| tells(k)).collect();
+    NAMING_KEYS
+        .iter()
+        .find_map(|name| telling.iter().find(|k| k.as_str() == *name).copied())
+        .or(telling.first().copied())
 }
 
 /// The value axis' caption: the field, or the fields when a few are drawn.
@@ -212,6 +238,34 @@ mod tests {
         assert_eq!(legend_labels(&two), ["usage{host=a}", "usage{host=b}"]);
         let one = [series("usage", &[("host", "a"), ("region", "eu")])];
         assert_eq!(legend_labels(&one), ["usage{host=a,region=eu}"]);
+        let devops = [
+            series(
+                "usage",
+                &[("dc", "eu-1a"), ("hostname", "h0"), ("rack", "1")],
+            ),
+            series(
+                "usage",
+                &[("dc", "us-2b"), ("hostname", "h1"), ("rack", "1")],
+            ),
+        ];
+        assert_eq!(
+            legend_labels(&devops),
+            ["usage{hostname=h0}", "usage{hostname=h1}"],
+            "the host-like tag among those that tell the series apart"
+        );
+        let no_single = [
+            series("usage", &[("dc", "x"), ("rack", "1")]),
+            series("usage", &[("dc", "x"), ("rack", "2")]),
+            series("usage", &[("dc", "y"), ("rack", "1")]),
+        ];
+        assert_eq!(
+            legend_labels(&no_single),
+            [
+                "usage{dc=x,rack=1}",
+                "usage{dc=x,rack=2}",
+                "usage{dc=y,rack=1}"
+            ]
+        );
         let fields = [
             series("user", &[("host", "a")]),
             series("system", &[("host", "a")]),
