@@ -1,20 +1,11 @@
 //! The CLI's output, through the real binary: import into a store, then query it in each
 //! output format.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn tickertape(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tickertape"))
-        .args(args)
-        .env("TICKERTAPE_LOG", "warn")
-        .output()
-        .expect("run tickertape")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use std::process::Output;
+use support::{text, tickertape};
 
 fn import(store: &Path, file: &Path) -> Output {
     tickertape(&[

@@ -4,7 +4,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use support::{text, tickertape};
 
 /// The first colours of the chart's palette (`src/chart/palette.rs`, Tableau 10): series
 /// `i` is drawn in colour `i`.
@@ -14,18 +14,6 @@ const SERIES_COLOURS: [[u8; 3]; 4] = [
     [0xe1, 0x57, 0x59],
     [0x76, 0xb7, 0xb2],
 ];
-
-fn tickertape(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tickertape"))
-        .args(args)
-        .env("TICKERTAPE_LOG", "warn")
-        .output()
-        .expect("run tickertape")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// A store with three series of `temp` (rooms a, b, c), a point every 10 s for an hour
 /// from 2023-11-14T22:13:20Z, each on its own level and with its own wave.

@@ -32,15 +32,9 @@ pub async fn fields(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = Params::parse(
-        raw.as_deref().unwrap_or(""),
-        &["measurement", "prefix", "limit"],
-    )?;
+    let (params, names) = of_measurement(raw, &[])?;
     let measurement = params.required("measurement")?;
-    let listing = state
-        .engine
-        .list_fields_of(measurement, &name_query(&params)?)
-        .await?;
+    let listing = state.engine.list_fields_of(measurement, &names).await?;
     Ok(answer("fields", listing))
 }
 
@@ -48,15 +42,9 @@ pub async fn tag_keys(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = Params::parse(
-        raw.as_deref().unwrap_or(""),
-        &["measurement", "prefix", "limit"],
-    )?;
+    let (params, names) = of_measurement(raw, &[])?;
     let measurement = params.required("measurement")?;
-    let listing = state
-        .engine
-        .list_tag_keys(measurement, &name_query(&params)?)
-        .await?;
+    let listing = state.engine.list_tag_keys(measurement, &names).await?;
     Ok(answer("tag_keys", listing))
 }
 
@@ -64,17 +52,23 @@ pub async fn tag_values(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = Params::parse(
-        raw.as_deref().unwrap_or(""),
-        &["measurement", "key", "prefix", "limit"],
-    )?;
-    let measurement = params.required("measurement")?;
-    let key = params.required("key")?;
+    let (params, names) = of_measurement(raw, &["key"])?;
+    let (measurement, key) = (params.required("measurement")?, params.required("key")?);
     let listing = state
         .engine
-        .list_tag_values(measurement, key, &name_query(&params)?)
+        .list_tag_values(measurement, key, &names)
         .await?;
     Ok(answer("tag_values", listing))
+}
+
+/// The parameters of a listing of one measurement's names: `measurement`, `prefix`,
+/// `limit` and `extra`.
+fn of_measurement(raw: Option<String>, extra: &[&str]) -> Result<(Params, NameQuery), ApiError> {
+    let mut known = vec!["measurement", "prefix", "limit"];
+    known.extend_from_slice(extra);
+    let params = Params::parse(raw.as_deref().unwrap_or(""), &known)?;
+    let names = name_query(&params)?;
+    Ok((params, names))
 }
 
 /// `prefix` (default empty) and `limit` (default [`DEFAULT_LIMIT`], 1 to [`MAX_LIMIT`]).

@@ -1,10 +1,11 @@
-//! What the CLI's process tests share: a `tickertape serve` of their own.
+//! What the CLI's process tests share: the binary run to its end, and a `tickertape serve`
+//! of their own.
 
 // Each test binary includes this module and uses a part of it.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Starts `tickertape serve` on a free loopback port; returns the child and its base URL.
@@ -42,4 +43,17 @@ pub fn serve(store: &std::path::Path) -> (Child, String) {
     let _ = child.kill();
     let _ = child.wait();
     panic!("tickertape serve did not report its address");
+}
+
+/// Runs the `tickertape` binary with `args` to its end.
+pub fn tickertape(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tickertape"))
+        .args(args)
+        .env("TICKERTAPE_LOG", "warn")
+        .output()
+        .expect("run tickertape")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
