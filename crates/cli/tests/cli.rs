@@ -3,20 +3,7 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::Output;
-use support::{text, tickertape};
-
-fn import(store: &Path, file: &Path) -> Output {
-    tickertape(&[
-        "import",
-        file.to_str().unwrap(),
-        "--store",
-        store.to_str().unwrap(),
-        "--precision",
-        "s",
-    ])
-}
+use support::{import, text, tickertape};
 
 #[test]
 fn import_reports_bad_lines_and_query_prints_table_csv_json() {

@@ -4,7 +4,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use support::{text, tickertape};
+use support::{import, text, tickertape};
 
 /// The first colours of the chart's palette (`src/chart/palette.rs`, Tableau 10): series
 /// `i` is drawn in colour `i`.
@@ -30,14 +30,7 @@ fn store_with_three_series(dir: &Path) -> PathBuf {
         }
     }
     std::fs::write(&file, lines).unwrap();
-    let out = tickertape(&[
-        "import",
-        file.to_str().unwrap(),
-        "--store",
-        store.to_str().unwrap(),
-        "--precision",
-        "s",
-    ]);
+    let out = import(&store, &file);
     assert!(out.status.success(), "{}", text(&out.stderr));
     store
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,4 +57,16 @@ pub fn tickertape(args: &[&str]) -> Output {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `tickertape import FILE --store STORE --precision s`.
+pub fn import(store: &Path, file: &Path) -> Output {
+    tickertape(&[
+        "import",
+        file.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--precision",
+        "s",
+    ])
 }
