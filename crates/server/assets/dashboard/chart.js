@@ -133,10 +133,12 @@ export class Chart {
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
     const maxTicks = Math.max(2, Math.floor(width / 90));
+    // A label that would run into the "UTC" at the axis' end keeps its grid line only.
+    const labelsEnd = left + width - ctx.measureText('UTC').width - 6;
     for (const tick of timeTicks(startMs, endMs, maxTicks)) {
       const x = Math.round(this.xOf(tick.ms)) + 0.5;
       line(ctx, x, top, x, top + height);
-      ctx.fillText(tick.label, x, top + height + 6);
+      if (x + ctx.measureText(tick.label).width / 2 <= labelsEnd) ctx.fillText(tick.label, x, top + height + 6);
     }
     ctx.textAlign = 'right';
     ctx.fillStyle = colors.muted;
