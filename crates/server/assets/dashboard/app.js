@@ -213,7 +213,9 @@ class Dashboard {
     }
     this.setStatus('loading…');
     const view = { nowMs: now, startMs, endMs, isCounter: this.counters.has(state.measurement) };
-    const results = await Promise.all(this.panels.map((panel) => panel.load(state, view)));
+    // Settled, not all: a chart that threw is one error, and the status line still ends.
+    const settled = await Promise.allSettled(this.panels.map((panel) => panel.load(state, view)));
+    const results = settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: String(s.reason) }));
     this.finishLoad(loading, results);
   }
 
