@@ -43,6 +43,7 @@ const ASSETS: &[Asset] = &[
     asset!("chart.js", JAVASCRIPT),
     asset!("chart-axes.js", JAVASCRIPT),
     asset!("controls.js", JAVASCRIPT),
+    asset!("panel.js", JAVASCRIPT),
     asset!("pickers.js", JAVASCRIPT),
     asset!("series-names.js", JAVASCRIPT),
     asset!("table.js", JAVASCRIPT),

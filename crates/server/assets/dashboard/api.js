@@ -92,15 +92,16 @@ export function parseTimeMs(text) {
 }
 
 /**
- * The parameters of `/api/v1/query` for a view: merged on one time axis (what the chart,
+ * The parameters of `/api/v1/query` for one chart of a view (`field`, or '' for every
+ * field; the view's other parameters are shared by its charts): merged on one time axis (what the chart,
  * the table and the CSV share). Resolution `auto` asks for about one point per pixel of
  * the plot (`max_points`, the server's zoom table picks the step and the rollup); a fixed
  * resolution is the window `step`. Counters are shown through `display` (avg/sec by
  * default), which implies the sum per window.
  */
-export function queryParams(state, { nowMs, plotWidth, isCounter }) {
+export function queryParams(state, field, { nowMs, plotWidth, isCounter }) {
   const params = [['measurement', state.measurement]];
-  if (state.field) params.push(['field', state.field]);
+  if (field) params.push(['field', field]);
   for (const tag of state.tags) params.push(['tag', tag]);
   if (state.start) {
     // Without an end a fixed range runs up to now, as the chart's axis does.

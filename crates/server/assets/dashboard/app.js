@@ -1,14 +1,16 @@
-// The dashboard: one chart of the series the URL's state selects, MMS's controls above it,
-// the legend and the points below. The state lives in the URL (url-state.js): every change
-// the user makes is a new history entry, so Back returns to the previous view and a link
-// reproduces one.
+// The dashboard: one chart per field of the URL's state (one chart of every field when it
+// names none), MMS's controls above them, shared by all: measurement, tags, range,
+// resolution, aggregate, display. Each chart (panel.js) has its own legend and points and
+// runs its own query, all in parallel. Zooming any chart zooms them all, as they share
+// the range; hovering one shows the crosshair on the others.
+//
+// The state lives in the URL (url-state.js): every change the user makes is a new history
+// entry, so Back returns to the previous view and a link reproduces one.
 
-import { ApiError, counterMeasurements, listNames, queryParams, runQuery, viewRange } from './api.js';
-import { Chart, seriesColor } from './chart.js';
+import { counterMeasurements, listNames, viewRange } from './api.js';
 import { Controls } from './controls.js';
+import { Panel } from './panel.js';
 import { Picker } from './pickers.js';
-import { fullName, shortLabels } from './series-names.js';
-import { download, renderTable, toCsv } from './table.js';
 import { TagFilters } from './tag-filters.js';
 import { isoUtc, parseDurationMs } from './time-format.js';
 import { RANGE_PRESETS, readState, sameState, withChanges, writeState } from './url-state.js';
@@ -24,10 +26,6 @@ function refreshPolicy(state, userChoice) {
   return { allowed: true, on: userChoice ?? lengthMs <= DAY_MS, everyMs };
 }
 
-function compareNames([labelA, nameA], [labelB, nameB]) {
-  return labelA.localeCompare(labelB, 'en', { numeric: true }) || (nameA < nameB ? -1 : nameA > nameB ? 1 : 0);
-}
-
 class Dashboard {
   constructor() {
     this.state = readState(window.location.search);
@@ -39,16 +37,12 @@ class Dashboard {
       })
       .catch((error) => this.setStatus(`schema not available: ${error.message}`));
     this.refreshChoice = null; // null: the default of the range
-    this.hidden = new Set(); // full names of series the legend turned off
-    this.answer = null;
-    this.request = null; // {controller, sequence}
+    this.panels = []; // in the order of state.fields
+    this.panelsBox = byId('panels');
+    this.loading = null; // the load in flight: {sequence}
     this.sequence = 0;
     this.loadedAt = 0;
 
-    this.chart = new Chart(byId('chart'), {
-      onZoom: (startMs, endMs) => this.zoomTo(startMs, endMs),
-      onZoomOut: () => this.zoomOut(),
-    });
     this.controls = new Controls({
       onChange: (changes) => this.change(changes),
       onRefreshToggle: (on) => {
@@ -58,22 +52,27 @@ class Dashboard {
     });
     this.measurementPicker = new Picker(byId('measurement'), {
       load: (prefix, signal) => listNames('measurements', {}, prefix, signal),
-      // Field and tags belong to the measurement they were picked for.
-      onPick: (name) => this.change({ measurement: name, field: '', tags: [], display: '' }),
+      // Fields and tags belong to the measurement they were picked for.
+      onPick: (name) => this.change({ measurement: name, fields: [], tags: [], display: '' }),
       restoreOnClose: true,
     });
+    const listFields = (prefix, signal) => listNames('fields', { measurement: this.state.measurement }, prefix, signal);
+    // The field of a page with one chart, as before there were several.
     this.fieldPicker = new Picker(byId('field'), {
-      load: (prefix, signal) => listNames('fields', { measurement: this.state.measurement }, prefix, signal),
-      onPick: (name) => this.change({ field: name }),
+      load: listFields,
+      onPick: (name) => this.change({ fields: name ? [name] : [] }),
       restoreOnClose: true,
+    });
+    this.addChartPicker = new Picker(byId('add-field'), {
+      load: listFields,
+      onPick: (name) => this.addChart(name),
+      allowFreeText: true,
     });
     this.tagFilters = new TagFilters({
       measurement: () => this.state.measurement,
       onChange: (tags) => this.change({ tags }),
     });
     byId('selection').addEventListener('submit', (event) => event.preventDefault());
-    byId('toggle-table').addEventListener('click', () => this.toggleTable());
-    byId('download-csv').addEventListener('click', () => this.downloadCsv());
 
     window.addEventListener('popstate', () => {
       this.state = readState(window.location.search);
@@ -93,6 +92,17 @@ class Dashboard {
     window.history.pushState(null, '', `${window.location.pathname}${writeState(next)}`);
     this.sync();
     this.load();
+  }
+
+  /** A chart of `field` after the others (offered once the first chart has a field). */
+  addChart(field) {
+    this.addChartPicker.setValue('');
+    if (!field) return;
+    this.change({ fields: [...this.state.fields, field] });
+  }
+
+  removeChart(field) {
+    this.change({ fields: this.state.fields.filter((f) => f !== field) });
   }
 
   zoomTo(startMs, endMs) {
@@ -115,13 +125,26 @@ class Dashboard {
     this.zoomTo(end - 2 * span, end);
   }
 
-  /** Shows the state in every control. */
+  /** The time under the pointer of `source`, shown as a crosshair on every other chart. */
+  shareHover(source, ms) {
+    for (const panel of this.panels) {
+      if (panel !== source) panel.chart.showLinkedCrosshair(ms);
+    }
+  }
+
+  /** Shows the state in every control, and one panel per field in the URL's order. */
   sync() {
     const { state } = this;
     const isCounter = this.counters.has(state.measurement);
     const range = viewRange(state, Date.now());
     this.measurementPicker.setValue(state.measurement);
-    this.fieldPicker.setValue(state.field);
+    this.fieldPicker.setValue(state.fields[0] || '');
+    // With several charts each names its field; the top bar's picker is for one.
+    byId('field-picker').hidden = state.fields.length > 1;
+    // "Every field" is one chart of its own: another chart is added beside a field's.
+    const addField = byId('add-field');
+    addField.disabled = state.fields.length === 0;
+    addField.placeholder = state.fields.length ? 'field…' : 'pick a field above first';
     this.tagFilters.sync(state.tags, Boolean(state.measurement));
     this.controls.sync(state, {
       isCounter,
@@ -129,164 +152,89 @@ class Dashboard {
       endMs: range.endMs,
       refresh: refreshPolicy(state, this.refreshChoice),
     });
-    const name = [state.measurement, state.field].filter(Boolean).join('.');
+    this.syncPanels();
+    const fields = state.fields.length > 1 ? `{${state.fields.join(',')}}` : state.fields[0];
+    const name = [state.measurement, fields].filter(Boolean).join('.');
     document.title = name ? `${name} · tickertape` : 'tickertape';
+  }
+
+  /** Keeps the panel of a field that stays (its answer, its hidden series), adds and removes. */
+  syncPanels() {
+    const fields = this.state.fields.length ? this.state.fields : [''];
+    const kept = new Map(this.panels.map((panel) => [panel.field, panel]));
+    this.panels = fields.map((field) => {
+      const panel = kept.get(field) ?? new Panel(field, {
+        onZoom: (startMs, endMs) => this.zoomTo(startMs, endMs),
+        onZoomOut: () => this.zoomOut(),
+        onHover: (ms) => this.shareHover(panel, ms),
+        onRemove: () => this.removeChart(field),
+      });
+      kept.delete(field);
+      return panel;
+    });
+    for (const gone of kept.values()) {
+      gone.cancel();
+      gone.element.remove();
+    }
+    this.panels.forEach((panel, index) => {
+      panel.place(index, this.panels.length);
+      panel.setTitle(this.state.measurement);
+    });
+    // In order; append moves a panel that is already there.
+    this.panelsBox.append(...this.panels.map((panel) => panel.element));
+    this.panelsBox.dataset.count = String(this.panels.length);
   }
 
   refreshIfDue() {
     const policy = refreshPolicy(this.state, this.refreshChoice);
-    if (!policy.allowed || !policy.on || document.hidden || this.request || this.chart.drag) return;
+    if (!policy.allowed || !policy.on || document.hidden || this.loading) return;
+    if (this.panels.some((panel) => panel.isBusy())) return;
     if (Date.now() - this.loadedAt >= policy.everyMs) this.load();
   }
 
-  /** Queries the view and shows the answer, or why there is none. */
+  /** Queries every chart of the view at once; each shows its answer or why there is none. */
   async load() {
     await this.schemaLoaded;
-    if (this.request) this.request.controller.abort();
     const { state } = this;
     const now = Date.now();
     const { startMs, endMs } = viewRange(state, now);
     this.loadedAt = now;
+    const loading = { sequence: (this.sequence += 1) };
+    this.loading = loading;
     if (!state.measurement) {
-      this.showNothing(startMs, endMs, 'idle', 'Pick a measurement to chart.');
+      for (const panel of this.panels) panel.showNothing(startMs, endMs, 'idle', 'Pick a measurement to chart.');
+      this.finishLoad(loading, []);
       return;
     }
     if (!Number.isFinite(startMs) || !Number.isFinite(endMs)) {
-      this.showError(now - 3600e3, now,
-        `cannot read the range “${state.start}” … “${state.end}”: give RFC 3339 (2026-01-01T00:00:00Z) or nanoseconds`);
+      const message = `cannot read the range “${state.start}” … “${state.end}”: give RFC 3339 (2026-01-01T00:00:00Z) or nanoseconds`;
+      this.finishLoad(loading, this.panels.map((panel) => panel.showError(now - 3600e3, now, message)));
       return;
     }
-    const controller = new AbortController();
-    const request = { controller, sequence: (this.sequence += 1) };
-    this.request = request;
-    if (!this.answer) this.chart.setMessage('loading', 'Loading…');
     this.setStatus('loading…');
-    const params = queryParams(state, {
-      nowMs: now,
-      plotWidth: this.chart.plotWidth(),
-      isCounter: this.counters.has(state.measurement),
-    });
-    try {
-      const answer = await runQuery(params, controller.signal);
-      if (this.request !== request) return;
-      this.show(answer, startMs, endMs);
-    } catch (error) {
-      if (error.name === 'AbortError' || this.request !== request) return;
-      const status = error instanceof ApiError && error.status ? ` (HTTP ${error.status})` : '';
-      this.showError(startMs, endMs, `The query failed${status}: ${error.message}`);
-    } finally {
-      if (this.request === request) this.request = null;
-    }
+    const view = { nowMs: now, startMs, endMs, isCounter: this.counters.has(state.measurement) };
+    // Settled, not all: a chart that threw is one error, and the status line still ends.
+    const settled = await Promise.allSettled(this.panels.map((panel) => panel.load(state, view)));
+    const results = settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: String(s.reason) }));
+    this.finishLoad(loading, results);
   }
 
-  show(unordered, startMs, endMs) {
-    // In label order (then full name), so that a series keeps its colour and its column
-    // from one answer to the next, and the legend reads host_0, host_1, …
-    const short = shortLabels(unordered.series);
-    const names = unordered.series.map((s, i) => [short[i], fullName(s)]);
-    const order = names.map((_, i) => i).sort((a, b) => compareNames(names[a], names[b]));
-    const answer = { ...unordered, series: order.map((i) => unordered.series[i]) };
-    this.answer = answer;
-    const labels = order.map((i) => names[i][0]);
-    this.columns = answer.series.map((s, i) => ({ name: fullName(s), label: labels[i] }));
-    const series = answer.series.map((s, i) => ({
-      label: labels[i],
-      color: seriesColor(i),
-      values: s.values,
-      hidden: this.hidden.has(this.columns[i].name),
-    }));
-    this.chart.setData({ times: answer.times, series, startMs, endMs });
-    const points = answer.series.reduce((n, s) => n + s.values.filter((v) => v !== null).length, 0);
-    // The server leaves out series without points in the range: an unknown tag value and
-    // a quiet range look alike from here.
-    if (points === 0) {
-      this.chart.setMessage('empty', 'No data in this range for this measurement, field and tags.');
-    } else {
-      this.chart.setMessage('', '');
-      this.chart.setState('ok');
+  /** The status line of a load that is still the newest: what every chart showed. */
+  finishLoad(loading, results) {
+    if (this.loading !== loading) return;
+    this.loading = null;
+    const shown = results.filter((result) => result && !result.error);
+    const failed = results.filter((result) => result && result.error).length;
+    if (shown.length === 0 && failed === 0) {
+      this.setStatus('');
+      return;
     }
-    byId('error').hidden = true;
-    this.renderLegend(series);
-    this.renderPoints();
+    const series = shown.reduce((n, result) => n + result.series, 0);
+    const points = shown.reduce((n, result) => n + result.points, 0);
+    const charts = results.length > 1 ? `${results.length} charts, ` : '';
+    const errors = failed ? ` · ${failed} failed` : '';
     const stamp = new Date().toLocaleTimeString();
-    this.setStatus(`${answer.series.length} series, ${points} points · updated ${stamp}`);
-  }
-
-  showNothing(startMs, endMs, kind, message) {
-    this.answer = null;
-    this.chart.setData({ times: [], series: [], startMs, endMs });
-    this.chart.setMessage(kind, message);
-    this.renderLegend([]);
-    this.renderPoints();
-    this.setStatus('');
-  }
-
-  /** An error over the chart (whose frame stays) and in the banner above it. */
-  showError(startMs, endMs, message) {
-    this.showNothing(startMs, endMs, 'error', message);
-    const banner = byId('error');
-    banner.textContent = message;
-    banner.hidden = false;
-  }
-
-  renderLegend(series) {
-    const legend = byId('legend');
-    legend.dataset.count = String(series.length);
-    legend.replaceChildren(...series.map((s, i) => {
-      const item = document.createElement('li');
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.className = s.hidden ? 'legend-item off' : 'legend-item';
-      button.title = `${this.columns[i].name} (click to hide or show)`;
-      button.setAttribute('aria-pressed', String(!s.hidden));
-      const swatch = document.createElement('span');
-      swatch.className = 'swatch';
-      swatch.style.background = s.color;
-      const label = document.createElement('span');
-      label.textContent = s.label;
-      button.append(swatch, label);
-      button.addEventListener('click', () => this.toggleSeries(i));
-      item.append(button);
-      return item;
-    }));
-  }
-
-  toggleSeries(index) {
-    const name = this.columns[index].name;
-    if (this.hidden.has(name)) this.hidden.delete(name);
-    else this.hidden.add(name);
-    if (this.answer) this.show(this.answer, this.chart.data.startMs, this.chart.data.endMs);
-  }
-
-  toggleTable() {
-    const wrap = byId('table-wrap');
-    wrap.hidden = !wrap.hidden;
-    byId('toggle-table').textContent = wrap.hidden ? 'Show table' : 'Hide table';
-    byId('toggle-table').setAttribute('aria-expanded', String(!wrap.hidden));
-    this.renderPoints();
-  }
-
-  renderPoints() {
-    const table = byId('table');
-    const note = byId('table-note');
-    byId('download-csv').disabled = !this.answer || this.answer.times.length === 0;
-    if (!this.answer) {
-      table.replaceChildren();
-      note.textContent = '';
-      return;
-    }
-    if (byId('table-wrap').hidden) {
-      note.textContent = `${this.answer.times.length} rows`;
-      return;
-    }
-    renderTable(table, note, this.answer, this.columns);
-  }
-
-  downloadCsv() {
-    if (!this.answer) return;
-    const name = [this.state.measurement, this.state.field].filter(Boolean).join('.');
-    const from = isoUtc(this.chart.data.startMs).replace(/[:]/g, '');
-    download(`${name}-${from}.csv`, toCsv(this.answer, this.columns));
+    this.setStatus(`${charts}${series} series, ${points} points${errors} · updated ${stamp}`);
   }
 
   setStatus(text) {

@@ -1,5 +1,8 @@
 // The line chart, drawn on a canvas: several series on one time axis (null = gap), axes
 // in UTC, a shared hover tooltip, drag to zoom into a range, double-click to zoom out.
+// Charts of one page can share a crosshair: `onHover(ms)` reports where the pointer is and
+// `showLinkedCrosshair(ms)` draws that time's line on another chart (Grafana's shared
+// crosshair); the zoom callbacks are the page's, which zooms every chart.
 //
 // The chart never goes blank: without data it still draws its frame and axes and shows a
 // message over them ("No data in this range", an API error, "Loading…").
@@ -24,11 +27,15 @@ const MIN_DRAG_PX = 5;
 const TOOLTIP_MAX_ROWS = 12;
 
 export class Chart {
-  /** `root` holds the canvas; `onZoom(startMs, endMs)` and `onZoomOut()` are the user's. */
-  constructor(root, { onZoom, onZoomOut }) {
+  /**
+   * `root` holds the canvas; `onZoom(startMs, endMs)` and `onZoomOut()` are the user's;
+   * `onHover(ms)` the time under the pointer, null when it leaves the plot.
+   */
+  constructor(root, { onZoom, onZoomOut, onHover = () => {} }) {
     this.root = root;
     this.onZoom = onZoom;
     this.onZoomOut = onZoomOut;
+    this.onHover = onHover;
     this.canvas = element('canvas', 'chart-canvas');
     this.canvas.setAttribute('role', 'img');
     this.selection = element('div', 'chart-selection');
@@ -42,6 +49,7 @@ export class Chart {
     this.plot = { left: PAD.minLeft, top: PAD.top, width: 1, height: 1 };
     this.drag = null;
     this.hoverX = null;
+    this.linkedMs = null; // the time another chart's pointer is at, or null
     this.setState('idle');
 
     new ResizeObserver(() => this.draw()).observe(root);
@@ -102,6 +110,7 @@ export class Chart {
     };
     this.yAxis = yAxis;
     this.drawAxes(ctx, colors);
+    if (this.linkedMs !== null && this.hoverX === null) this.placeLinkedCrosshair();
     const drawn = this.drawSeries(ctx, visible);
     this.root.dataset.seriesDrawn = String(drawn.series);
     this.root.dataset.pointsDrawn = String(drawn.points);
@@ -124,10 +133,12 @@ export class Chart {
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
     const maxTicks = Math.max(2, Math.floor(width / 90));
+    // A label that would run into the "UTC" at the axis' end keeps its grid line only.
+    const labelsEnd = left + width - ctx.measureText('UTC').width - 6;
     for (const tick of timeTicks(startMs, endMs, maxTicks)) {
       const x = Math.round(this.xOf(tick.ms)) + 0.5;
       line(ctx, x, top, x, top + height);
-      ctx.fillText(tick.label, x, top + height + 6);
+      if (x + ctx.measureText(tick.label).width / 2 <= labelsEnd) ctx.fillText(tick.label, x, top + height + 6);
     }
     ctx.textAlign = 'right';
     ctx.fillStyle = colors.muted;
@@ -208,6 +219,7 @@ export class Chart {
       this.hoverX = this.inPlot(event.offsetX) ? event.offsetX : null;
       if (this.hoverX === null) this.hideTooltip();
       else this.showTooltip(this.hoverX);
+      this.onHover(this.hoverX === null ? null : this.msOf(this.hoverX));
     });
     canvas.addEventListener('pointerup', () => this.endDrag());
     canvas.addEventListener('pointercancel', () => {
@@ -218,6 +230,7 @@ export class Chart {
       if (event.pointerType === 'mouse') {
         this.hoverX = null;
         this.hideTooltip();
+        this.onHover(null);
       }
     });
     canvas.addEventListener('dblclick', (event) => {
@@ -264,6 +277,7 @@ export class Chart {
       return;
     }
     const pointX = this.xOf(times[index]);
+    this.crosshair.classList.remove('linked');
     Object.assign(this.crosshair.style, {
       left: `${Math.round(pointX)}px`, top: `${this.plot.top}px`, height: `${this.plot.height}px`,
     });
@@ -296,6 +310,30 @@ export class Chart {
   hideTooltip() {
     this.tooltip.hidden = true;
     this.crosshair.hidden = true;
+  }
+
+  /**
+   * The crosshair alone at `ms` (where another chart is hovered), or none for null. Not
+   * while this chart has the pointer itself: its own tooltip owns the crosshair then.
+   */
+  showLinkedCrosshair(ms) {
+    this.linkedMs = ms;
+    if (this.hoverX !== null) return;
+    if (ms === null) this.crosshair.hidden = true;
+    else this.placeLinkedCrosshair();
+  }
+
+  placeLinkedCrosshair() {
+    const { times, startMs, endMs } = this.data;
+    const index = nearestIndex(times, this.linkedMs);
+    // On this chart's nearest point, as its own tooltip would; on the time itself without one.
+    const ms = index >= 0 ? times[index] : this.linkedMs;
+    const outside = this.linkedMs < startMs || this.linkedMs > endMs;
+    Object.assign(this.crosshair.style, {
+      left: `${Math.round(this.xOf(ms))}px`, top: `${this.plot.top}px`, height: `${this.plot.height}px`,
+    });
+    this.crosshair.hidden = outside;
+    this.crosshair.classList.add('linked');
   }
 }
 

@@ -1,6 +1,6 @@
 // The view's state and its URL query string. The parameter names are a public contract
-// (bookmarks, shared links and tests use them): measurement, field, tag (repeatable K:V),
-// range or start/end, resolution, agg, display.
+// (bookmarks, shared links and tests use them): measurement, field (repeatable: one chart
+// per field, in order), tag (repeatable K:V), range or start/end, resolution, agg, display.
 //
 // Values are kept as the URL has them, even unknown ones: a bad `agg` in a link is sent
 // to the API, whose error message is then shown, rather than silently replaced.
@@ -14,13 +14,14 @@ export const DEFAULT_RANGE = '1h';
 export const DEFAULT_RESOLUTION = 'auto';
 
 /**
- * The state of a view. `range` is set for a "last N" view, `start` (and maybe `end`) for
- * a fixed one; never both. Empty strings mean "not chosen" (the server's default).
+ * The state of a view. `fields` lists the charts, one per field, without repeats; empty is
+ * one chart of every field. `range` is set for a "last N" view, `start` (and maybe `end`)
+ * for a fixed one; never both. Empty strings mean "not chosen" (the server's default).
  */
 export function emptyState() {
   return {
     measurement: '',
-    field: '',
+    fields: [],
     tags: [],
     range: DEFAULT_RANGE,
     start: '',
@@ -36,7 +37,7 @@ export function readState(search) {
   const params = new URLSearchParams(search);
   const state = emptyState();
   state.measurement = params.get('measurement') || '';
-  state.field = params.get('field') || '';
+  state.fields = uniqueFields(params.getAll('field'));
   state.tags = params.getAll('tag').filter((t) => t !== '');
   state.start = params.get('start') || '';
   state.end = params.get('end') || '';
@@ -51,7 +52,7 @@ export function readState(search) {
 export function writeState(state) {
   const params = new URLSearchParams();
   if (state.measurement) params.set('measurement', state.measurement);
-  if (state.field) params.set('field', state.field);
+  for (const field of state.fields) params.append('field', field);
   for (const tag of state.tags) params.append('tag', tag);
   if (state.start) {
     params.set('start', state.start);
@@ -70,7 +71,14 @@ export function sameState(a, b) {
   return writeState(a) === writeState(b);
 }
 
-/** A copy of `state` with `changes` applied (tags copied, never shared). */
+/** A copy of `state` with `changes` applied (lists copied, never shared). */
 export function withChanges(state, changes) {
-  return { ...state, tags: [...state.tags], ...changes };
+  const next = { ...state, tags: [...state.tags], fields: [...state.fields], ...changes };
+  next.fields = uniqueFields(next.fields);
+  return next;
+}
+
+/** `fields` without empty names and repeats (a second chart of a field adds nothing). */
+export function uniqueFields(fields) {
+  return [...new Set(fields.filter((f) => f !== ''))];
 }

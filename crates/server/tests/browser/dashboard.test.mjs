@@ -104,8 +104,8 @@ async function waitForChart(state) {
 }
 
 /** Pixels of the plot area close to `hex` (a series colour): proof the line was drawn. */
-async function pixelsOfColour(hex) {
-  return page.locator('#chart canvas').evaluate((canvas, colour) => {
+async function pixelsOfColour(hex, canvasSelector = '#chart canvas') {
+  return page.locator(canvasSelector).evaluate((canvas, colour) => {
     const want = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16));
     const ctx = canvas.getContext('2d');
     const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
@@ -129,6 +129,42 @@ async function legendLabels() {
 async function stopRefresh() {
   if (await page.isChecked('#refresh')) await page.uncheck('#refresh');
 }
+
+/**
+ * Runs `action`, then collects the /api/v1/query requests that follow until there are
+ * `count` of them (or WAIT_MS passed): their query parameters, in the order sent.
+ */
+async function nextQueries(action, count) {
+  const seen = [];
+  const listener = (request) => {
+    if (request.url().includes('/api/v1/query?')) seen.push(new URL(request.url()).searchParams);
+  };
+  page.on('request', listener);
+  try {
+    await action();
+    const deadline = Date.now() + WAIT_MS;
+    while (seen.length < count && Date.now() < deadline) await page.waitForTimeout(50);
+  } finally {
+    page.off('request', listener);
+  }
+  return seen;
+}
+
+async function waitForPanel(chartId, state) {
+  await page.waitForSelector(`#${chartId}[data-state="${state}"]`, { timeout: WAIT_MS });
+}
+
+/** The charts on the page, in order: [{field, title, state, seriesDrawn}]. */
+async function panels() {
+  return page.locator('.panel').evaluateAll((nodes) => nodes.map((node) => ({
+    field: node.dataset.field,
+    title: node.querySelector('.panel-title').textContent,
+    state: node.querySelector('.chart').dataset.state,
+    seriesDrawn: node.querySelector('.chart').dataset.seriesDrawn,
+  })));
+}
+
+const isQueryUrl = (url) => url.pathname === '/api/v1/query';
 
 /** The fields of one CSV line (RFC 4180 quoting). */
 function parseCsvLine(line) {
@@ -324,6 +360,156 @@ try {
     await page.innerText('#error'));
   expectingHttpError = false;
 
+  // 6. Several charts: one per `field` of the link, in its order, sharing the rest.
+  // The usage_user query is held until the usage_system one is seen: were the charts asked
+  // one after the other, the second would never be sent and this would time out.
+  const twoFields = '/?measurement=cpu&field=usage_user&field=usage_system&tag=region:eu&range=6h';
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  const holdUser = async (route) => {
+    if (new URL(route.request().url()).searchParams.get('field') === 'usage_user') await held;
+    await route.continue();
+  };
+  await page.route(isQueryUrl, holdUser);
+  const queryOf = (field) => page.waitForRequest((r) => r.url().includes('/api/v1/query?')
+    && new URL(r.url()).searchParams.get('field') === field, { timeout: WAIT_MS });
+  const userSent = queryOf('usage_user');
+  const systemSent = queryOf('usage_system');
+  await page.goto(`${base}${twoFields}`);
+  const [userQuery, systemQuery] = (await Promise.all([userSent, systemSent]))
+    .map((r) => new URL(r.url()).searchParams);
+  check(true, 'the second chart\'s query is sent while the first one\'s is still open (in parallel)');
+  release();
+  for (const q of [userQuery, systemQuery]) {
+    check(q.get('measurement') === 'cpu' && q.getAll('tag').join() === 'region:eu'
+      && Math.abs(spanMs(q) - 6 * 3600e3) < 2000 && q.has('max_points') && q.getAll('field').length === 1,
+    `the ${q.get('field')} chart asks for its one field with the shared tags, range and resolution`, [...q]);
+  }
+  await waitForPanel('chart', 'ok');
+  await waitForPanel('chart-2', 'ok');
+  await page.unroute(isQueryUrl, holdUser); // after its requests went on: both charts drew
+  await stopRefresh();
+  let shown = await panels();
+  check(shown.map((p) => p.title).join() === 'cpu.usage_user,cpu.usage_system',
+    'two charts, titled by their fields in the link\'s order', shown);
+  check(shown.every((p) => p.seriesDrawn === '2'), 'each chart says it drew both eu series', shown);
+  for (const canvas of ['#chart canvas', '#chart-2 canvas']) {
+    const colours = { blue: await pixelsOfColour('#4e79a7', canvas), orange: await pixelsOfColour('#f28e2b', canvas) };
+    check(colours.blue > 150 && colours.orange > 150, `both series' colours are on ${canvas}`, colours);
+  }
+  const legends = await page.locator('.panel .legend').evaluateAll((lists) => lists.map((l) => l.children.length));
+  check(legends.join() === '2,2', 'each chart has its own legend', legends);
+  check(await page.isVisible('#chart-2 ~ .data #download-csv-2'), 'each chart has its own points and CSV');
+
+  // The second chart's CSV is its own answer: usage_system columns, one row per time.
+  const systemAnswer = await (await fetch(`${base}/api/v1/query?${systemQuery}`)).json();
+  const systemDownload = page.waitForEvent('download', { timeout: WAIT_MS });
+  await page.click('#download-csv-2');
+  const systemCsv = readFileSync(await (await systemDownload).path(), 'utf8').trim().split('\r\n');
+  const systemHeader = parseCsvLine(systemCsv[0]).slice(1);
+  check(systemHeader.length === 2 && systemHeader.every((name) => name.startsWith('cpu.usage_system{'))
+    && systemCsv.length === systemAnswer.times.length + 1,
+  'the second chart\'s CSV holds usage_system, one row per time of its answer',
+  { header: systemHeader, lines: systemCsv.length, times: systemAnswer.times.length });
+
+  // Hovering one chart shows its tooltip and the same time's crosshair on the other.
+  const userBox = await page.locator('#chart canvas').boundingBox();
+  const systemBox = await page.locator('#chart-2 canvas').boundingBox();
+  await page.mouse.move(userBox.x + userBox.width * 0.5, userBox.y + userBox.height * 0.5);
+  const crosshairs = await page.evaluate(() => ['chart', 'chart-2'].map((id) => {
+    const line = document.querySelector(`#${id} .chart-crosshair`);
+    return { hidden: line.hidden, linked: line.classList.contains('linked'), left: parseFloat(line.style.left) };
+  }));
+  check(await page.isVisible('#chart .chart-tooltip') && !(await page.isVisible('#chart-2 .chart-tooltip')),
+    'hovering the first chart shows its tooltip only');
+  check(!crosshairs[1].hidden && crosshairs[1].linked && Math.abs(crosshairs[1].left - crosshairs[0].left) <= 3,
+    'and the second chart shows a crosshair at the same time', crosshairs);
+  await page.mouse.move(userBox.x + userBox.width * 0.5, userBox.y + userBox.height + 40);
+  check(await page.locator('#chart-2 .chart-crosshair').isHidden(), 'leaving the chart hides the other\'s crosshair');
+
+  // Zooming either chart zooms both: the next queries of both charts and the URL.
+  let pair = await nextQueries(async () => {
+    await page.mouse.move(systemBox.x + systemBox.width * 0.4, systemBox.y + systemBox.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(systemBox.x + systemBox.width * 0.6, systemBox.y + systemBox.height / 2, { steps: 5 });
+    await page.mouse.up();
+  }, 2);
+  const zoomedTwo = spanMs(pair[0]);
+  check(pair.length === 2 && pair.map((q) => q.get('field')).sort().join() === 'usage_system,usage_user',
+    'dragging on the second chart queries both charts again', pair.map((q) => [...q]));
+  check(pair[0].get('start') === pair[1].get('start') && pair[0].get('end') === pair[1].get('end')
+    && zoomedTwo > 40 * 60e3 && zoomedTwo < 110 * 60e3,
+  'both ask for the same zoomed range, about a fifth of 6 hours', pair.map((q) => [q.get('start'), q.get('end')]));
+  check(urlParams().get('start') === pair[0].get('start') && !urlParams().has('range')
+    && urlParams().getAll('field').join() === 'usage_user,usage_system',
+  'the URL has the zoomed start and end, and still both fields', page.url());
+  pair = await nextQueries(() => page.mouse.dblclick(userBox.x + userBox.width / 2, userBox.y + userBox.height / 2), 2);
+  check(pair.length === 2 && pair.every((q) => Math.abs(spanMs(q) - 2 * zoomedTwo) < 2000)
+    && pair[0].get('start') === pair[1].get('start'),
+  'double-click on the first chart zooms both out to twice the range', pair.map((q) => spanMs(q)));
+  await waitForPanel('chart', 'ok');
+  await waitForPanel('chart-2', 'ok');
+
+  // Removing and adding charts through the page changes the URL's field list.
+  pair = await nextQueries(() => page.click('.panel[data-field="usage_user"] .panel-remove'), 1);
+  check(urlParams().getAll('field').join() === 'usage_system' && pair[0].get('field') === 'usage_system',
+    'removing the usage_user chart leaves field=usage_system in the URL and the query', page.url());
+  shown = await panels();
+  check(shown.length === 1 && !(await page.isVisible('.panel-remove')) && await page.isVisible('#field')
+    && (await page.inputValue('#field')) === 'usage_system',
+  'one chart left: no remove button, and the Field picker shows its field', shown);
+  const fieldList = page.waitForRequest((r) => r.url().includes('/api/v1/fields?')
+    && new URL(r.url()).searchParams.get('prefix') === 'usage_u', { timeout: WAIT_MS });
+  await page.click('#add-field');
+  await page.keyboard.type('usage_u', { delay: 30 });
+  await fieldList;
+  pair = await nextQueries(() => page.click('.picker-list li[data-value="usage_user"]', { timeout: WAIT_MS }), 2);
+  check(urlParams().getAll('field').join() === 'usage_system,usage_user',
+    'adding a usage_user chart appends field=usage_user to the URL', page.url());
+  check(pair.map((q) => q.get('field')).sort().join() === 'usage_system,usage_user', 'and both charts query',
+    pair.map((q) => q.get('field')));
+  await waitForPanel('chart-2', 'ok');
+  shown = await panels();
+  check(shown.map((p) => p.field).join() === 'usage_system,usage_user' && shown[1].state === 'ok',
+    'the added chart comes last and draws', shown);
+  await nextQuery(() => page.goBack());
+  check(urlParams().getAll('field').join() === 'usage_system', 'Back removes the added chart again', page.url());
+
+  // Auto-refresh refreshes every chart.
+  await page.goto(`${base}${twoFields}`);
+  await waitForPanel('chart-2', 'ok');
+  pair = await nextQueries(async () => {
+    await stopRefresh();
+    await page.check('#refresh');
+  }, 2);
+  check(pair.map((q) => q.get('field')).sort().join() === 'usage_system,usage_user',
+    'auto-refresh queries both charts again', pair.map((q) => q.get('field')));
+  await stopRefresh();
+
+  // A chart without data, or whose query fails, does not blank the other.
+  await page.goto(`${base}/?measurement=cpu&field=usage_user&field=no_such_field&tag=region:eu&range=6h`);
+  await waitForPanel('chart-2', 'empty');
+  await waitForPanel('chart', 'ok');
+  check(/No data/.test(await page.innerText('#chart-2 .chart-message')) && await pixelsOfColour('#4e79a7') > 150,
+    'a field without data says so on its chart; the other chart still draws');
+  expectingHttpError = true;
+  const failSystem = (route) => (new URL(route.request().url()).searchParams.get('field') === 'usage_system'
+    ? route.fulfill({ status: 400, contentType: 'application/json',
+      body: JSON.stringify({ error: 'injected by the test: usage_system is unavailable' }) })
+    : route.continue());
+  await page.route(isQueryUrl, failSystem);
+  await page.goto(`${base}${twoFields}`);
+  await waitForPanel('chart-2', 'error');
+  await waitForPanel('chart', 'ok');
+  await stopRefresh();
+  const systemError = await page.innerText('#error-2');
+  check(/injected by the test/.test(systemError) && /400/.test(systemError) && await page.isHidden('#error'),
+    'a failed query shows its message on that chart only', systemError);
+  const stillBlue = await pixelsOfColour('#4e79a7');
+  check(stillBlue > 150 && (await chartState()).seriesDrawn === '2', 'and the other chart still draws', stillBlue);
+  await page.unroute(isQueryUrl, failSystem);
+  expectingHttpError = false;
+
   // 6. A phone's width: the chart still draws.
   await page.setViewportSize({ width: 390, height: 800 });
   await page.goto(`${base}/?measurement=cpu&field=usage_user&range=6h`);
@@ -331,6 +517,13 @@ try {
   const phoneCanvas = await page.locator('#chart canvas').boundingBox();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   check(phoneCanvas.width <= 390 && overflow <= 0, 'at 390 px the page fits the screen', { phoneCanvas, overflow });
+  await page.goto(`${base}${twoFields}`);
+  await waitForPanel('chart', 'ok');
+  await waitForPanel('chart-2', 'ok');
+  const stacked = [await page.locator('#chart').boundingBox(), await page.locator('#chart-2').boundingBox()];
+  const phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(stacked.every((b) => b.width <= 390 && b.width > 300) && stacked[1].y >= stacked[0].y + stacked[0].height
+    && phoneOverflow <= 0, 'at 390 px two charts are stacked, each the screen\'s width', { stacked, phoneOverflow });
 
   check(offsite.length === 0, 'no request left loopback', offsite);
   check(consoleErrors.length === 0, 'no console errors and no page errors', consoleErrors);

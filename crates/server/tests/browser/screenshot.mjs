@@ -1,9 +1,11 @@
 // A screenshot of a dashboard view, as in the README (docs/dashboard.png):
 //
 //   TICKERTAPE_PLAYWRIGHT_DIR=.cache/browser-test node crates/server/tests/browser/screenshot.mjs \
-//     http://127.0.0.1:8086 '/?measurement=cpu&field=usage_user&range=24h' docs/dashboard.png [WIDTH HEIGHT]
+//     http://127.0.0.1:8086 '/?measurement=cpu&field=usage_user&field=usage_system&range=12h' \
+//     docs/dashboard.png 1280 612
 //
-// with a server filled by demo-data.mjs. The mouse rests on the chart, so the tooltip shows.
+// with a server filled by demo-data.mjs. The mouse rests on the first chart, so its tooltip
+// shows (and the crosshair on the others).
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,7 +31,9 @@ const context = await chromium.launchPersistentContext(profile, {
 try {
   const page = context.pages()[0] || (await context.newPage());
   await page.goto(`${base.replace(/\/$/, '')}${view}`);
-  await page.waitForSelector('#chart[data-state="ok"]', { timeout: 15000 });
+  // Every chart of the view (one per `field`) drawn.
+  await page.waitForFunction(() => [...document.querySelectorAll('.chart')]
+    .every((chart) => chart.dataset.state === 'ok'), null, { timeout: 15000 });
   const box = await page.locator('#chart canvas').boundingBox();
   await page.mouse.move(box.x + box.width * 0.62, box.y + box.height * 0.5);
   await page.screenshot({ path: out });
