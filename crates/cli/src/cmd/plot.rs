@@ -191,7 +191,8 @@ fn legend_labels(series: &[SeriesAnswer]) -> Vec<String> {
 }
 
 /// Names a reader recognises a series by, preferred when several tags tell the series
-/// apart. The dashboard's `series-names.js` keeps the same list.
+/// apart. The dashboard's `crates/server/assets/dashboard/series-names.js` keeps the same
+/// list.
 const NAMING_KEYS: [&str; 6] = ["host", "hostname", "instance", "name", "id", "device"];
 
 /// Of the keys that tell every series apart (`tells`), a naming one, else the first.
