@@ -12,12 +12,14 @@
 //! - `lines.rs`: a series cut into the runs a line joins (not across gaps).
 //! - `legend.rs`, `palette.rs`: the legend and the series' colours.
 
+mod glyphs;
 mod legend;
 mod lines;
 mod palette;
 mod time_axis;
 mod value_axis;
 
+use glyphs::GlyphText;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, TextStyle};
@@ -141,7 +143,8 @@ pub fn render(chart: &Chart, size: ImageSize, format: ImageFormat) -> Result<Vec
             // RGB, 3 bytes a pixel; at most 192 MB (ImageSize::MAX).
             let mut pixels = vec![0u8; size.width as usize * size.height as usize * 3];
             {
-                let root = BitMapBackend::with_buffer(&mut pixels, dimensions).into_drawing_area();
+                let bitmap = BitMapBackend::with_buffer(&mut pixels, dimensions);
+                let root = GlyphText::new(bitmap, font()?).into_drawing_area();
                 draw_on(&root, chart, &bounds)
                     .and_then(|()| root.present())
                     .map_err(|e| failed(&e))?;
@@ -185,6 +188,11 @@ fn register_font() -> Result<(), ChartError> {
         true => Ok(()),
         false => Err(ChartError::Font),
     }
+}
+
+/// The embedded DejaVu Sans for the PNG text ([`GlyphText`]).
+fn font() -> Result<ab_glyph::FontRef<'static>, ChartError> {
+    ab_glyph::FontRef::try_from_slice(dejavu::sans::regular()).map_err(|_| ChartError::Font)
 }
 
 /// The time and value ranges the axes show.
