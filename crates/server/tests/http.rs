@@ -483,9 +483,11 @@ async fn two_clients_interleaved_in_time_store_every_point_and_compaction_keeps_
             .find_map(|l| l.strip_prefix("tickertape_memory_points "))
             .and_then(|v| v.parse::<u64>().ok())
     };
-    // The test store flushes its head every few dozen points: some are still in it.
+    // The test store flushes its head every few points, in the background: any number of
+    // them may still be in memory here, none included (a CI run saw 0), so only the
+    // gauge's presence and bound are checked before compaction.
     let before = memory_points().await.expect("the gauge is reported");
-    assert!((1..=400).contains(&before), "{before} points in memory");
+    assert!(before <= 400, "{before} points in memory");
     assert_eq!(server.compact().await, 204);
     assert_eq!(
         memory_points().await,
