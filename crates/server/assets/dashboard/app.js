@@ -18,12 +18,16 @@ import { RANGE_PRESETS, readState, sameState, withChanges, writeState } from './
 const byId = (id) => document.getElementById(id);
 const DAY_MS = 86400e3;
 
-/** "Last N" views refresh by default up to a day; faster for shorter ranges. */
-function refreshPolicy(state, userChoice) {
+/**
+ * "Last N" views refresh by default up to a day, faster for shorter ranges; the URL's
+ * `refresh` (on/off), set by the checkbox, overrides the default.
+ */
+function refreshPolicy(state) {
   const lengthMs = state.start ? null : parseDurationMs(state.range);
   if (lengthMs === null) return { allowed: false, on: false, everyMs: 0 };
   const everyMs = lengthMs <= 6 * 3600e3 ? 5000 : lengthMs <= DAY_MS ? 10000 : 60000;
-  return { allowed: true, on: userChoice ?? lengthMs <= DAY_MS, everyMs };
+  const on = state.refresh ? state.refresh === 'on' : lengthMs <= DAY_MS;
+  return { allowed: true, on, everyMs };
 }
 
 class Dashboard {
@@ -36,7 +40,6 @@ class Dashboard {
         this.sync();
       })
       .catch((error) => this.setStatus(`schema not available: ${error.message}`));
-    this.refreshChoice = null; // null: the default of the range
     this.panels = []; // in the order of state.fields
     this.panelsBox = byId('panels');
     this.loading = null; // the load in flight: {sequence}
@@ -45,10 +48,7 @@ class Dashboard {
 
     this.controls = new Controls({
       onChange: (changes) => this.change(changes),
-      onRefreshToggle: (on) => {
-        this.refreshChoice = on;
-        this.sync();
-      },
+      onRefreshToggle: (on) => this.setRefresh(on ? 'on' : 'off'),
     });
     this.measurementPicker = new Picker(byId('measurement'), {
       load: (prefix, signal) => listNames('measurements', {}, prefix, signal),
@@ -92,6 +92,17 @@ class Dashboard {
     window.history.pushState(null, '', `${window.location.pathname}${writeState(next)}`);
     this.sync();
     this.load();
+  }
+
+  /**
+   * Auto-refresh switched on or off: kept in the URL, so a reload or a link keeps it, but
+   * in place of the current history entry (Back goes to the previous view, not to the
+   * checkbox's last state) and without a query of its own (the next refresh is one).
+   */
+  setRefresh(choice) {
+    this.state = withChanges(this.state, { refresh: choice });
+    window.history.replaceState(null, '', `${window.location.pathname}${writeState(this.state)}`);
+    this.sync();
   }
 
   /** A chart of `field` after the others (offered once the first chart has a field). */
@@ -150,7 +161,7 @@ class Dashboard {
       isCounter,
       startMs: range.startMs,
       endMs: range.endMs,
-      refresh: refreshPolicy(state, this.refreshChoice),
+      refresh: refreshPolicy(state),
     });
     this.syncPanels();
     const fields = state.fields.length > 1 ? `{${state.fields.join(',')}}` : state.fields[0];
@@ -186,7 +197,7 @@ class Dashboard {
   }
 
   refreshIfDue() {
-    const policy = refreshPolicy(this.state, this.refreshChoice);
+    const policy = refreshPolicy(this.state);
     if (!policy.allowed || !policy.on || document.hidden || this.loading) return;
     if (this.panels.some((panel) => panel.isBusy())) return;
     if (Date.now() - this.loadedAt >= policy.everyMs) this.load();

@@ -1,14 +1,17 @@
 // The view's state and its URL query string. The parameter names are a public contract
 // (bookmarks, shared links and tests use them): measurement, field (repeatable: one chart
-// per field, in order), tag (repeatable K:V), range or start/end, resolution, agg, display.
+// per field, in order), tag (repeatable K:V), range or start/end, resolution, agg, display,
+// and refresh (on/off: auto-refresh as the user chose it; absent, the range's default).
 //
 // Values are kept as the URL has them, even unknown ones: a bad `agg` in a link is sent
-// to the API, whose error message is then shown, rather than silently replaced.
+// to the API, whose error message is then shown, rather than silently replaced. `refresh`
+// is the exception, as no API reads it: anything but on/off means the default.
 
 export const RANGE_PRESETS = ['1h', '6h', '12h', '24h', '7d', '30d'];
 export const RESOLUTIONS = ['auto', '1m', '5m', '1h', '1d'];
 export const AGGREGATES = ['avg', 'min', 'max', 'sum', 'count', 'first', 'last'];
 export const DISPLAYS = ['avg_per_sec', 'total'];
+export const REFRESH_CHOICES = ['on', 'off'];
 
 export const DEFAULT_RANGE = '1h';
 export const DEFAULT_RESOLUTION = 'auto';
@@ -29,6 +32,7 @@ export function emptyState() {
     resolution: DEFAULT_RESOLUTION,
     agg: '',
     display: '',
+    refresh: '',
   };
 }
 
@@ -45,6 +49,8 @@ export function readState(search) {
   state.resolution = params.get('resolution') || DEFAULT_RESOLUTION;
   state.agg = params.get('agg') || '';
   state.display = params.get('display') || '';
+  const refresh = params.get('refresh') || '';
+  state.refresh = REFRESH_CHOICES.includes(refresh) ? refresh : '';
   return state;
 }
 
@@ -63,6 +69,7 @@ export function writeState(state) {
   params.set('resolution', state.resolution || DEFAULT_RESOLUTION);
   if (state.agg) params.set('agg', state.agg);
   if (state.display) params.set('display', state.display);
+  if (state.refresh) params.set('refresh', state.refresh);
   const text = params.toString();
   return text ? `?${text}` : '';
 }

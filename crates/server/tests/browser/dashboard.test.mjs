@@ -279,7 +279,9 @@ try {
   const refreshed = await nextQuery(() => page.check('#refresh'));
   check(refreshed.get('agg') === 'max' && Math.abs(spanMs(refreshed) - 3600e3) < 2000,
     'switched on, auto-refresh queries the last hour again by itself', [...refreshed]);
+  check(urlParams().get('refresh') === 'on', 'the URL keeps refresh=on', page.url());
   await stopRefresh();
+  check(urlParams().get('refresh') === 'off', 'switched off, the URL keeps refresh=off', page.url());
 
   // Drag to zoom, double-click to zoom out.
   await page.click('#resolution button[data-value="auto"]');
@@ -308,6 +310,14 @@ try {
   query = await nextQuery(() => page.selectOption('#display', 'total'));
   check(query.get('display') === 'total' && urlParams().get('display') === 'total',
     'display total asks for display=total and keeps it in the URL', [...query]);
+
+  // A link keeps the auto-refresh choice against the range's default (on up to 24h).
+  await page.goto(`${base}/?measurement=cpu&field=usage_user&range=7d&refresh=on`);
+  await waitForChart('ok');
+  check(await page.isChecked('#refresh'), 'a 7d link with refresh=on auto-refreshes');
+  await page.goto(`${base}/?measurement=cpu&field=usage_user&range=6h&refresh=off`);
+  await waitForChart('ok');
+  check(!(await page.isChecked('#refresh')), 'a 6h link with refresh=off does not');
 
   // 4. The table and the CSV: the chart's own answer.
   query = await nextQuery(() => page.goto(`${base}/?measurement=cpu&field=usage_user&tag=region:eu&range=6h&resolution=5m`));
