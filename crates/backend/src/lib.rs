@@ -261,6 +261,26 @@ pub trait Backend: Send + Sync + 'static {
     /// what Prometheus' metric names are made of (`tickertape_prometheus::mapping`).
     async fn list_fields(&self) -> Result<Vec<(String, String)>>;
 
+    /// The measurements of registered series that `query` accepts: sorted, each once, at
+    /// most `query.limit()` (the dashboard's measurement picker). The default filters
+    /// [`list_fields`](Self::list_fields); a backend where that costs a round trip per
+    /// measurement answers it in one.
+    async fn list_measurements(&self, query: &NameQuery) -> Result<Vec<String>> {
+        let pairs = self.list_fields().await?;
+        Ok(query.first_of(pairs.iter().map(|(m, _)| m.as_str())))
+    }
+
+    /// The fields of `measurement`'s registered series that `query` accepts: sorted, each
+    /// once, at most `query.limit()`. The default filters [`list_fields`](Self::list_fields).
+    async fn list_fields_of(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>> {
+        let pairs = self.list_fields().await?;
+        let fields = pairs
+            .iter()
+            .filter(|(m, _)| m == measurement)
+            .map(|(_, f)| f.as_str());
+        Ok(query.first_of(fields))
+    }
+
     /// The tag keys of `measurement`'s registered series that `query` accepts: sorted,
     /// each once, at most `query.limit()` (the dashboard's search-as-you-type).
     async fn list_tag_keys(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>>;

@@ -118,26 +118,72 @@ pub async fn series_lookup_and_count_register_nothing(f: &dyn StoreFactory) {
 }
 
 /// `list_fields` names each (measurement, field) pair of the registered series once,
-/// sorted, before and after a reopen.
+/// sorted, before and after a reopen; `list_measurements` and `list_fields_of` answer a
+/// search box over the same names (prefix, sorted, each once, the first `limit`).
 pub async fn fields_listed_once_each(f: &dyn StoreFactory) {
     let store = f.create(4).await;
-    let b = store.open().await;
+    let mut b = store.open().await;
     assert_eq!(b.list_fields().await.expect("list"), Vec::new());
+    assert!(measurements(&*b, "", 10).await.is_empty());
     let keys = [
         host_key("mem", None, "free"),
         host_key("cpu", Some("a"), "u"),
         host_key("cpu", Some("b"), "u"),
         host_key("cpu", Some("a"), "s"),
+        host_key("cpu", Some("a"), "steal"),
+        host_key("cpx", Some("a"), "u"),
     ];
     b.resolve_series(&keys).await.expect("resolve");
-    let want: Vec<(String, String)> = [("cpu", "s"), ("cpu", "u"), ("mem", "free")]
-        .iter()
-        .map(|(m, f)| (m.to_string(), f.to_string()))
-        .collect();
-    assert_eq!(b.list_fields().await.expect("list"), want);
-    drop(b);
-    let b = store.open().await;
-    assert_eq!(b.list_fields().await.expect("list after reopen"), want);
+    let want: Vec<(String, String)> = [
+        ("cpu", "s"),
+        ("cpu", "steal"),
+        ("cpu", "u"),
+        ("cpx", "u"),
+        ("mem", "free"),
+    ]
+    .iter()
+    .map(|(m, f)| (m.to_string(), f.to_string()))
+    .collect();
+    for pass in ["before reopen", "after reopen"] {
+        assert_eq!(b.list_fields().await.expect("list"), want, "{pass}");
+        assert_eq!(
+            measurements(&*b, "", 10).await,
+            ["cpu", "cpx", "mem"],
+            "{pass}"
+        );
+        assert_eq!(measurements(&*b, "cp", 10).await, ["cpu", "cpx"], "{pass}");
+        assert_eq!(measurements(&*b, "", 2).await, ["cpu", "cpx"], "{pass}");
+        assert!(measurements(&*b, "d", 10).await.is_empty(), "{pass}");
+        assert_eq!(
+            fields_of(&*b, "cpu", "", 10).await,
+            ["s", "steal", "u"],
+            "{pass}"
+        );
+        assert_eq!(
+            fields_of(&*b, "cpu", "s", 10).await,
+            ["s", "steal"],
+            "{pass}"
+        );
+        assert_eq!(fields_of(&*b, "cpu", "", 1).await, ["s"], "{pass}");
+        assert_eq!(fields_of(&*b, "mem", "", 10).await, ["free"], "{pass}");
+        assert!(fields_of(&*b, "disk", "", 10).await.is_empty(), "{pass}");
+        drop(b);
+        b = store.open().await;
+    }
+}
+
+async fn measurements(b: &dyn Backend, prefix: &str, limit: usize) -> Vec<String> {
+    let query = NameQuery::new(prefix, limit);
+    b.list_measurements(&query)
+        .await
+        .expect("list measurements")
+}
+
+async fn fields_of(b: &dyn Backend, measurement: &str, prefix: &str, limit: usize) -> Vec<String> {
+    let query = NameQuery::new(prefix, limit);
+    b.list_fields_of(measurement, &query)
+        .await
+        .expect("list fields of a measurement")
 }
 
 async fn keys(b: &dyn Backend, prefix: &str, limit: usize) -> Vec<String> {

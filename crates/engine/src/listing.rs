@@ -29,8 +29,7 @@ fn one_more(query: &NameQuery) -> NameQuery {
 impl Engine {
     /// The measurements any series has.
     pub async fn list_measurements(&self, query: &NameQuery) -> Result<Listing, EngineError> {
-        let pairs = self.backend.list_fields().await?;
-        let names = one_more(query).first_of(pairs.iter().map(|(m, _)| m.as_str()));
+        let names = self.backend.list_measurements(&one_more(query)).await?;
         Ok(Listing::cut(names, query.limit()))
     }
 
@@ -40,15 +39,11 @@ impl Engine {
         measurement: &str,
         query: &NameQuery,
     ) -> Result<Listing, EngineError> {
-        let pairs = self.backend.list_fields().await?;
-        let fields = pairs
-            .iter()
-            .filter(|(m, _)| m == measurement)
-            .map(|(_, f)| f.as_str());
-        Ok(Listing::cut(
-            one_more(query).first_of(fields),
-            query.limit(),
-        ))
+        let names = self
+            .backend
+            .list_fields_of(measurement, &one_more(query))
+            .await?;
+        Ok(Listing::cut(names, query.limit()))
     }
 
     /// The tag keys the series of `measurement` have.

@@ -385,6 +385,14 @@ impl Backend for MongoBackend {
         self.fields().await
     }
 
+    async fn list_measurements(&self, query: &NameQuery) -> Result<Vec<String>> {
+        self.measurements(query).await
+    }
+
+    async fn list_fields_of(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>> {
+        self.fields_of(measurement, query).await
+    }
+
     async fn list_tag_keys(&self, measurement: &str, query: &NameQuery) -> Result<Vec<String>> {
         self.tag_keys(measurement, query).await
     }

@@ -75,14 +75,19 @@ fn range_clause(matcher: &TagMatcher) -> Bson {
         // `!=` and `!~` that require the tag say nothing of how its value begins.
         MatchOp::NotEqual | MatchOp::NotRegex => String::new(),
     };
-    let low = tag_pair(matcher.key(), &prefix);
-    let mut range = doc! { "$gte": &low };
-    // `low` ends in a NUL or a prefix character, so an upper bound always exists; without
-    // one the range would only be wider.
-    if let Some(high) = upper_bound(&low) {
+    // The pair ends in a NUL or a prefix character, so an upper bound always exists.
+    Bson::Document(doc! { "$elemMatch": prefix_range(&tag_pair(matcher.key(), &prefix)) })
+}
+
+/// `{$gte: prefix, $lt: upper_bound(prefix)}`: the strings starting with `prefix`, as one
+/// index range (a regular expression would need its metacharacters escaped). Without an
+/// upper bound (a prefix of U+10FFFF only) the range is only wider: `$gte` alone.
+pub(crate) fn prefix_range(prefix: &str) -> Document {
+    let mut range = doc! { "$gte": prefix };
+    if let Some(high) = upper_bound(prefix) {
         range.insert("$lt", high);
     }
-    Bson::Document(doc! { "$elemMatch": range })
+    range
 }
 
 /// The smallest string greater than every string that starts with `prefix`, if any:

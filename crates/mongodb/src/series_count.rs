@@ -1,12 +1,14 @@
 //! What a writer checks its series limits with: keys looked up without registering them,
-//! the number of series, in all and per measurement, and the (measurement, field) pairs.
+//! the number of series, in all and per measurement, and the (measurement, field) pairs,
+//! all of them or, for the dashboard's pickers, those starting with what was typed.
 
 use mongodb::bson::{doc, Bson};
-use tickertape_backend::{Result, SeriesCount};
+use tickertape_backend::{NameQuery, Result, SeriesCount};
 use tickertape_core::{SeriesId, SeriesKey};
 
 use crate::error::map_err;
 use crate::layout::{canonical_key, SERIES};
+use crate::selector::prefix_range;
 use crate::MongoBackend;
 
 impl MongoBackend {
@@ -66,5 +68,33 @@ impl MongoBackend {
         pairs.sort_unstable();
         pairs.dedup();
         Ok(pairs)
+    }
+
+    /// The measurements starting with the prefix: one `distinct` over an index range of
+    /// `k.m`, however many measurements there are.
+    pub(crate) async fn measurements(&self, query: &NameQuery) -> Result<Vec<String>> {
+        let filter = doc! { "k.m": prefix_range(query.prefix()) };
+        let names = self
+            .collection(SERIES)
+            .distinct("k.m", filter)
+            .await
+            .map_err(|e| map_err("list measurements", e))?;
+        Ok(query.first_of(names.iter().filter_map(Bson::as_str)))
+    }
+
+    /// The fields of one measurement starting with the prefix: one `distinct` over an index
+    /// range of `{k.m, k.f}`.
+    pub(crate) async fn fields_of(
+        &self,
+        measurement: &str,
+        query: &NameQuery,
+    ) -> Result<Vec<String>> {
+        let filter = doc! { "k.m": measurement, "k.f": prefix_range(query.prefix()) };
+        let names = self
+            .collection(SERIES)
+            .distinct("k.f", filter)
+            .await
+            .map_err(|e| map_err("list the fields of a measurement", e))?;
+        Ok(query.first_of(names.iter().filter_map(Bson::as_str)))
     }
 }

@@ -19,7 +19,7 @@ use crate::bulk;
 use crate::error::{corrupt, map_err};
 use crate::find::find_all;
 use crate::layout::{self, META, SERIES, TAG_VALUES};
-use crate::selector::upper_bound;
+use crate::selector::prefix_range;
 use crate::MongoBackend;
 
 /// Series documents read per round trip of the backfill.
@@ -45,13 +45,9 @@ fn entries<'a>(keys: impl IntoIterator<Item = &'a SeriesKey>) -> Vec<Document> {
     ids.into_iter().map(|id| doc! { "_id": id }).collect()
 }
 
-/// `{_id: {$gte: low, $lt: upper_bound(low)}}`: every `_id` starting with `low`.
+/// `{_id: {$gte: low, $lt: …}}`: every `_id` starting with `low`.
 fn starting_with(low: &str) -> Document {
-    let mut range = doc! { "$gte": low };
-    if let Some(high) = upper_bound(low) {
-        range.insert("$lt", high);
-    }
-    doc! { "_id": range }
+    doc! { "_id": prefix_range(low) }
 }
 
 impl MongoBackend {
