@@ -2,14 +2,29 @@
 //! the number of series, in all and per measurement, and the (measurement, field) pairs,
 //! all of them or, for the dashboard's pickers, those starting with what was typed.
 
+use futures::stream::{self, StreamExt, TryStreamExt};
 use mongodb::bson::{doc, Bson};
-use tickertape_backend::{NameQuery, Result, SeriesCount};
+use tickertape_backend::{BackendError, NameQuery, Result, SeriesCount};
 use tickertape_core::{SeriesId, SeriesKey};
 
 use crate::error::map_err;
 use crate::layout::{canonical_key, SERIES};
 use crate::selector::prefix_range;
 use crate::MongoBackend;
+
+/// `distinct` commands in flight at once when listing every measurement's fields.
+const CONCURRENT_DISTINCTS: usize = 16;
+
+/// The strings of a `distinct` answer (a field holding another type is no name).
+fn distinct_strings(values: Vec<Bson>) -> Vec<String> {
+    values
+        .into_iter()
+        .filter_map(|v| match v {
+            Bson::String(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
 
 impl MongoBackend {
     pub(crate) async fn lookup(&self, keys: &[SeriesKey]) -> Result<Vec<Option<SeriesId>>> {
@@ -41,30 +56,31 @@ impl MongoBackend {
     }
 
     /// Every (measurement, field) pair: `distinct` measurements, then each one's fields
-    /// (both answered from the index on `k.m`).
+    /// (both answered from the index on `k.m`), `CONCURRENT_DISTINCTS` at a time: PromQL
+    /// asks this for every selector, and Prometheus data has a measurement per metric name.
     pub(crate) async fn fields(&self) -> Result<Vec<(String, String)>> {
         let series = self.collection(SERIES);
-        let distinct_strings = |values: Vec<Bson>| {
-            values
-                .into_iter()
-                .filter_map(|v| match v {
-                    Bson::String(s) => Some(s),
-                    _ => None,
-                })
-                .collect::<Vec<String>>()
-        };
         let measurements = series
             .distinct("k.m", doc! {})
             .await
             .map_err(|e| map_err("list measurements", e))?;
-        let mut pairs = Vec::new();
-        for m in distinct_strings(measurements) {
-            let fields = series
-                .distinct("k.f", doc! { "k.m": &m })
-                .await
-                .map_err(|e| map_err("list the fields of a measurement", e))?;
-            pairs.extend(distinct_strings(fields).into_iter().map(|f| (m.clone(), f)));
-        }
+        let per_measurement = stream::iter(distinct_strings(measurements))
+            .map(|m| {
+                let series = series.clone();
+                async move {
+                    let fields = series
+                        .distinct("k.f", doc! { "k.m": &m })
+                        .await
+                        .map_err(|e| map_err("list the fields of a measurement", e))?;
+                    Ok::<_, BackendError>((m, distinct_strings(fields)))
+                }
+            })
+            .buffer_unordered(CONCURRENT_DISTINCTS);
+        let fields_of: Vec<(String, Vec<String>)> = per_measurement.try_collect().await?;
+        let mut pairs: Vec<(String, String)> = fields_of
+            .into_iter()
+            .flat_map(|(m, fields)| fields.into_iter().map(move |f| (m.clone(), f)))
+            .collect();
         pairs.sort_unstable();
         pairs.dedup();
         Ok(pairs)
