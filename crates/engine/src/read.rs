@@ -30,12 +30,14 @@ struct QueryReads {
 }
 
 impl Engine {
-    /// Every registered series the selector matches, sorted by key.
+    /// Every registered series the selector matches, sorted by key; refused past
+    /// `--max-query-series` as a query is (a listing of a million series is no answer).
     pub async fn list_series(
         &self,
         selector: &SeriesSelector,
     ) -> Result<Vec<SeriesInfo>, EngineError> {
         let mut series = self.backend.find_series(selector).await?;
+        self.check_series_limit(series.len())?;
         series.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(series)
     }

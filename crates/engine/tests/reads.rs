@@ -253,9 +253,14 @@ async fn over_wide_queries_are_refused_naming_the_limit() {
         }
         other => panic!("expected the series limit, got {other:?}"),
     }
+    match e.list_series(&all.selector).await {
+        Err(EngineError::OverLimit(m)) => assert!(m.contains("4 series"), "{m}"),
+        other => panic!("expected the series limit on a listing, got {other:?}"),
+    }
     let mut one_host = all.clone();
     one_host.selector.tags = vec![("host".into(), "h1".into())];
     assert_eq!(points(&e, &one_host).await.len(), 4);
+    assert_eq!(e.list_series(&one_host.selector).await.unwrap().len(), 1);
     // Three series of four points each: 12 points, over the limit of 10.
     let e = engine("").with_query_limits(QueryLimits {
         max_series: 10,
