@@ -57,9 +57,49 @@ pub enum EngineError {
     #[error("{0}")]
     BadQuery(String),
     /// A query wider than a limit ([`QueryLimits`]); the message names the limit, its
-    /// value and how to narrow the query.
+    /// value and how to narrow a query of the own API (another API words its own advice
+    /// from [`OverLimit::what`]).
     #[error("{0}")]
-    OverLimit(String),
+    OverLimit(OverLimit),
+}
+
+/// Which of the [`QueryLimits`] a query went past.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverLimit {
+    /// It selects `selected` series, more than `limit`.
+    Series { selected: usize, limit: usize },
+    /// Its answer holds more than `limit` points.
+    Points { limit: usize },
+}
+
+impl OverLimit {
+    /// What went past which limit and the option that sets it, without advice.
+    pub fn what(&self) -> String {
+        match self {
+            Self::Series { selected, limit } => format!(
+                "the query selects {selected} series, over the limit of {limit} series per \
+                 query (--max-query-series)"
+            ),
+            Self::Points { limit } => format!(
+                "the answer holds more than the limit of {limit} points per query \
+                 (--max-query-points)"
+            ),
+        }
+    }
+}
+
+/// The message of the own query API: what, and how to narrow it with its parameters.
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let advice = match self {
+            Self::Series { .. } => "narrow it with tag=KEY:VALUE or field=NAME",
+            Self::Points { .. } => {
+                "aggregate with step= and agg= (or max_points=), shorten the range, or select \
+                 fewer series"
+            }
+        };
+        write!(f, "{}: {advice}", self.what())
+    }
 }
 
 /// How wide a query may be, so that one request cannot build an answer that exhausts

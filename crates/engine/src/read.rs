@@ -2,7 +2,7 @@
 
 use crate::plan::{ReadPlan, Reduction};
 use crate::query::Query;
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, OverLimit};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{SeriesHead, SeriesInfo};
 use tickertape_core::model::is_stale_marker;
@@ -72,14 +72,14 @@ impl Engine {
         Ok(out)
     }
 
-    /// Refuses a query selecting more than `--max-query-series` series, naming the limit.
+    /// Refuses a query selecting more than `--max-query-series` series.
     pub fn check_series_limit(&self, selected: usize) -> Result<(), EngineError> {
         let limit = self.limits.max_series;
         match selected > limit {
-            true => Err(EngineError::OverLimit(format!(
-                "the query selects {selected} series, over the limit of {limit} series per \
-                 query (--max-query-series): narrow it with tag=KEY:VALUE or field=NAME"
-            ))),
+            true => Err(EngineError::OverLimit(OverLimit::Series {
+                selected,
+                limit,
+            })),
             false => Ok(()),
         }
     }
@@ -87,11 +87,7 @@ impl Engine {
     pub(crate) fn check_points_limit(&self, points: usize) -> Result<(), EngineError> {
         let limit = self.limits.max_points;
         match points > limit {
-            true => Err(EngineError::OverLimit(format!(
-                "the answer holds more than the limit of {limit} points per query \
-                 (--max-query-points): aggregate with step= and agg= (or max_points=), \
-                 shorten the range, or select fewer series"
-            ))),
+            true => Err(EngineError::OverLimit(OverLimit::Points { limit })),
             false => Ok(()),
         }
     }

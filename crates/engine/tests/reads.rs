@@ -229,7 +229,7 @@ async fn held_windows_are_reported_at_the_window_start() {
 /// narrower query on the same engine is answered.
 #[tokio::test]
 async fn over_wide_queries_are_refused_naming_the_limit() {
-    use tickertape_engine::{EngineError, QueryLimits};
+    use tickertape_engine::{EngineError, OverLimit, QueryLimits};
     let limits = QueryLimits {
         max_series: 3,
         max_points: 10,
@@ -245,7 +245,8 @@ async fn over_wide_queries_are_refused_naming_the_limit() {
     assert_eq!(r.rejected, 0, "{:?}", r.errors);
     let all = query("cpu", 0, 10 * S);
     match e.query(&all).await {
-        Err(EngineError::OverLimit(m)) => {
+        Err(EngineError::OverLimit(over)) => {
+            let m = over.to_string();
             assert!(
                 m.contains("4 series") && m.contains("limit of 3") && m.contains("tag="),
                 "{m}"
@@ -254,7 +255,13 @@ async fn over_wide_queries_are_refused_naming_the_limit() {
         other => panic!("expected the series limit, got {other:?}"),
     }
     match e.list_series(&all.selector).await {
-        Err(EngineError::OverLimit(m)) => assert!(m.contains("4 series"), "{m}"),
+        Err(EngineError::OverLimit(over)) => assert_eq!(
+            over,
+            OverLimit::Series {
+                selected: 4,
+                limit: 3
+            }
+        ),
         other => panic!("expected the series limit on a listing, got {other:?}"),
     }
     let mut one_host = all.clone();
@@ -271,7 +278,8 @@ async fn over_wide_queries_are_refused_naming_the_limit() {
         .await
         .unwrap();
     match e.query(&all).await {
-        Err(EngineError::OverLimit(m)) => {
+        Err(EngineError::OverLimit(over)) => {
+            let m = over.to_string();
             assert!(
                 m.contains("limit of 10 points") && m.contains("step="),
                 "{m}"

@@ -56,6 +56,7 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tickertape_engine::OverLimit;
 
     /// A store that cannot be reached answers 503, so clients retry; a storage fault 500;
     /// a bad request 400. Nothing the backend reports as unavailable becomes a 2xx.
@@ -88,7 +89,7 @@ mod tests {
     /// malformed) nor 500.
     #[test]
     fn a_query_over_a_limit_is_422() {
-        let over = ApiError::Engine(EngineError::OverLimit("limit of 3 series".into()));
+        let over = ApiError::Engine(EngineError::OverLimit(OverLimit::Points { limit: 3 }));
         assert_eq!(
             over.into_response().status(),
             StatusCode::UNPROCESSABLE_ENTITY

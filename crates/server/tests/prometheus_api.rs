@@ -358,4 +358,13 @@ async fn metric_names_are_listed_past_the_query_series_limit() {
     );
     let r = get("label/h/values").await.unwrap();
     assert_eq!(r.status().as_u16(), 422);
+    // In PromQL's words, not the own API's (`tag=KEY:VALUE`).
+    let body: Value = r.json().await.unwrap();
+    let error = body["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("limit of 2 series")
+            && error.contains("label matchers")
+            && !error.contains("tag="),
+        "{body}"
+    );
 }

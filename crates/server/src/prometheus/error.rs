@@ -4,7 +4,7 @@
 use crate::error::ApiError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use tickertape_engine::EngineError;
+use tickertape_engine::{EngineError, OverLimit};
 use tickertape_prometheus::promql::PromqlError;
 
 #[derive(Debug)]
@@ -57,6 +57,9 @@ impl From<PromqlError> for PromError {
 
 impl From<EngineError> for PromError {
     fn from(e: EngineError) -> Self {
+        if let EngineError::OverLimit(over) = &e {
+            return Self::execution(over_limit_message(over));
+        }
         let message = e.to_string();
         let status = ApiError::Engine(e).status();
         let kind = match status {
@@ -71,6 +74,15 @@ impl From<EngineError> for PromError {
             message,
         }
     }
+}
+
+/// A limit's message in PromQL's words: selectors and steps, not the own API's parameters.
+fn over_limit_message(over: &OverLimit) -> String {
+    let advice = match over {
+        OverLimit::Series { .. } => "narrow the selector with more label matchers",
+        OverLimit::Points { .. } => "use a larger step, a shorter range or fewer series",
+    };
+    format!("{}: {advice}", over.what())
 }
 
 impl IntoResponse for PromError {
