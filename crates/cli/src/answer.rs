@@ -5,6 +5,7 @@
 use crate::store::StoreArgs;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
+use tickertape_core::time::{format_rfc3339, parse_time, parse_timestamp, Clock, SystemClock};
 
 /// The selectors of `GET /api/v1/query`, and where to ask.
 #[derive(clap::Args, Debug)]
@@ -24,11 +25,13 @@ pub struct QueryArgs {
     /// a missing tag counts as empty); repeat for several (all must match).
     #[arg(long = "tag", short)]
     pub tags: Vec<String>,
-    /// Range start, inclusive: RFC 3339 or integer nanoseconds. Default: the beginning.
-    #[arg(long)]
+    /// Range start, inclusive: RFC 3339, integer nanoseconds, or relative to now (now-6h,
+    /// or -6h; a relative start without --end ends now). Default: the beginning.
+    #[arg(long, allow_hyphen_values = true)]
     pub start: Option<String>,
-    /// Range end, exclusive: RFC 3339 or integer nanoseconds. Default: the end.
-    #[arg(long)]
+    /// Range end, exclusive: RFC 3339, integer nanoseconds, or relative to now (now,
+    /// now-1h). Default: the end.
+    #[arg(long, allow_hyphen_values = true)]
     pub end: Option<String>,
     /// Window width for agg (10s, 1m, 1h …).
     #[arg(long)]
@@ -110,6 +113,24 @@ impl QueryArgs {
         s.finish()
     }
 
+    /// `--start`/`--end` relative to now (`-1h`, `now-1h`, `now`) made absolute, in RFC
+    /// 3339, so that a server of `--url`, a chart's axis and messages all see one time. A
+    /// relative start without `--end` ends now. Absolute times are left as written.
+    pub fn resolve_relative_times(&mut self, now: i64) -> Result<()> {
+        let is_relative = |text: &str| parse_timestamp(text).is_err();
+        let relative_start = self.start.as_deref().is_some_and(is_relative);
+        for (flag, bound) in [("--start", &mut self.start), ("--end", &mut self.end)] {
+            if let Some(text) = bound.as_deref().filter(|t| is_relative(t)) {
+                let time = parse_time(text, now).with_context(|| flag.to_string())?;
+                *bound = Some(format_rfc3339(time));
+            }
+        }
+        if relative_start && self.end.is_none() {
+            self.end = Some(format_rfc3339(now));
+        }
+        Ok(())
+    }
+
     /// The answer: from the server of `--url`, or from the store opened here.
     pub async fn fetch(&self) -> Result<Answer> {
         match &self.url {
@@ -119,8 +140,9 @@ impl QueryArgs {
     }
 
     async fn ask_store(&self) -> Result<Answer> {
-        let query = tickertape_server::query::parse_query(&self.query_string())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let query =
+            tickertape_server::query::parse_query(&self.query_string(), SystemClock.now_nanos())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
         let engine = self.store.engine().await?;
         let result = engine.query(&query).await?;
         Ok(Answer {

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{import, text, tickertape};
+use support::{import, serve, text, tickertape};
 
 #[test]
 fn import_reports_bad_lines_and_query_prints_table_csv_json() {
@@ -119,4 +119,51 @@ fn merge_puts_series_in_columns() {
         json["series"][1]["values"],
         serde_json::json!([null, 5.5, null])
     );
+}
+
+/// `--start -2h`, `now-2h`, `now-30m`: times relative to now, on a store and through a
+/// server alike (the CLI makes them absolute before asking); a bad one names its flag.
+#[test]
+fn relative_times_select_from_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("data.lp");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let body: String = [3 * 3600, 90 * 60, 10 * 60]
+        .iter()
+        .enumerate()
+        .map(|(i, ago)| format!("temp,room=a c={i} {}\n", now - ago))
+        .collect();
+    std::fs::write(&file, body).unwrap();
+    let out = import(&store, &file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = store.to_str().unwrap();
+    let values = |extra: &[&str]| {
+        let mut args = vec!["query", "-m", "temp", "--format", "csv"];
+        args.extend_from_slice(extra);
+        let out = tickertape(&args);
+        assert!(out.status.success(), "{extra:?}: {}", text(&out.stderr));
+        let csv = text(&out.stdout);
+        csv.lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values(&["--store", s, "--start", "-2h"]), ["1", "2"]);
+    assert_eq!(
+        values(&["--store", s, "--start", "now-2h", "--end", "now-30m"]),
+        ["1"]
+    );
+    let out = tickertape(&["query", "--store", s, "-m", "temp", "--start", "yesterday"]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--start") && err.contains("now-1h"), "{err}");
+    let (mut server, url) = serve(&store);
+    let through_server = values(&["--url", &url, "--start", "-2h"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(through_server, ["1", "2"]);
 }

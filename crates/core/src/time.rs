@@ -16,6 +16,12 @@ pub enum TimeError {
         "invalid timestamp {0:?}: expected integer nanoseconds or RFC 3339 (2016-01-01T00:00:00Z)"
     )]
     BadTimestamp(String),
+    #[error(
+        "invalid time {0:?}: expected integer nanoseconds, RFC 3339 (2016-01-01T00:00:00Z), or a time relative to now: now, now-1h, now+5m, -30m"
+    )]
+    BadTime(String),
+    #[error("time {0:?} is out of range")]
+    TimeOutOfRange(String),
     #[error("invalid precision {0:?}: expected ns, us, ms or s")]
     BadPrecision(String),
 }
@@ -136,6 +142,36 @@ pub fn parse_timestamp(text: &str) -> Result<i64, TimeError> {
         .ok_or_else(|| TimeError::BadTimestamp(text.to_string()))
 }
 
+/// Parses a query bound that may be relative to `now` (ns): what [`parse_timestamp`]
+/// takes, or `now`, `now-D`, `now+D`, or `-D` (short for `now-D`), `D` a duration as
+/// [`parse_duration`] reads it. `-5` stays 5 ns before the epoch: a bare number is always
+/// nanoseconds.
+pub fn parse_time(text: &str, now: i64) -> Result<i64, TimeError> {
+    let text = text.trim();
+    let relative = |sign: i64, duration: &str| {
+        let span = parse_duration(duration).map_err(|_| TimeError::BadTime(text.to_string()))?;
+        now.checked_add(sign * span)
+            .ok_or_else(|| TimeError::TimeOutOfRange(text.to_string()))
+    };
+    if text == "now" {
+        return Ok(now);
+    }
+    if let Some(rest) = text.strip_prefix("now") {
+        return match (rest.strip_prefix('-'), rest.strip_prefix('+')) {
+            (Some(d), _) => relative(-1, d),
+            (_, Some(d)) => relative(1, d),
+            _ => Err(TimeError::BadTime(text.to_string())),
+        };
+    }
+    match parse_timestamp(text) {
+        Ok(t) => Ok(t),
+        Err(_) => match text.strip_prefix('-') {
+            Some(d) => relative(-1, d),
+            None => Err(TimeError::BadTime(text.to_string())),
+        },
+    }
+}
+
 /// Formats nanoseconds as RFC 3339 UTC with as many fraction digits as needed.
 pub fn format_rfc3339(nanos: i64) -> String {
     let dt = chrono::DateTime::from_timestamp_nanos(nanos);
@@ -232,6 +268,52 @@ mod tests {
         assert_eq!(window_start(-10, 10), -10);
         assert_eq!(window_start(19, 10), 10);
         assert_eq!(window_start(i64::MIN, 3), i64::MIN);
+    }
+
+    #[test]
+    fn times_relative_to_now() {
+        let now = 1_700_000_000 * NANOS_PER_SECOND;
+        let hour = 3_600 * NANOS_PER_SECOND;
+        assert_eq!(parse_time("now", now), Ok(now));
+        assert_eq!(parse_time(" now-1h ", now), Ok(now - hour));
+        assert_eq!(parse_time("now+1h30m", now), Ok(now + hour + hour / 2));
+        assert_eq!(parse_time("-1h", now), Ok(now - hour));
+        assert_eq!(parse_time("-5", now), Ok(-5), "a number is nanoseconds");
+        assert_eq!(parse_time("10", now), Ok(10));
+        assert_eq!(
+            parse_time("2016-01-01T00:00:00Z", now),
+            Ok(1_451_606_400 * NANOS_PER_SECOND)
+        );
+        for bad in ["now-", "now*1h", "nowish", "-1x", "yesterday", "", "now-0s"] {
+            assert_eq!(
+                parse_time(bad, now),
+                Err(TimeError::BadTime(bad.trim().to_string())),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            parse_time("now+1y", i64::MAX - 1),
+            Err(TimeError::TimeOutOfRange("now+1y".into()))
+        );
+        let message = parse_time("yesterday", now).unwrap_err().to_string();
+        assert!(
+            message.contains("now-1h") && message.contains("RFC 3339"),
+            "{message}"
+        );
+    }
+
+    proptest! {
+        /// `now-D` and `-D` are the same time, `D` before `now`, and `now+D` as far after.
+        #[test]
+        fn relative_times_are_now_plus_or_minus_the_duration(
+            now in -(1i64 << 60)..(1i64 << 60),
+            hours in 1i64..100_000,
+        ) {
+            let span = hours * 3_600 * NANOS_PER_SECOND;
+            prop_assert_eq!(parse_time(&format!("now-{hours}h"), now), Ok(now - span));
+            prop_assert_eq!(parse_time(&format!("-{hours}h"), now), Ok(now - span));
+            prop_assert_eq!(parse_time(&format!("now+{hours}h"), now), Ok(now + span));
+        }
     }
 
     proptest! {

@@ -161,6 +161,11 @@ impl Engine {
         .offer_segment_rollups()
     }
 
+    /// Now, by the engine's clock (ns): what a query's relative times are relative to.
+    pub fn now_nanos(&self) -> i64 {
+        self.clock.now_nanos()
+    }
+
     /// Refuses queries wider than `limits` (the defaults otherwise).
     pub fn with_query_limits(mut self, limits: QueryLimits) -> Self {
         self.limits = limits;

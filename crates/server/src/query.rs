@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use tickertape_core::query::merge_on_time_axis;
 use tickertape_core::rollup::ResolutionOrRaw;
-use tickertape_core::time::{parse_duration, parse_timestamp};
+use tickertape_core::time::{parse_duration, parse_time};
 use tickertape_core::{SeriesKey, SeriesSelector, TagCondition};
 use tickertape_engine::{CounterDisplay, Query};
 
@@ -43,7 +43,7 @@ pub async fn query(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let raw = raw.as_deref().unwrap_or("");
-    let query = parse_query(raw)?;
+    let query = parse_query(raw, state.engine.now_nanos())?;
     let merge = Params::parse(raw, QUERY_PARAMS)?.flag("merge")?;
     let answer = state.engine.query(&query).await?;
     if merge {
@@ -124,15 +124,16 @@ const QUERY_PARAMS: &[&str] = &[
     "display",
 ];
 
-/// Parses the parameters of `/api/v1/query`; `start`/`end` default to the whole series.
-pub fn parse_query(raw: &str) -> Result<Query, ApiError> {
+/// Parses the parameters of `/api/v1/query`; `start`/`end` default to the whole series and
+/// may be relative to `now` (ns): `now-1h`, `-1h` ([`parse_time`]).
+pub fn parse_query(raw: &str, now: i64) -> Result<Query, ApiError> {
     let params = Params::parse(raw, QUERY_PARAMS)?;
     let bad = |name: &str, e: &dyn std::fmt::Display| {
         ApiError::BadRequest(format!("parameter {name}: {e}"))
     };
     let time = |name: &str, default: i64| -> Result<i64, ApiError> {
         params.one(name).map_or(Ok(default), |v| {
-            parse_timestamp(v).map_err(|e| bad(name, &e))
+            parse_time(v, now).map_err(|e| bad(name, &e))
         })
     };
     Ok(Query {
@@ -245,9 +246,12 @@ pub async fn schema(State(state): State<AppState>) -> Json<serde_json::Value> {
 mod tests {
     use super::*;
 
+    /// 2023-11-14T22:13:20Z, the "now" of relative times in these tests.
+    const NOW: i64 = 1_700_000_000_000_000_000;
+
     #[test]
     fn parses_every_parameter() {
-        let q = parse_query("measurement=cpu&field=u&tag=host:a&tag=dc:x%3Ay&start=2016-01-01T00:00:00Z&end=10&step=1m&agg=max")
+        let q = parse_query("measurement=cpu&field=u&tag=host:a&tag=dc:x%3Ay&start=2016-01-01T00:00:00Z&end=10&step=1m&agg=max", NOW)
             .unwrap();
         assert_eq!(
             q.selector.tags,
@@ -256,10 +260,14 @@ mod tests {
         assert_eq!(q.start, 1_451_606_400_000_000_000);
         assert_eq!(q.end, 10);
         assert_eq!(q.step, Some(60_000_000_000));
-        let q = parse_query("measurement=cpu&tag=host=~h0.*&tag=dc!=x&end=10").unwrap();
+        let q = parse_query("measurement=cpu&tag=host=~h0.*&tag=dc!=x&end=10", NOW).unwrap();
         assert_eq!(q.selector.matchers.len(), 2);
         assert_eq!(q.selector.matchers[0].to_string(), "host=~h0.*");
         assert_eq!(q.selector.matchers[1].to_string(), "dc!=x");
+        let q = parse_query("measurement=cpu&start=now-1h&end=now", NOW).unwrap();
+        assert_eq!((q.start, q.end), (NOW - 3_600_000_000_000, NOW));
+        let q = parse_query("measurement=cpu&start=-30m", NOW).unwrap();
+        assert_eq!(q.start, NOW - 1_800_000_000_000);
     }
 
     #[test]
@@ -277,7 +285,7 @@ mod tests {
             ("measurement=cpu&step=1m&agg=max&resolution=2", "resolution"),
             ("measurement=cpu&display=rate", "display"),
         ] {
-            let err = parse_query(raw)
+            let err = parse_query(raw, NOW)
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_default();

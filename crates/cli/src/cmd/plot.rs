@@ -6,7 +6,7 @@ use crate::chart::{self, Chart, ImageFormat, ImageSize, Line};
 use anyhow::{bail, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use tickertape_core::time::parse_timestamp;
+use tickertape_core::time::{parse_timestamp, Clock, SystemClock};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -18,9 +18,10 @@ reads rollups rather than every raw point. Without --start it draws the points a
 A line is not drawn across a gap: an interval longer than 1.5 times the series' usual \
 interval (or a missing value) ends it; a lone point is drawn as a dot.
 
-Example:
+Examples:
   tickertape plot -m cpu -f usage --tag region:eu --start 2023-11-14T00:00:00Z \\
-      --end 2023-11-15T00:00:00Z -o cpu.png")]
+      --end 2023-11-15T00:00:00Z -o cpu.png
+  tickertape plot --url http://127.0.0.1:8086 -m cpu -f usage --start -6h -o last-6h.png")]
 pub struct Args {
     #[command(flatten)]
     pub query: QueryArgs,
@@ -43,6 +44,7 @@ pub async fn run(mut args: Args) -> Result<()> {
     let size = ImageSize::new(args.width, args.height)?;
     ImageFormat::of_path(&args.output)?;
     check_output_directory(&args.output)?;
+    args.query.resolve_relative_times(SystemClock.now_nanos())?;
     apply_point_budget(&mut args.query, args.width);
     let answer = args.query.fetch().await?;
     if !has_points(&answer) {

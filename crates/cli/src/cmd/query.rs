@@ -6,7 +6,7 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use tickertape_core::query::merge_on_time_axis;
-use tickertape_core::time::format_rfc3339;
+use tickertape_core::time::{format_rfc3339, Clock, SystemClock};
 use tickertape_core::Point;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +44,8 @@ struct MergedSeries<'a> {
     values: Vec<Option<f64>>,
 }
 
-pub async fn run(args: Args) -> Result<()> {
+pub async fn run(mut args: Args) -> Result<()> {
+    args.query.resolve_relative_times(SystemClock.now_nanos())?;
     let answer = args.query.fetch().await?;
     let text = match args.merge {
         true => render_merged(&answer, args.format)?,
