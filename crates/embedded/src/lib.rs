@@ -158,13 +158,15 @@ impl EmbeddedBackend {
             (loaded, parts, latest)
         });
         let catalog_loaded = loaded?;
-        let (parts, next_part_id) = parts?;
+        let opened = parts?;
+        let next_part_id = opened.next_id;
         let mut view = View {
             latest: latest?,
+            measurement_of: opened.measurement_of,
             ..View::default()
         };
-        for part in parts {
-            view.add_part(part);
+        for part in opened.parts {
+            view.place_part(part);
         }
         let values = Arc::new(Values::new(partitioning, view, options.block_cache_bytes));
         let checkpoint = manifest::meta(&db, CHECKPOINT_LSN)?.unwrap_or(0);
@@ -392,12 +394,7 @@ impl Backend for EmbeddedBackend {
         let series = self.catalog.len() as u64;
         let (segments, memory_points) = {
             let view = self.values.view();
-            let blocks: usize = view
-                .parts
-                .values()
-                .flatten()
-                .map(|p| p.raw_entries().count())
-                .sum();
+            let blocks: usize = view.parts.values().flatten().map(|p| p.raw_blocks()).sum();
             let in_memory: usize = view.frozen.iter().map(|f| f.head.iter().count()).sum();
             let points = view.head.len() + view.frozen.iter().map(|f| f.head.len()).sum::<usize>();
             (

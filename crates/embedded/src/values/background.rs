@@ -25,7 +25,7 @@
 //! log still holds whatever was not checkpointed.
 
 use super::manifest::{self, CHECKPOINT_LSN};
-use super::part::{part_path, Part, PartMeta, PARTS_DIR};
+use super::part::{part_path, Entry, Part, PartMeta, PARTS_DIR};
 use super::wal::Wal;
 use super::{merge_newest_last, Frozen, RollupPlan, Values};
 use crate::catalog::Catalog;
@@ -209,6 +209,11 @@ impl Background {
             });
             parts.push(Arc::new(Part::write(&self.dir(), meta, &rollups, blocks)?));
         }
+        // Read before the view is locked: readers wait for nothing but the swap.
+        let series = parts
+            .iter()
+            .map(|p| p.series())
+            .collect::<Result<Vec<_>>>()?;
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
         let added: Vec<(u64, u64)> = parts.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
@@ -218,8 +223,8 @@ impl Background {
         txn.commit().map_err(storage)?;
         {
             let mut view = self.values.view_mut();
-            for part in &parts {
-                view.add_part(part.clone());
+            for (part, series) in parts.iter().zip(&series) {
+                view.add_part(part.clone(), series);
             }
             // The head is in parts now: readers take its points from there.
             view.frozen.retain(|f| !std::ptr::eq(f.as_ref(), frozen));
@@ -287,15 +292,24 @@ impl Background {
             id: self.next_id(),
             ..newest.meta
         };
-        let series: BTreeSet<SeriesId> = parts
+        // Each part's raw entries, read once: a lookup per series and part would read a
+        // run of the index from the file every time.
+        let raw: Vec<Vec<Entry>> = parts
             .iter()
-            .flat_map(|p| p.raw_entries().map(|e| e.series))
-            .collect();
+            .map(|p| Ok(p.entries()?.into_iter().filter(Entry::is_raw).collect()))
+            .collect::<Result<_>>()?;
+        let series: BTreeSet<SeriesId> = raw.iter().flatten().map(|e| e.series).collect();
         let rollups = self.rollups_of(meta.measurement)?;
         let blocks = series.into_iter().map(|s| {
             let lists = parts
                 .iter()
-                .map(|p| p.read(s))
+                .zip(&raw)
+                .map(
+                    |(part, entries)| match entries.binary_search_by_key(&s, |e| e.series) {
+                        Ok(at) => part.read_entry(&entries[at]),
+                        Err(_) => Ok(Vec::new()),
+                    },
+                )
                 .collect::<Result<Vec<_>>>()?;
             Ok((s, merge_newest_last(lists)))
         });
@@ -372,14 +386,18 @@ impl Background {
     fn swap(&mut self, added: Vec<Arc<Part>>, removed: &[u64]) -> Result<()> {
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
+        let series = added
+            .iter()
+            .map(|p| p.series())
+            .collect::<Result<Vec<_>>>()?;
         let named: Vec<(u64, u64)> = added.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
         manifest::swap_parts(&txn, &named, removed)?;
         txn.commit().map_err(storage)?;
         {
             let mut view = self.values.view_mut();
             view.remove_parts(removed);
-            for part in added {
-                view.add_part(part);
+            for (part, series) in added.into_iter().zip(&series) {
+                view.add_part(part, series);
             }
         }
         self.delete_files(removed);
@@ -398,9 +416,18 @@ impl Background {
     }
 }
 
+/// The parts of a store, as its open finds them.
+pub struct OpenedParts {
+    pub parts: Vec<Arc<Part>>,
+    /// The measurement number of every series some part holds (`View::measurement_of`).
+    pub measurement_of: HashMap<SeriesId, u64>,
+    /// The next free part id.
+    pub next_id: u64,
+}
+
 /// Reads the parts the manifest names, deletes files it does not name (leftovers of a
-/// crash), and returns the parts and the next free part id.
-pub fn open_parts(db: &Database, store: &std::path::Path) -> Result<(Vec<Arc<Part>>, u64)> {
+/// crash), and returns the parts, their series' measurements and the next free part id.
+pub fn open_parts(db: &Database, store: &std::path::Path) -> Result<OpenedParts> {
     let dir = store.join(PARTS_DIR);
     std::fs::create_dir_all(&dir)
         .map_err(|e| storage(format!("cannot create {}: {e}", dir.display())))?;
@@ -426,9 +453,18 @@ pub fn open_parts(db: &Database, store: &std::path::Path) -> Result<(Vec<Arc<Par
         std::fs::remove_file(&path)
             .map_err(|e| storage(format!("cannot delete {}: {e}", path.display())))?;
     }
-    let parts = named
-        .iter()
-        .map(|&id| Part::open(&part_path(&dir, id)).map(Arc::new))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((parts, next))
+    let mut measurement_of = HashMap::new();
+    let mut parts = Vec::with_capacity(named.len());
+    for &id in &named {
+        let path = part_path(&dir, id);
+        let mut series = Vec::new();
+        let part = Part::open_listing(&path, |s| series.push(s))?;
+        measurement_of.extend(series.into_iter().map(|s| (s, part.meta.measurement)));
+        parts.push(Arc::new(part));
+    }
+    Ok(OpenedParts {
+        parts,
+        measurement_of,
+        next_id: next,
+    })
 }

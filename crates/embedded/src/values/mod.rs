@@ -27,6 +27,7 @@ pub mod cache;
 pub mod head;
 pub mod manifest;
 pub mod part;
+mod part_index;
 pub mod record;
 pub mod stage;
 pub mod summary;
@@ -129,11 +130,18 @@ pub struct View {
 }
 
 impl View {
-    /// Adds a part to its partition, keeping the partition's parts by `max_lsn`.
-    pub fn add_part(&mut self, part: Arc<Part>) {
-        for series in part.series() {
+    /// Adds a part to its partition, keeping the partition's parts by `max_lsn`; `series`
+    /// are the series it holds (`Part::series`, read before the view is locked).
+    pub fn add_part(&mut self, part: Arc<Part>, series: &[SeriesId]) {
+        for &series in series {
             self.measurement_of.insert(series, part.meta.measurement);
         }
+        self.place_part(part);
+    }
+
+    /// Puts a part in its partition, by `max_lsn`, without recording its series in
+    /// `measurement_of` (a store's open records them as it checks each part's index).
+    pub fn place_part(&mut self, part: Arc<Part>) {
         let parts = self
             .parts
             .entry((part.meta.measurement, part.meta.start))
@@ -195,7 +203,7 @@ impl View {
             .flatten()
         {
             let inside = part
-                .entry(series)
+                .entry(series)?
                 .is_some_and(|e| e.min <= time && time <= e.max);
             if !inside {
                 continue;
@@ -415,7 +423,7 @@ impl Values {
             return (inside, before, after);
         };
         let by = self.partitioning;
-        let holds = |part: &&Arc<Part>| part.entry(series).is_some();
+        let holds = |part: &&Arc<Part>| part.may_hold(series, |_| true);
         let partitions = view.parts.range((token, i64::MIN)..=(token, i64::MAX));
         for (&(_, pstart), parts) in partitions.clone() {
             let overlaps =
@@ -432,7 +440,7 @@ impl Values {
             let _ = pstart;
             let candidates: Vec<&Arc<Part>> = parts
                 .iter()
-                .filter(|p| p.entry(series).is_some_and(|e| e.min < start))
+                .filter(|p| p.may_hold(series, |e| e.min < start))
                 .collect();
             if !candidates.is_empty() {
                 before.extend(
@@ -447,7 +455,7 @@ impl Values {
             let _ = pstart;
             let candidates: Vec<&Arc<Part>> = parts
                 .iter()
-                .filter(|p| p.entry(series).is_some_and(|e| e.max >= end))
+                .filter(|p| p.may_hold(series, |e| e.max >= end))
                 .collect();
             if !candidates.is_empty() {
                 after.extend(

@@ -15,10 +15,12 @@
 //! index is sorted by (series, kind). All integers little endian. A part is written to
 //! `<id>.part.tmp`, fsynced, renamed to `<id>.part` and the folder fsynced before the
 //! manifest names it, so a part the manifest names is always whole. Blocks are read with
-//! positioned reads (`pread`); the index stays in memory. Parts of version 2
+//! positioned reads (`pread`); the index stays in the file, with one key in 32 in memory
+//! (`part_index.rs`). Parts of version 2
 //! (`TTPART02`) differ only in the layout of their rollup blocks ([`summary::Layout`]):
 //! they are read, and a rewrite keeps their version with their blocks.
 
+use super::part_index::{PartIndex, ENTRY_LEN, RAW};
 use super::summary;
 use crate::values::wal::sync_dir;
 use crate::writer::storage;
@@ -39,9 +41,6 @@ const MAGIC: &[u8; 8] = b"TTPART03";
 /// Parts written before rollup blocks were laid out in columns, still read.
 const MAGIC_V2: &[u8; 8] = b"TTPART02";
 const END_MAGIC: &[u8; 8] = b"TTPARTND";
-const ENTRY_LEN: usize = 52;
-/// The `kind` of a raw block.
-const RAW: u64 = 0;
 const FOOTER_LEN: usize = 64;
 
 /// What a part holds, beside its blocks.
@@ -58,40 +57,14 @@ pub struct PartMeta {
     pub max_lsn: u64,
 }
 
-/// Where one block of a series is: its raw points, or a rollup's slots.
-///
-/// A rollup block's `min`/`max` are those of the raw block it was computed from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub series: SeriesId,
-    /// [`RAW`], or the resolution of a rollup block in ns.
-    kind: u64,
-    /// Points (raw) or slots (rollup).
-    pub count: u32,
-    pub min: i64,
-    pub max: i64,
-    offset: u64,
-    len: u32,
-    crc: u32,
-}
-
-impl Entry {
-    /// `None` for a raw block, else the rollup's resolution.
-    fn resolution(&self) -> Option<Resolution> {
-        match self.kind {
-            RAW => None,
-            ns => Resolution::new(i64::try_from(ns).ok()?),
-        }
-    }
-}
+pub use super::part_index::Entry;
 
 /// An open part file.
 pub struct Part {
     pub meta: PartMeta,
     file: File,
     path: PathBuf,
-    /// Sorted by (series, kind).
-    index: Vec<Entry>,
+    index: PartIndex,
     /// How its rollup blocks are laid out, from its magic.
     rollup_layout: summary::Layout,
 }
@@ -172,7 +145,8 @@ impl Part {
         id: u64,
         keep: impl Fn(Option<Resolution>) -> bool,
     ) -> Result<Option<Part>> {
-        let kept: Vec<&Entry> = self.index.iter().filter(|e| keep(e.resolution())).collect();
+        let mut kept = self.entries()?;
+        kept.retain(|e| keep(e.resolution()));
         if kept.is_empty() {
             return Ok(None);
         }
@@ -185,17 +159,24 @@ impl Part {
         let mut offset = MAGIC.len() as u64;
         let mut index = Vec::with_capacity(kept.len());
         for entry in kept {
-            let block = self.block(entry)?;
+            let block = self.block(&entry)?;
             out.write_all(&block).map_err(io)?;
-            index.push(Entry { offset, ..*entry });
+            index.push(Entry { offset, ..entry });
             offset += block.len() as u64;
         }
         finish(dir, &meta, out, offset, &index).map(Some)
     }
 
-    /// Opens a part and reads its index. `Corrupt` names the file when it is not a whole
+    /// Opens a part and checks its index. `Corrupt` names the file when it is not a whole
     /// part.
     pub fn open(path: &Path) -> Result<Part> {
+        Self::open_listing(path, |_| {})
+    }
+
+    /// [`open`](Self::open), calling `each_series` once per series the part holds a block
+    /// of, ascending, as the index is checked (a store's open lists them without reading
+    /// the index twice).
+    pub fn open_listing(path: &Path, each_series: impl FnMut(SeriesId)) -> Result<Part> {
         let file = File::open(path)
             .map_err(|e| storage(format!("cannot open {}: {e}", path.display())))?;
         let bytes = file
@@ -244,12 +225,13 @@ impl Part {
         if index_offset.checked_add(index_len) != Some(bytes - FOOTER_LEN as u64) {
             return Err(bad("the index does not end where the footer starts"));
         }
-        let mut raw = vec![0u8; index_len as usize];
-        read_exact_at(&file, path, &mut raw, index_offset)?;
-        if crc32fast::hash(&raw) != index_crc {
-            return Err(bad("index checksum mismatch"));
-        }
-        let index = decode_index(&raw, index_offset).ok_or_else(|| bad("malformed index"))?;
+        let index = PartIndex::load(
+            &file,
+            path,
+            (index_offset, entries, index_crc),
+            bad,
+            each_series,
+        )?;
         Ok(Part {
             meta,
             file,
@@ -260,48 +242,61 @@ impl Part {
     }
 
     /// The raw block entry of `series`, if the part holds any of its points.
-    pub fn entry(&self, series: SeriesId) -> Option<&Entry> {
+    pub fn entry(&self, series: SeriesId) -> Result<Option<Entry>> {
         self.find(series, RAW)
     }
 
-    fn find(&self, series: SeriesId, kind: u64) -> Option<&Entry> {
-        let at = self
-            .index
-            .binary_search_by_key(&(series, kind), |e| (e.series, e.kind))
-            .ok()?;
-        self.index.get(at)
+    /// Whether the part may hold a raw block of `series` for which `test` holds: for
+    /// filters that cannot return an error, an index that cannot be read counts as yes,
+    /// so that the read that follows reports the error.
+    pub fn may_hold(&self, series: SeriesId, test: impl Fn(&Entry) -> bool) -> bool {
+        self.entry(series)
+            .map_or(true, |entry| entry.is_some_and(|e| test(&e)))
     }
 
-    /// The raw block entries, by series.
-    pub fn raw_entries(&self) -> impl Iterator<Item = &Entry> {
-        self.index.iter().filter(|e| e.kind == RAW)
+    fn find(&self, series: SeriesId, kind: u64) -> Result<Option<Entry>> {
+        self.index.find(&self.file, &self.path, series, kind)
     }
 
-    /// Every series the part holds a block of, raw or rollup, ascending.
-    pub fn series(&self) -> impl Iterator<Item = SeriesId> + '_ {
-        let mut last = None;
-        self.index.iter().filter_map(move |e| {
-            let new = last != Some(e.series);
-            last = Some(e.series);
-            new.then_some(e.series)
-        })
+    /// Every entry, by (series, kind): read from the file.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        self.index.all(&self.file, &self.path)
+    }
+
+    /// The number of raw blocks (series with points in the part).
+    pub fn raw_blocks(&self) -> usize {
+        self.index.raw_blocks()
+    }
+
+    /// Every series the part holds a block of, raw or rollup, ascending: read from the file.
+    pub fn series(&self) -> Result<Vec<SeriesId>> {
+        let mut series: Vec<SeriesId> = self.entries()?.iter().map(|e| e.series).collect();
+        series.dedup();
+        Ok(series)
     }
 
     /// Whether the part holds a block of this kind (`None`: raw).
     pub fn holds(&self, kind: Option<Resolution>) -> bool {
-        self.index.iter().any(|e| e.resolution() == kind)
+        self.index.holds(kind.map_or(RAW, |r| r.nanos() as u64))
     }
 
-    /// Whether the part holds rollup slots of `series` at `resolution`.
+    /// Whether the part may hold rollup slots of `series` at `resolution` (an index that
+    /// cannot be read counts as yes, as in [`may_hold`](Self::may_hold)).
     pub fn has_rollup(&self, series: SeriesId, resolution: Resolution) -> bool {
-        self.find(series, resolution.nanos() as u64).is_some()
+        self.find(series, resolution.nanos() as u64)
+            .map_or(true, |entry| entry.is_some())
     }
 
     /// The points of `series` in this part, sorted by time (empty when it has none).
     pub fn read(&self, series: SeriesId) -> Result<Vec<Point>> {
-        let Some(entry) = self.entry(series) else {
-            return Ok(Vec::new());
-        };
+        match self.entry(series)? {
+            Some(entry) => self.read_entry(&entry),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The points of a raw block entry of this part.
+    pub fn read_entry(&self, entry: &Entry) -> Result<Vec<Point>> {
         let block = self.block(entry)?;
         codec::decode_block(&block).map_err(|e| self.bad(entry, e.to_string()))
     }
@@ -313,13 +308,13 @@ impl Part {
         series: SeriesId,
         resolution: Resolution,
     ) -> Result<Option<Vec<(i64, Summary)>>> {
-        let Some(entry) = self.find(series, resolution.nanos() as u64) else {
+        let Some(entry) = self.find(series, resolution.nanos() as u64)? else {
             return Ok(None);
         };
-        let block = self.block(entry)?;
+        let block = self.block(&entry)?;
         summary::decode(&block, self.rollup_layout)
             .map(Some)
-            .map_err(|e| self.bad(entry, e.to_string()))
+            .map_err(|e| self.bad(&entry, e.to_string()))
     }
 
     /// A block's bytes, checked against its checksum.
@@ -383,46 +378,9 @@ fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Resul
 fn encode_index(index: &[Entry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(index.len() * ENTRY_LEN);
     for e in index {
-        out.extend_from_slice(&e.series.0.to_le_bytes());
-        out.extend_from_slice(&e.kind.to_le_bytes());
-        out.extend_from_slice(&e.count.to_le_bytes());
-        out.extend_from_slice(&e.min.to_le_bytes());
-        out.extend_from_slice(&e.max.to_le_bytes());
-        out.extend_from_slice(&e.offset.to_le_bytes());
-        out.extend_from_slice(&e.len.to_le_bytes());
-        out.extend_from_slice(&e.crc.to_le_bytes());
+        e.encode(&mut out);
     }
     out
-}
-
-/// Entries must be sorted by series and their blocks lie between the magic and the index.
-fn decode_index(raw: &[u8], index_offset: u64) -> Option<Vec<Entry>> {
-    let mut index: Vec<Entry> = Vec::with_capacity(raw.len() / ENTRY_LEN);
-    for chunk in raw.chunks_exact(ENTRY_LEN) {
-        let w = |i: usize| u64::from_le_bytes(chunk[i..i + 8].try_into().unwrap_or_default());
-        let h = |i: usize| u32::from_le_bytes(chunk[i..i + 4].try_into().unwrap_or_default());
-        let e = Entry {
-            series: SeriesId(w(0)),
-            kind: w(8),
-            count: h(16),
-            min: w(20) as i64,
-            max: w(28) as i64,
-            offset: w(36),
-            len: h(44),
-            crc: h(48),
-        };
-        let inside = e.offset >= MAGIC.len() as u64
-            && e.offset.checked_add(u64::from(e.len))? <= index_offset;
-        let sorted = index
-            .last()
-            .is_none_or(|p| (p.series, p.kind) < (e.series, e.kind));
-        let kind_known = e.kind == RAW || e.resolution().is_some();
-        if !inside || !sorted || !kind_known || e.min > e.max {
-            return None;
-        }
-        index.push(e);
-    }
-    Some(index)
 }
 
 fn encode_footer(meta: &PartMeta, index_offset: u64, entries: usize, index: &[u8]) -> Vec<u8> {
@@ -469,7 +427,7 @@ mod tests {
         assert!(reopened.read(SeriesId(9)).unwrap()[0].value.is_nan());
         assert!(reopened.read(SeriesId(3)).unwrap().is_empty());
         assert_eq!(
-            reopened.entry(SeriesId(9)).map(|e| (e.min, e.max)),
+            reopened.entry(SeriesId(9)).unwrap().map(|e| (e.min, e.max)),
             Some((999, 999))
         );
         assert!(!dir.path().join("00000000000000000007.part.tmp").exists());
@@ -503,7 +461,7 @@ mod tests {
             .unwrap();
         assert!(stripped.read(SeriesId(4)).unwrap().is_empty());
         assert!(!stripped.holds(None));
-        assert_eq!(stripped.series().collect::<Vec<_>>(), vec![SeriesId(4)]);
+        assert_eq!(stripped.series().unwrap(), vec![SeriesId(4)]);
         let reopened = Part::open(&part_path(dir.path(), 8)).unwrap();
         assert_eq!(
             bits(
