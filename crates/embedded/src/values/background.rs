@@ -296,7 +296,7 @@ impl Background {
         // run of the index from the file every time.
         let raw: Vec<Vec<Entry>> = parts
             .iter()
-            .map(|p| Ok(p.entries()?.into_iter().filter(Entry::is_raw).collect()))
+            .map(|p| p.raw_entries())
             .collect::<Result<_>>()?;
         let series: BTreeSet<SeriesId> = raw.iter().flatten().map(|e| e.series).collect();
         let rollups = self.rollups_of(meta.measurement)?;

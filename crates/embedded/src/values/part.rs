@@ -260,7 +260,19 @@ impl Part {
 
     /// Every entry, by (series, kind): read from the file.
     pub fn entries(&self) -> Result<Vec<Entry>> {
-        self.index.all(&self.file, &self.path)
+        let mut entries = Vec::new();
+        self.index
+            .walk(&self.file, &self.path, |e| entries.push(e))?;
+        Ok(entries)
+    }
+
+    /// The raw block entries, by series: read from the file.
+    pub fn raw_entries(&self) -> Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        self.index.walk(&self.file, &self.path, |e| {
+            entries.extend(Some(e).filter(Entry::is_raw))
+        })?;
+        Ok(entries)
     }
 
     /// The number of raw blocks (series with points in the part).
@@ -270,8 +282,12 @@ impl Part {
 
     /// Every series the part holds a block of, raw or rollup, ascending: read from the file.
     pub fn series(&self) -> Result<Vec<SeriesId>> {
-        let mut series: Vec<SeriesId> = self.entries()?.iter().map(|e| e.series).collect();
-        series.dedup();
+        let mut series: Vec<SeriesId> = Vec::new();
+        self.index.walk(&self.file, &self.path, |e| {
+            if series.last() != Some(&e.series) {
+                series.push(e.series);
+            }
+        })?;
         Ok(series)
     }
 

@@ -187,13 +187,20 @@ impl PartIndex {
         self.checked(path, found)
     }
 
-    /// Every entry, in order (a merge or a rewrite walks them all).
-    pub(super) fn all(&self, file: &File, path: &Path) -> Result<Vec<Entry>> {
-        let raw = self.read_run(file, path, 0, self.entries)?;
-        raw.chunks_exact(ENTRY_LEN)
-            .map(|bytes| self.checked(path, Some(Entry::decode(bytes))))
-            .filter_map(Result::transpose)
-            .collect()
+    /// Calls `each` with every entry, in order, reading [`WALK_CHUNK`] entries at a time
+    /// (a merge, a rewrite or a listing of the series walks them all).
+    pub(super) fn walk(&self, file: &File, path: &Path, mut each: impl FnMut(Entry)) -> Result<()> {
+        let mut at = 0;
+        while at < self.entries {
+            let n = WALK_CHUNK.min(self.entries - at);
+            for bytes in self.read_run(file, path, at, n)?.chunks_exact(ENTRY_LEN) {
+                if let Some(entry) = self.checked(path, Some(Entry::decode(bytes)))? {
+                    each(entry);
+                }
+            }
+            at += n;
+        }
+        Ok(())
     }
 
     /// Whether the part holds a block of this kind.
@@ -282,6 +289,8 @@ mod tests {
         let entries = part.entries().unwrap();
         assert_eq!(entries, written.entries().unwrap());
         assert_eq!(entries.len(), 3 * ids.len());
+        let raw = part.raw_entries().unwrap();
+        assert_eq!(raw.iter().map(|e| e.series).collect::<Vec<_>>(), ids);
         for &s in &ids {
             let entry = part.entry(s).unwrap().expect("a raw entry");
             assert_eq!(
