@@ -6,6 +6,8 @@
 //!   ([`listing`]).
 //! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
+//! - `/ping`, and `/query` for `CREATE DATABASE`/`SHOW DATABASES`: what InfluxDB 1.x
+//!   clients ask before they write ([`influx`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
 //!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
@@ -15,6 +17,7 @@ pub mod admin;
 pub mod binary;
 pub mod dashboard;
 pub mod error;
+pub mod influx;
 pub mod listing;
 pub mod metrics;
 pub mod prometheus;
@@ -75,6 +78,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())
         .merge(dashboard::routes())
+        .merge(influx::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
