@@ -57,6 +57,19 @@ async fn ping_and_the_statements_writers_send_are_answered() {
     );
     let error = shown["results"][1]["error"].as_str().unwrap_or_default();
     assert!(error.contains("/api/v1/query"), "{shown}");
+    // The parameters Telegraf's two InfluxDB outputs send with a write.
+    for path in [
+        "/write?db=telegraf&rp=autogen&precision=s&consistency=any&u=user&p=secret",
+        "/api/v2/write?org=o&bucket=telegraf&precision=s",
+    ] {
+        let written = client
+            .post(format!("{}{path}", server.url))
+            .body("mem,host=a used=1 1700000000\n")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(written.status().as_u16(), 204, "{path}");
+    }
     let (status, missing) = server.get("/query", &[]).await;
     assert_eq!(status, 400);
     assert!(
