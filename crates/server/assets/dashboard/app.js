@@ -187,9 +187,11 @@ class Dashboard {
       gone.cancel();
       gone.element.remove();
     }
+    const zone = this.state.tz === 'local' ? 'local' : 'utc';
     this.panels.forEach((panel, index) => {
       panel.place(index, this.panels.length);
       panel.setTitle(this.state.measurement);
+      panel.chart.setTimeZone(zone);
     });
     // In order; append moves a panel that is already there.
     this.panelsBox.append(...this.panels.map((panel) => panel.element));

@@ -1,5 +1,8 @@
-// Axis ticks: "nice" values on the value axis, and on the time axis UTC instants at a
-// step a reader recognises (1 min, 5 min, 1 h, 6 h, 1 day, …), labelled in UTC.
+// Axis ticks: "nice" values on the value axis, and on the time axis instants at a step a
+// reader recognises (1 min, 5 min, 1 h, 6 h, 1 day, …), on round times of the zone shown,
+// UTC or the browser's own, and labelled in it.
+
+import { wallClock } from './time-format.js';
 
 const MINUTE = 60e3;
 const HOUR = 60 * MINUTE;
@@ -12,28 +15,35 @@ const TIME_STEPS = [
   DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 91 * DAY, 365 * DAY,
 ];
 
-/** Ticks over [startMs, endMs] at most about `maxTicks` of them: [{ms, label}]. */
-export function timeTicks(startMs, endMs, maxTicks) {
+/**
+ * Ticks over [startMs, endMs], at most about `maxTicks` of them: [{ms, label}], on round
+ * times of `zone` ('utc' or 'local').
+ */
+export function timeTicks(startMs, endMs, maxTicks, zone = 'utc') {
   const span = Math.max(1, endMs - startMs);
   const step = TIME_STEPS.find((s) => span / s <= maxTicks) ?? TIME_STEPS[TIME_STEPS.length - 1];
   const ticks = [];
-  // Steps of a day and more are aligned to UTC midnight (weeks to the epoch's, a Thursday:
-  // good enough); shorter ones to multiples of themselves, which is the same thing in UTC.
-  const first = Math.ceil(startMs / step) * step;
-  for (let ms = first; ms <= endMs && ticks.length < 1000; ms += step) {
-    ticks.push({ ms, label: timeLabel(ms, step, span) });
+  // Round times of the zone: multiples of the step in its wall-clock time, days from its
+  // midnights (weeks from the epoch's, a Thursday: good enough). A local wall-clock time
+  // becomes an instant through the zone's offset at that time, so ticks stay on the hour
+  // across a change of summer time.
+  const offset = (ms) => (zone === 'local' ? -new Date(ms).getTimezoneOffset() * MINUTE : 0);
+  const firstWall = Math.ceil((startMs + offset(startMs)) / step) * step;
+  for (let wall = firstWall; ticks.length < 1000; wall += step) {
+    const guess = wall - offset(startMs);
+    const ms = wall - offset(guess);
+    if (ms > endMs) break;
+    if (ms >= startMs) ticks.push({ ms, label: timeLabel(ms, step, span, zone) });
   }
   return ticks;
 }
 
-function timeLabel(ms, step, span) {
-  const iso = new Date(ms).toISOString(); // 2026-11-24T10:15:30.000Z
-  const date = iso.slice(5, 10); // 11-24
-  const minutes = iso.slice(11, 16); // 10:15
-  if (step >= DAY) return span > 180 * DAY ? iso.slice(0, 10) : date;
-  if (step < MINUTE) return iso.slice(11, 19);
+function timeLabel(ms, step, span, zone) {
+  const { date, day, minutes, seconds } = wallClock(ms, zone);
+  if (step >= DAY) return span > 180 * DAY ? date : day;
+  if (step < MINUTE) return seconds;
   // The date where a day starts, or on every tick when the range spans several days.
-  if (span > 2 * DAY || minutes === '00:00') return `${date} ${minutes}`;
+  if (span > 2 * DAY || minutes === '00:00') return `${day} ${minutes}`;
   return minutes;
 }
 

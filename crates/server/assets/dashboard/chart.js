@@ -1,5 +1,5 @@
-// The line chart, drawn on a canvas: several series on one time axis (null = gap), axes
-// in UTC, a shared hover tooltip, drag to zoom into a range, double-click to zoom out.
+// The line chart, drawn on a canvas: several series on one time axis (null = gap), the
+// time axis in UTC or the browser's zone (`setTimeZone`), a shared hover tooltip, drag to zoom into a range, double-click to zoom out.
 // Charts of one page can share a crosshair: `onHover(ms)` reports where the pointer is and
 // `showLinkedCrosshair(ms)` draws that time's line on another chart (Grafana's shared
 // crosshair); the zoom callbacks are the page's, which zooms every chart.
@@ -11,7 +11,7 @@
 // data-state (ok | empty | error | loading | idle), data-series-drawn, data-points-drawn.
 
 import { timeTicks, valueTicks } from './chart-axes.js';
-import { formatTooltipTime, formatValue } from './time-format.js';
+import { formatTooltipTime, formatValue, localZoneName } from './time-format.js';
 
 // Tableau's ten, then hues spread by the golden angle: neighbours never look alike.
 const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f',
@@ -50,6 +50,8 @@ export class Chart {
     this.drag = null;
     this.hoverX = null;
     this.linkedMs = null; // the time another chart's pointer is at, or null
+    this.zone = 'utc'; // the time axis' zone: 'utc' or 'local'
+    this.root.dataset.timeZone = this.zone;
     this.setState('idle');
 
     new ResizeObserver(() => this.draw()).observe(root);
@@ -66,6 +68,14 @@ export class Chart {
     this.data = { times, series, startMs, endMs };
     this.draw();
     if (this.hoverX !== null) this.showTooltip(this.hoverX);
+  }
+
+  /** The zone of the time axis and the tooltip's first line: 'utc' or 'local'. */
+  setTimeZone(zone) {
+    if (zone === this.zone) return;
+    this.zone = zone;
+    this.root.dataset.timeZone = zone;
+    this.draw();
   }
 
   /** A message over the chart; `kind` error | empty | loading, or '' to remove it. */
@@ -133,16 +143,21 @@ export class Chart {
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
     const maxTicks = Math.max(2, Math.floor(width / 90));
-    // A label that would run into the "UTC" at the axis' end keeps its grid line only.
-    const labelsEnd = left + width - ctx.measureText('UTC').width - 6;
-    for (const tick of timeTicks(startMs, endMs, maxTicks)) {
+    const zoneName = this.zone === 'local' ? localZoneName(endMs) : 'UTC';
+    // A label that would run into the zone's name at the axis' end keeps its grid line only.
+    const labelsEnd = left + width - ctx.measureText(zoneName).width - 6;
+    const ticks = timeTicks(startMs, endMs, maxTicks, this.zone);
+    for (const tick of ticks) {
       const x = Math.round(this.xOf(tick.ms)) + 0.5;
       line(ctx, x, top, x, top + height);
       if (x + ctx.measureText(tick.label).width / 2 <= labelsEnd) ctx.fillText(tick.label, x, top + height + 6);
     }
+    // Where the first tick fell, for a reader of the page (and its test) who cannot read
+    // the canvas.
+    this.root.dataset.firstTick = ticks.length ? `${ticks[0].label}@${ticks[0].ms}` : '';
     ctx.textAlign = 'right';
     ctx.fillStyle = colors.muted;
-    ctx.fillText('UTC', left + width, top + height + 6 + 0);
+    ctx.fillText(zoneName, left + width, top + height + 6 + 0);
     ctx.strokeStyle = colors.axis;
     ctx.strokeRect(left + 0.5, top + 0.5, width - 1, height - 1);
   }
@@ -283,8 +298,8 @@ export class Chart {
     });
     this.crosshair.hidden = false;
 
-    const time = formatTooltipTime(times[index]);
-    const rows = [element('div', 'tooltip-time', time.utc), element('div', 'tooltip-local', time.local)];
+    const time = formatTooltipTime(times[index], this.zone);
+    const rows = [element('div', 'tooltip-time', time.first), element('div', 'tooltip-local', time.second)];
     const visible = series.filter((s) => !s.hidden);
     for (const s of visible.slice(0, TOOLTIP_MAX_ROWS)) {
       const row = element('div', 'tooltip-row');

@@ -1,9 +1,9 @@
 // MMS's controls above the chart: range presets and a custom range, resolution, aggregate,
-// a counter's display, auto-refresh. They only report what the user asked for
+// a counter's display, auto-refresh, and the time zone of the axis. They only report what the user asked for
 // (`onChange(changes)`); app.js owns the state and calls `sync` with it.
 
 import { AGGREGATES, DISPLAYS, RANGE_PRESETS, RESOLUTIONS } from './url-state.js';
-import { isoUtc } from './time-format.js';
+import { isoUtc, localZoneName } from './time-format.js';
 
 const byId = (id) => document.getElementById(id);
 
@@ -34,6 +34,10 @@ export class Controls {
       });
     }
 
+    this.tz = byId('tz');
+    this.tz.append(option('', 'UTC'), option('local', `local (${localZoneName()})`));
+    this.tz.addEventListener('change', () => onChange({ tz: this.tz.value }));
+
     this.refresh = byId('refresh');
     this.refreshLabel = byId('refresh-label');
     this.refresh.addEventListener('change', () => onRefreshToggle(this.refresh.checked));
@@ -58,6 +62,8 @@ export class Controls {
     byId('display-control').hidden = !view.isCounter && !state.display;
     const display = state.display || (view.isCounter ? DISPLAYS[0] : '');
     if (display) selectValue(this.display, display);
+
+    this.tz.value = state.tz;
 
     const { allowed, on, everyMs } = view.refresh;
     this.refresh.disabled = !allowed;

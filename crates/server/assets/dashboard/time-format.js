@@ -60,13 +60,46 @@ function trimNumber(x) {
   return String(Number(x.toFixed(decimals)));
 }
 
-/** The time of a tooltip: UTC first (what the axis shows), then the browser's local time. */
-export function formatTooltipTime(ms) {
+const pad = (n) => String(n).padStart(2, '0');
+
+/**
+ * The parts of a time's label in `zone` ('utc' or 'local'): date "2026-11-24", day
+ * "11-24", minutes "10:15", seconds "10:15:30".
+ */
+export function wallClock(ms, zone) {
+  const d = new Date(ms);
+  const local = zone === 'local';
+  const [year, month, day] = local
+    ? [d.getFullYear(), d.getMonth() + 1, d.getDate()]
+    : [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate()];
+  const [hours, minutes, seconds] = local
+    ? [d.getHours(), d.getMinutes(), d.getSeconds()]
+    : [d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()];
+  const hm = `${pad(hours)}:${pad(minutes)}`;
+  return {
+    date: `${year}-${pad(month)}-${pad(day)}`,
+    day: `${pad(month)}-${pad(day)}`,
+    minutes: hm,
+    seconds: `${hm}:${pad(seconds)}`,
+  };
+}
+
+/** The name of the browser's time zone at `ms` as it abbreviates it ("CET", "GMT+5:30"). */
+export function localZoneName(ms = Date.now()) {
+  const parts = new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' }).formatToParts(new Date(ms));
+  return parts.find((part) => part.type === 'timeZoneName')?.value || 'local';
+}
+
+/**
+ * The time of a tooltip, in the zone the axis shows first, then in the other:
+ * {first, second}, each "2026-11-24 10:15:30 UTC" or "… (local)".
+ */
+export function formatTooltipTime(ms, zone = 'utc') {
   const date = new Date(ms);
-  const utc = date.toISOString().replace('T', ' ').replace('.000Z', '').replace('Z', '');
-  const local = date.toLocaleString(undefined, {
+  const utc = `${date.toISOString().replace('T', ' ').replace('.000Z', '').replace('Z', '')} UTC`;
+  const local = `${date.toLocaleString(undefined, {
     year: 'numeric', month: '2-digit', day: '2-digit',
     hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short',
-  });
-  return { utc: `${utc} UTC`, local: `${local} (local)` };
+  })} (local)`;
+  return zone === 'local' ? { first: local, second: utc } : { first: utc, second: local };
 }

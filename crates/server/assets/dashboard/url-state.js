@@ -1,17 +1,20 @@
 // The view's state and its URL query string. The parameter names are a public contract
 // (bookmarks, shared links and tests use them): measurement, field (repeatable: one chart
 // per field, in order), tag (repeatable K:V), range or start/end, resolution, agg, display,
-// and refresh (on/off: auto-refresh as the user chose it; absent, the range's default).
+// refresh (on/off: auto-refresh as the user chose it; absent, the range's default), and
+// tz (local: times in the browser's zone; absent, UTC).
 //
 // Values are kept as the URL has them, even unknown ones: a bad `agg` in a link is sent
 // to the API, whose error message is then shown, rather than silently replaced. `refresh`
-// is the exception, as no API reads it: anything but on/off means the default.
+// and `tz` are the exception, as no API reads them: an unknown value means the default.
 
 export const RANGE_PRESETS = ['1h', '6h', '12h', '24h', '7d', '30d'];
 export const RESOLUTIONS = ['auto', '1m', '5m', '1h', '1d'];
 export const AGGREGATES = ['avg', 'min', 'max', 'sum', 'count', 'first', 'last'];
 export const DISPLAYS = ['avg_per_sec', 'total'];
 export const REFRESH_CHOICES = ['on', 'off'];
+/** Time zones of the axis besides UTC, the default. */
+export const TIME_ZONES = ['local'];
 
 export const DEFAULT_RANGE = '1h';
 export const DEFAULT_RESOLUTION = 'auto';
@@ -33,6 +36,7 @@ export function emptyState() {
     agg: '',
     display: '',
     refresh: '',
+    tz: '',
   };
 }
 
@@ -51,6 +55,8 @@ export function readState(search) {
   state.display = params.get('display') || '';
   const refresh = params.get('refresh') || '';
   state.refresh = REFRESH_CHOICES.includes(refresh) ? refresh : '';
+  const tz = params.get('tz') || '';
+  state.tz = TIME_ZONES.includes(tz) ? tz : '';
   return state;
 }
 
@@ -70,6 +76,7 @@ export function writeState(state) {
   if (state.agg) params.set('agg', state.agg);
   if (state.display) params.set('display', state.display);
   if (state.refresh) params.set('refresh', state.refresh);
+  if (state.tz) params.set('tz', state.tz);
   const text = params.toString();
   return text ? `?${text}` : '';
 }

@@ -54,6 +54,8 @@ const context = await chromium.launchPersistentContext(profile, {
   args: CHROMIUM_ARGS,
   viewport: { width: 1280, height: 900 },
   acceptDownloads: true,
+  // A zone 5:45 off UTC: its round times are nobody else's (see the time zone checks).
+  timezoneId: 'Asia/Kathmandu',
 });
 
 // Anything beyond loopback is refused and remembered: the page must need nothing else.
@@ -318,6 +320,27 @@ try {
   await page.goto(`${base}/?measurement=cpu&field=usage_user&range=6h&refresh=off`);
   await waitForChart('ok');
   check(!(await page.isChecked('#refresh')), 'a 6h link with refresh=off does not');
+
+  // Times: UTC by default, the browser's zone (Asia/Kathmandu, UTC+5:45) on request.
+  await page.goto(`${base}/?measurement=cpu&field=usage_user&range=6h`);
+  await waitForChart('ok');
+  await stopRefresh();
+  const tickMs = (tick) => Number((tick || '').split('@')[1]);
+  const utcTick = (await chartState()).firstTick; // "label@ms"
+  check(utcTick && tickMs(utcTick) % 1800e3 === 0, 'the time axis ticks on round UTC times by default', utcTick);
+  query = await nextQuery(() => page.selectOption('#tz', 'local'));
+  await page.waitForSelector('#chart[data-time-zone="local"][data-state="ok"]', { timeout: WAIT_MS });
+  const localTick = (await chartState()).firstTick;
+  check(tickMs(localTick) % 1800e3 === 900e3 && /:(00|30)$/.test(localTick.split('@')[0]),
+    'in local time the axis ticks on round times of the browser\'s zone (UTC+5:45), labelled in it',
+    localTick);
+  check(urlParams().get('tz') === 'local' && !query.has('tz'),
+    'the URL keeps tz=local; the query does not change', { url: page.url(), query: [...query] });
+  const plotBox = await page.locator('#chart canvas').boundingBox();
+  await page.mouse.move(plotBox.x + plotBox.width * 0.6, plotBox.y + plotBox.height * 0.5);
+  const localTooltip = await page.locator('.chart-tooltip .tooltip-time').innerText();
+  check(/local/.test(localTooltip), 'the tooltip gives the local time first', localTooltip);
+  await page.mouse.move(0, 0);
 
   // 4. The table and the CSV: the chart's own answer.
   query = await nextQuery(() => page.goto(`${base}/?measurement=cpu&field=usage_user&tag=region:eu&range=6h&resolution=5m`));
