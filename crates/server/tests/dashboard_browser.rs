@@ -1,7 +1,8 @@
 //! The dashboard (`GET /`) in a real browser: a server on the embedded store, filled with
 //! a few hours of cpu data (four hosts in two regions) and a counter, then
 //! `tests/browser/dashboard.test.mjs` drives Debian's chromium through playwright-core
-//! against it (what it checks is listed there).
+//! against it (what it checks is listed there); then `tests/browser/axes.test.mjs` checks
+//! the time axis' ticks around summer-time changes in node.
 //!
 //! Needs `node` and playwright-core: scripts/test installs them (scripts/browser-test-deps)
 //! and sets `TICKERTAPE_NODE` and `TICKERTAPE_PLAYWRIGHT_DIR`; where it cannot, it leaves
@@ -140,6 +141,24 @@ async fn dashboard_in_a_browser() {
         "the browser test ended without its summary line:\n{stdout}"
     );
     server.stop().await;
+
+    // The time axis around summer-time changes, in node: the browser's zone above has none.
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let child = Command::new(required_env("TICKERTAPE_NODE"))
+        .arg(manifest.join("tests/browser/axes.test.mjs"))
+        .arg(manifest.join("assets/dashboard"))
+        .env("TZ", "Europe/Berlin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start node");
+    let (status, stdout, stderr) = wait_bounded(child, Duration::from_secs(60));
+    println!("{stdout}");
+    assert!(
+        status == Some(0) && stdout.contains("checks passed"),
+        "the time-axis test failed (exit {status:?}):\n{stdout}\n{stderr}"
+    );
 }
 
 /// Without a browser: the page and its assets, their content types and cache headers, and

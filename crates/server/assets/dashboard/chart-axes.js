@@ -33,7 +33,9 @@ export function timeTicks(startMs, endMs, maxTicks, zone = 'utc') {
     const guess = wall - offset(startMs);
     const ms = wall - offset(guess);
     if (ms > endMs) break;
-    if (ms >= startMs) ticks.push({ ms, label: timeLabel(ms, step, span, zone) });
+    // A wall-clock time that a spring-forward skips maps onto the tick before: kept once.
+    const last = ticks[ticks.length - 1];
+    if (ms >= startMs && (!last || ms > last.ms)) ticks.push({ ms, label: timeLabel(ms, step, span, zone) });
   }
   return ticks;
 }
