@@ -55,6 +55,8 @@ export class Chart {
     this.setState('idle');
 
     new ResizeObserver(() => this.draw()).observe(root);
+    // The colours come from the stylesheet, whose dark theme follows the system's.
+    window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => this.draw());
     this.bindPointer();
   }
 

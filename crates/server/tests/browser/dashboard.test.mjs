@@ -218,6 +218,17 @@ try {
   const orange = await pixelsOfColour('#f28e2b');
   check(blue > 150 && orange > 150, 'both series\' colours are on the canvas', { blue, orange });
 
+  // The dark theme, where the system asks for it: the chart redraws in its colours.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  const darkCorner = await page.locator('#chart canvas').evaluate((canvas) => {
+    const [r, g, b] = canvas.getContext('2d').getImageData(2, 2, 1, 1).data;
+    return r + g + b;
+  });
+  const darkBlue = await pixelsOfColour('#4e79a7');
+  check(darkCorner < 150 && darkBlue > 150, 'with a dark system theme the chart is dark, its series drawn',
+    { darkCorner, darkBlue });
+  await page.emulateMedia({ colorScheme: 'light' });
+
   // Hover: a tooltip with the time in UTC and local time, and a value per series.
   const box = await page.locator('#chart canvas').boundingBox();
   await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.5);
