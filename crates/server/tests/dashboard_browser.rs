@@ -41,8 +41,9 @@ fn cpu_lines(now_s: i64) -> String {
             let t = now_s - 3 * 3600 + k * 10;
             let user = 20.0 + 10.0 * i as f64 + 5.0 * ((k as f64) / 40.0).sin();
             let system = user / 4.0;
+            let idle = 100.0 - user - system;
             body.push_str(&format!(
-                "cpu,hostname={host},region={region} usage_user={user:.2},usage_system={system:.2} {t}\n"
+                "cpu,hostname={host},region={region} usage_user={user:.2},usage_system={system:.2},usage_idle={idle:.2} {t}\n"
             ));
         }
     }

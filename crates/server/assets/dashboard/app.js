@@ -56,7 +56,8 @@ class Dashboard {
       onPick: (name) => this.change({ measurement: name, fields: [], tags: [], display: '' }),
       restoreOnClose: true,
     });
-    const listFields = (prefix, signal) => listNames('fields', { measurement: this.state.measurement }, prefix, signal);
+    this.listFields = (prefix, signal) => listNames('fields', { measurement: this.state.measurement }, prefix, signal);
+    const { listFields } = this;
     // The field of a page with one chart, as before there were several.
     this.fieldPicker = new Picker(byId('field'), {
       load: listFields,
@@ -110,6 +111,11 @@ class Dashboard {
     this.addChartPicker.setValue('');
     if (!field) return;
     this.change({ fields: [...this.state.fields, field] });
+  }
+
+  /** The chart of `field` shows `next` instead, in the same place (once, if it was shown). */
+  replaceChart(field, next) {
+    this.change({ fields: this.state.fields.map((f) => (f === field ? next : f)) });
   }
 
   removeChart(field) {
@@ -179,6 +185,8 @@ class Dashboard {
         onZoomOut: () => this.zoomOut(),
         onHover: (ms) => this.shareHover(panel, ms),
         onRemove: () => this.removeChart(field),
+        loadFields: this.listFields,
+        onChangeField: (name) => this.replaceChart(field, name),
       });
       kept.delete(field);
       return panel;

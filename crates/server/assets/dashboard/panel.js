@@ -10,6 +10,7 @@
 
 import { ApiError, queryParams, runQuery } from './api.js';
 import { Chart, seriesColor } from './chart.js';
+import { Picker } from './pickers.js';
 import { fullName, shortLabels } from './series-names.js';
 import { download, renderTable, toCsv } from './table.js';
 import { isoUtc } from './time-format.js';
@@ -27,7 +28,7 @@ export class Panel {
    * `<template id="panel-template">`. `onZoom`, `onZoomOut`, `onHover` go to the chart;
    * `onRemove()` is the remove button's.
    */
-  constructor(field, { onZoom, onZoomOut, onHover, onRemove }) {
+  constructor(field, { onZoom, onZoomOut, onHover, onRemove, loadFields, onChangeField }) {
     this.field = field;
     this.element = document.getElementById('panel-template').content.firstElementChild.cloneNode(true);
     this.element.dataset.field = field;
@@ -37,6 +38,24 @@ export class Panel {
     this.removeButton = this.element.querySelector('.panel-remove');
     this.removeButton.setAttribute('aria-label', `remove the chart of ${field || 'every field'}`);
     this.removeButton.addEventListener('click', onRemove);
+    // The field, changed in place: the pencil opens a field picker where the title is.
+    this.editButton = this.element.querySelector('.panel-edit');
+    this.fieldBox = this.element.querySelector('.panel-field-picker');
+    const fieldInput = this.element.querySelector('.panel-field');
+    this.fieldPicker = new Picker(fieldInput, {
+      load: loadFields,
+      onPick: (name) => {
+        this.closeFieldPicker();
+        if (name && name !== this.field) onChangeField(name);
+      },
+      restoreOnClose: true,
+    });
+    this.editButton.setAttribute('aria-label', `change the field of the chart of ${field || 'every field'}`);
+    this.editButton.addEventListener('click', () => this.openFieldPicker());
+    fieldInput.addEventListener('blur', () => this.closeFieldPicker());
+    fieldInput.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') this.closeFieldPicker();
+    });
     this.parts['toggle-table'].addEventListener('click', () => this.toggleTable());
     this.parts['download-csv'].addEventListener('click', () => this.downloadCsv());
 
@@ -48,11 +67,29 @@ export class Panel {
     this.measurement = '';
   }
 
-  /** Ids by position (see the top of this file); the remove button only among several. */
+  /**
+   * Ids by position (see the top of this file); the remove and edit buttons only among
+   * several (a page of one chart has the Field picker above).
+   */
   place(index, count) {
     const suffix = index === 0 ? '' : `-${index + 1}`;
     for (const [name, node] of Object.entries(this.parts)) node.id = `${name}${suffix}`;
     this.removeButton.hidden = count < 2;
+    this.editButton.hidden = count < 2 || this.fieldBox.hidden === false;
+  }
+
+  openFieldPicker() {
+    this.title.hidden = this.editButton.hidden = true;
+    this.fieldBox.hidden = false;
+    this.fieldPicker.setValue(this.field);
+    this.fieldPicker.input.focus();
+    this.fieldPicker.input.select();
+  }
+
+  closeFieldPicker() {
+    if (this.fieldBox.hidden) return;
+    this.fieldBox.hidden = true;
+    this.title.hidden = this.editButton.hidden = false;
   }
 
   setTitle(measurement) {

@@ -494,6 +494,26 @@ try {
   await waitForPanel('chart', 'ok');
   await waitForPanel('chart-2', 'ok');
 
+  // A chart's field changed in place: the pencil opens a field picker in its head.
+  const idleList = page.waitForRequest((r) => r.url().includes('/api/v1/fields?')
+    && new URL(r.url()).searchParams.get('prefix') === 'usage_i', { timeout: WAIT_MS });
+  await page.click('.panel[data-field="usage_system"] .panel-edit');
+  await page.fill('.panel[data-field="usage_system"] .panel-field', '');
+  await page.keyboard.type('usage_i', { delay: 30 });
+  await idleList;
+  const idleSent = queryOf('usage_idle');
+  await page.click('.picker-list li[data-value="usage_idle"]', { timeout: WAIT_MS });
+  const idleQuery = new URL((await idleSent).url()).searchParams;
+  await waitForPanel('chart-2', 'ok');
+  shown = await panels();
+  check(urlParams().getAll('field').join() === 'usage_user,usage_idle' && idleQuery.get('field') === 'usage_idle'
+    && shown.map((p) => p.title).join() === 'cpu.usage_user,cpu.usage_idle',
+  'changing the second chart\'s field to usage_idle replaces it in place, in the URL and the query',
+  { url: page.url(), shown });
+  await nextQuery(() => page.goBack());
+  await waitForPanel('chart-2', 'ok');
+  check(urlParams().getAll('field').join() === 'usage_user,usage_system', 'Back brings usage_system back', page.url());
+
   // Removing and adding charts through the page changes the URL's field list.
   pair = await nextQueries(() => page.click('.panel[data-field="usage_user"] .panel-remove'), 1);
   check(urlParams().getAll('field').join() === 'usage_system' && pair[0].get('field') === 'usage_system',
