@@ -384,12 +384,13 @@ impl Background {
     /// transaction names the new ones and forgets the old, readers switch over, then the
     /// old files are deleted.
     fn swap(&mut self, added: Vec<Arc<Part>>, removed: &[u64]) -> Result<()> {
-        let mut txn = self.db.begin_write().map_err(storage)?;
-        txn.set_durability(Durability::Immediate);
+        // Read before the transaction and the view's lock, as a flush does.
         let series = added
             .iter()
             .map(|p| p.series())
             .collect::<Result<Vec<_>>>()?;
+        let mut txn = self.db.begin_write().map_err(storage)?;
+        txn.set_durability(Durability::Immediate);
         let named: Vec<(u64, u64)> = added.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
         manifest::swap_parts(&txn, &named, removed)?;
         txn.commit().map_err(storage)?;
