@@ -8,9 +8,12 @@
 //! ingest's CPU time. This reads the same wire format (field numbers of Prometheus'
 //! `prompb/types.proto`) with no allocation per label or series; a property test holds it
 //! to prost's answers. Fields it does not store (metadata, exemplars, histograms, unknown
-//! ones) are skipped by wire type.
+//! ones) are not stored. Metadata and exemplars, which the messages declare, are still
+//! checked with prost (they are rare, so that costs nothing), so that a body this accepts
+//! is one prost accepts; histograms and unknown fields are skipped by wire type.
 
-use super::{RemoteError, Sample};
+use super::{Exemplar, MetricMetadata, RemoteError, Sample};
+use prost::Message;
 
 /// A decoded remote-write request, borrowing its labels from the decoded buffer.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -35,7 +38,11 @@ impl<'a> BorrowedWriteRequest<'a> {
                     let series = r.bytes()?;
                     out.parse_series(series)?;
                 }
+                (3, LEN) => check_with_prost::<MetricMetadata>(r.bytes()?, "metadata")?,
                 (1, _) => return Err(invalid("WriteRequest.timeseries is not a message")),
+                (3, VARINT | FIXED64 | FIXED32) => {
+                    return Err(invalid("WriteRequest.metadata is not a message"))
+                }
                 _ => r.skip(wire)?,
             }
         }
@@ -85,7 +92,11 @@ impl<'a> BorrowedWriteRequest<'a> {
                     let sample = parse_sample(r.bytes()?)?;
                     self.samples.push(sample);
                 }
+                (3, LEN) => check_with_prost::<Exemplar>(r.bytes()?, "exemplar")?,
                 (1 | 2, _) => return Err(invalid("TimeSeries.labels/samples is not a message")),
+                (3, VARINT | FIXED64 | FIXED32) => {
+                    return Err(invalid("TimeSeries.exemplars is not a message"))
+                }
                 _ => r.skip(wire)?,
             }
         }
@@ -150,6 +161,13 @@ fn parse_sample(bytes: &[u8]) -> Result<Sample, RemoteError> {
     Ok(sample)
 }
 
+/// Decodes a message this decoder does not keep, only to refuse what prost refuses.
+fn check_with_prost<M: Message + Default>(bytes: &[u8], what: &str) -> Result<(), RemoteError> {
+    M::decode(bytes)
+        .map(drop)
+        .map_err(|e| invalid(format!("a malformed {what}: {e}")))
+}
+
 const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
 const LEN: u8 = 2;
@@ -177,6 +195,10 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         let key = self.varint()?;
+        // Field numbers are 29 bits: a key past 32 bits is no key (prost refuses it too).
+        if key > u64::from(u32::MAX) {
+            return Err(invalid(format!("a field key {key} past 32 bits")));
+        }
         let field = key >> 3;
         if field == 0 {
             return Err(invalid("a field number 0"));
@@ -194,6 +216,10 @@ impl<'a> Reader<'a> {
         }
         let mut value = 0u64;
         for (i, &byte) in self.0.iter().enumerate().take(10) {
+            // The tenth byte holds the 64th bit only: more is past u64 (prost refuses it).
+            if i == 9 && byte > 1 {
+                return Err(invalid("a varint past 64 bits"));
+            }
             value |= u64::from(byte & 0x7f) << (7 * i);
             if byte < 0x80 {
                 self.0 = &self.0[i + 1..];
@@ -338,6 +364,36 @@ mod tests {
                     w.labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
                 prop_assert_eq!(&labels[i], &want_labels);
             }
+        }
+    }
+
+    /// Found by the property test above: a key of 5 bytes past 32 bits (11197444817) was
+    /// read as field 1399680602, skipped, and the body accepted; prost refuses it.
+    #[test]
+    fn a_key_past_32_bits_is_refused_as_prost_refuses_it() {
+        let mut body = vec![114, 120];
+        body.extend(std::iter::repeat_n(0u8, 120));
+        body.extend_from_slice(&[
+            209, 229, 173, 219, 41, 217, 254, 224, 192, 144, 204, 109, 144, 56, 97,
+        ]);
+        assert!(WriteRequest::decode(body.as_slice()).is_err());
+        let err = BorrowedWriteRequest::parse(&body)
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("11197444817")), "accepted");
+    }
+
+    /// Also found by it: metadata sent with another wire type than a message's, and a
+    /// varint whose tenth byte is past 64 bits, were skipped; prost refuses both.
+    #[test]
+    fn what_prost_refuses_in_skipped_fields_is_refused() {
+        let metadata_as_fixed32 = [0x1d, 0, 0, 0, 0];
+        let varint_past_64_bits = [
+            73, 0, 0, 0, 0, 0, 0, 0, 0, 144, 0, 128, 128, 128, 128, 128, 128, 128, 128, 128, 2,
+        ];
+        for body in [&metadata_as_fixed32[..], &varint_past_64_bits[..]] {
+            assert!(WriteRequest::decode(body).is_err(), "{body:?}");
+            assert!(BorrowedWriteRequest::parse(body).is_err(), "{body:?}");
         }
     }
 
