@@ -96,8 +96,6 @@ pub struct SeriesInfo {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SeriesHead {
     pub last: Point,
-    /// Points stored in the series so far.
-    pub count: u64,
 }
 
 /// Points to append to one series.
@@ -136,53 +134,6 @@ impl SeriesAppend {
     }
 }
 
-/// How a backend treats a point at or before its series' last stored time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AppendRule {
-    /// Refused (seed 000's chain of segments only grows at its end): the refused points
-    /// form a prefix of the append, reported in [`AppendOutcome::refused`].
-    RefuseOlder,
-    /// Stored wherever it falls in time; a point at a time the series already holds
-    /// replaces that value (InfluxDB's rule: the last write wins), and an exact
-    /// duplicate changes nothing. Such points are listed in [`AppendOutcome::existing`].
-    LastWriteWins,
-}
-
-/// What became of one [`SeriesAppend`].
-///
-/// [`AppendRule::RefuseOlder`]: points at or before the series' last stored time are
-/// refused; since the batch is strictly increasing they form a prefix: `points[..refused]`
-/// were refused and `points[refused..]` stored.
-///
-/// [`AppendRule::LastWriteWins`]: nothing is refused; `existing` lists the points whose
-/// time the series held already (replaced or equal), so they are not new points: the
-/// rollups of the write skip them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AppendOutcome {
-    pub refused: usize,
-    /// The series' last stored time before this append, when it refused anything.
-    pub last_time: Option<i64>,
-    /// Indexes into the append's points of those at a time the series already held,
-    /// increasing. Always empty under [`AppendRule::RefuseOlder`].
-    pub existing: Vec<usize>,
-}
-
-impl AppendOutcome {
-    /// Every point stored, all of them new.
-    pub fn all_new() -> Self {
-        Self::default()
-    }
-
-    /// A prefix of `refused` points refused after the series' last time `last_time`.
-    pub fn refused_prefix(refused: usize, last_time: Option<i64>) -> Self {
-        Self {
-            refused,
-            last_time: last_time.filter(|_| refused > 0),
-            existing: Vec::new(),
-        }
-    }
-}
-
 /// The raw writes of one body: value-segment appends and raw bucket-slot writes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RawBatch {
@@ -190,11 +141,10 @@ pub struct RawBatch {
     pub buckets: Vec<BucketWrite>,
 }
 
-/// What the writes of a [`RawBatch`] did: one outcome per append and per bucket write, in
-/// order.
+/// What the writes of a [`RawBatch`] did: one outcome per bucket write, in order (every
+/// append is stored: the last write of a time wins).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawOutcome {
-    pub appends: Vec<AppendOutcome>,
     pub buckets: Vec<BucketWriteOutcome>,
 }
 
@@ -203,9 +153,35 @@ pub struct RawOutcome {
 /// writer thread, so it must not block; an `Err` means the rollups cannot be written.
 pub type DeriveRollups = Box<dyn FnOnce(&RawOutcome) -> Result<Vec<BucketWrite>> + Send>;
 
-/// The rollup resolutions kept of each value-segment measurement, by its name: what a
-/// backend that computes those rollups itself ([`Backend::derive_segment_rollups`]) keeps.
+/// The rollup resolutions kept of each value-segment measurement, by its name: what every
+/// backend derives from the points it holds ([`Backend::derive_segment_rollups`]).
 pub type SegmentRollupPlan = Arc<dyn Fn(&str) -> Vec<Resolution> + Send + Sync>;
+
+/// The rollups a store keeps of value segments, as the engine last set them
+/// ([`Backend::derive_segment_rollups`]); none until it does.
+#[derive(Default)]
+pub struct RollupPlan(std::sync::RwLock<Option<SegmentRollupPlan>>);
+
+impl RollupPlan {
+    pub fn set(&self, plan: SegmentRollupPlan) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(plan);
+    }
+
+    /// The resolutions of `measurement` whose slots fit in one partition of `by` (those a
+    /// store keeps beside each partition), finest first, each once.
+    pub fn kept(
+        &self,
+        measurement: &str,
+        by: tickertape_core::partition::Partitioning,
+    ) -> Vec<Resolution> {
+        let plan = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let mut kept: Vec<Resolution> = plan.as_ref().map_or_else(Vec::new, |p| p(measurement));
+        kept.retain(|r| by.holds_slots_of(*r));
+        kept.sort();
+        kept.dedup();
+        kept
+    }
+}
 
 /// Space used by a store, for `tickertape-bench` and `/metrics`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -220,6 +196,10 @@ pub struct StorageStats {
     /// Bytes of the series index held in memory (the embedded catalog and its postings;
     /// 0 where the index lives in the database).
     pub index_memory_bytes: u64,
+    /// Points of value segments stored but not yet covered by the store's derived rollups
+    /// (as far as this handle knows): queries read raw points for their ranges, so answers
+    /// are exact either way; 0 once the store has caught up.
+    pub rollup_lag_points: u64,
 }
 
 /// How many series are registered: in all, and in each measurement asked about.
@@ -235,12 +215,6 @@ pub struct SeriesCount {
 pub trait Backend: Send + Sync + 'static {
     /// A short name for logs and errors: `embedded`, `mongodb`.
     fn kind(&self) -> &'static str;
-
-    /// What [`append`](Self::append) does with a point at or before its series' last
-    /// stored time.
-    fn append_rule(&self) -> AppendRule {
-        AppendRule::RefuseOlder
-    }
 
     /// The id of each key, registering the keys not seen before. Ids are stable forever:
     /// the same key gets the same id from every client, across restarts, also when
@@ -296,22 +270,20 @@ pub trait Backend: Send + Sync + 'static {
         query: &NameQuery,
     ) -> Result<Vec<String>>;
 
-    /// Appends each series' points to its value segments, rolling over to a new segment
-    /// when one is full and sealing the full one into a compressed block.
+    /// Stores each series' points in its value segments, wherever they fall in time: a
+    /// point at a time the series already holds replaces that value (the last write wins,
+    /// InfluxDB's rule), and an exact duplicate changes nothing, so a retried call is
+    /// harmless. Several appends to the same series in one call are applied in order (the
+    /// later one wins at equal times).
     ///
     /// Every series must be registered: an unknown id fails the call with
     /// [`BackendError::UnknownSeries`] (as on any `Err`, appends to other series of the call
     /// may have been stored; the embedded and reference backends check before storing any).
     ///
-    /// Points at or before the series' last stored time follow the backend's
-    /// [`append_rule`](Self::append_rule).
-    ///
-    /// Returns one outcome per append, in order. When this returns `Ok`, every point not
-    /// refused is durable (survives a crash of the process or the machine) and readable.
-    /// On `Err`, no point of the call may be reported as stored; some may have been
-    /// (a later append of the same points then refuses them as out of order).
-    /// Several appends to the same series in one call are applied in order.
-    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>>;
+    /// When this returns `Ok`, every point is durable (survives a crash of the process or
+    /// the machine) and readable by every handle. On `Err`, some points may have been
+    /// stored; storing them again is harmless.
+    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<()>;
 
     /// The segments of `series` that may hold points in `[start, end)`, the nearest point
     /// before `start` or the nearest at or after `end` — see [`Segment::may_overlap`] —
@@ -343,15 +315,14 @@ pub trait Backend: Send + Sync + 'static {
         batch: RawBatch,
         derive: DeriveRollups,
     ) -> Result<RawOutcome> {
-        let appends = match batch.appends.is_empty() {
-            true => Vec::new(),
-            false => self.append(batch.appends).await?,
-        };
+        if !batch.appends.is_empty() {
+            self.append(batch.appends).await?;
+        }
         let buckets = match batch.buckets.is_empty() {
             true => Vec::new(),
             false => self.write_buckets(batch.buckets).await?,
         };
-        let outcome = RawOutcome { appends, buckets };
+        let outcome = RawOutcome { buckets };
         let rollups = derive(&outcome)?;
         if !rollups.is_empty() {
             self.write_buckets(rollups).await?;
@@ -385,79 +356,57 @@ pub trait Backend: Send + Sync + 'static {
     /// The names of tokens issued in `namespace` (`None` for a token never issued).
     async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>>;
 
-    /// Offers the backend to compute the rollups of value-segment measurements itself, off
-    /// the write path, at the resolutions `plan` names for each measurement; returns
-    /// whether it does. When it does, the engine writes no rollup of value segments and
-    /// reads them with [`read_segment_rollup`](Self::read_segment_rollup). The default
-    /// declines: the engine then writes them as bucket rollups with every body. A later
-    /// call replaces the plan.
-    fn derive_segment_rollups(&self, plan: SegmentRollupPlan) -> bool {
-        let _ = plan;
-        false
-    }
+    /// Sets the rollup resolutions the store keeps of each value-segment measurement
+    /// (`plan` names them by measurement); a later call replaces the plan. Every backend
+    /// derives these rollups itself, from the points it holds, off the write path, and a
+    /// crash never leaves a rollup that disagrees with the points: the engine writes no
+    /// rollup of value segments and reads them with
+    /// [`read_segment_rollup`](Self::read_segment_rollup).
+    fn derive_segment_rollups(&self, plan: SegmentRollupPlan);
 
     /// The rollup slots of a value-segment series at `resolution` whose start lies in
     /// `[start, end)` (both multiples of the resolution), by time; slots without a point
     /// are absent. Each slot is exactly what `core::rollup::summarize_slots` gives over
     /// the series' stored points, late and replaced points included, so an answer from
-    /// it is the raw answer bit for bit. Only for a backend that
-    /// [derives](Self::derive_segment_rollups) them; the default refuses.
+    /// it is the raw answer bit for bit: where the derived rollup does not yet cover a
+    /// range (the store has not caught up, see [`StorageStats::rollup_lag_points`]), the
+    /// backend summarises the raw points of that range instead. A resolution the plan
+    /// does not keep is summarised from raw points too.
     async fn read_segment_rollup(
         &self,
         series: SeriesId,
         resolution: Resolution,
         start: i64,
         end: i64,
-    ) -> Result<Vec<(i64, Summary)>> {
-        let _ = (series, start, end);
-        Err(BackendError::Invalid(format!(
-            "the {} store keeps no derived rollup of value segments (asked for {resolution})",
-            self.kind()
-        )))
-    }
+    ) -> Result<Vec<(i64, Summary)>>;
 
     /// Drops the derived rollup slots at `resolution` of `measurement` (see
     /// [`derive_segment_rollups`](Self::derive_segment_rollups)) in whole time partitions
     /// that end at or before `cutoff`, or with `dry_run` only lists them; returns the
     /// partitions' `[start, end)`. [`drop_raw_before`](Self::drop_raw_before) keeps
-    /// them, so rollups can outlive raw points. The default (a backend that derives no
-    /// rollup) drops nothing.
+    /// them, so rollups can outlive raw points.
     async fn drop_segment_rollup_before(
         &self,
         measurement: &str,
         resolution: Resolution,
         cutoff: i64,
         dry_run: bool,
-    ) -> Result<Vec<(i64, i64)>> {
-        let _ = (measurement, resolution, cutoff, dry_run);
-        Ok(Vec::new())
-    }
+    ) -> Result<Vec<(i64, i64)>>;
 
-    /// Merges what the store keeps in pieces (recent points, small files) into its final,
-    /// smallest form, and answers when everything mergeable is merged. A store that keeps
-    /// no pieces has nothing to do.
-    async fn compact(&self) -> Result<()> {
-        Ok(())
-    }
+    /// Merges what the store keeps in pieces (recent points, small files or documents)
+    /// into its final, smallest form, with its derived rollups, and answers when
+    /// everything mergeable is merged.
+    async fn compact(&self) -> Result<()>;
 
     /// Drops the raw points of `measurement`'s value segments in whole time partitions
     /// that end at or before `cutoff` (never a point at or after `cutoff`; points of a
     /// partition that `cutoff` cuts are kept), or with `dry_run` only lists them. Returns
     /// the partitions' `[start, end)`. Points that arrive for a dropped partition later, or
-    /// that the store still holds in memory, are kept until a later call drops them. A store whose value segments are not
-    /// time-partitioned refuses with `Invalid`.
+    /// that the store still holds in memory, are kept until a later call drops them.
     async fn drop_raw_before(
         &self,
         measurement: &str,
         cutoff: i64,
         dry_run: bool,
-    ) -> Result<Vec<(i64, i64)>> {
-        let _ = (cutoff, dry_run);
-        Err(BackendError::Invalid(format!(
-            "raw retention for measurement {measurement:?}: the {} store keeps value \
-             segments in one chain per series, not in time partitions; use layout = \
-             \"buckets\" for raw retention there",
-            self.kind()
-        )))
-    }
+    ) -> Result<Vec<(i64, i64)>>;
 }

@@ -6,6 +6,7 @@
 //! - [`lineproto`]: the InfluxDB line-protocol parser.
 //! - [`codec`]: the compressed block a full value segment is sealed into.
 //! - [`segment`]: value segments (seed 000) and the pure rules for appending to them.
+//! - [`partition`]: time partitions, the unit of retention.
 //! - [`query`]: neighbor selection and windowed aggregation over sorted points.
 //! - [`hold`]: how a change-only series answers (the value holds until the next change).
 //! - [`rollup`], [`schema`]: rollup arithmetic; the per-measurement config.
@@ -18,6 +19,7 @@ pub mod hold;
 pub mod lineproto;
 pub mod matcher;
 pub mod model;
+pub mod partition;
 pub mod query;
 pub mod rollup;
 pub mod schema;

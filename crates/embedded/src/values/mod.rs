@@ -38,72 +38,12 @@ use part::Part;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use tickertape_backend::{Result, SegmentRollupPlan, SeriesHead};
+use tickertape_backend::{Result, SeriesHead};
+pub use tickertape_backend::RollupPlan;
+pub use tickertape_core::partition::{Partitioning, DEFAULT_PARTITION_NS};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::{Point, SeriesId};
-
-/// The default width of a time partition: a day, as VictoriaMetrics' and InfluxDB's.
-pub const DEFAULT_PARTITION_NS: i64 = 86_400_000_000_000;
-
-/// How times map to partitions: `[k·width, (k+1)·width)`, clamped to the `i64` range at
-/// both ends (the first and last partitions are shorter).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Partitioning {
-    width: i64,
-}
-
-impl Partitioning {
-    /// `None` unless `width` is positive.
-    pub fn new(width: i64) -> Option<Self> {
-        (width > 0).then_some(Self { width })
-    }
-
-    /// The start of the partition holding `time`.
-    pub fn start_of(&self, time: i64) -> i64 {
-        let start = i128::from(time) - i128::from(time.rem_euclid(self.width));
-        start.max(i128::from(i64::MIN)) as i64
-    }
-
-    /// The (exclusive) end of the partition starting at `start`, as `i128` so that the
-    /// last partition can end after `i64::MAX`.
-    pub fn end_of(&self, start: i64) -> i128 {
-        i128::from(self.start_of(start)) + i128::from(self.width)
-    }
-
-    /// [`end_of`](Self::end_of) clamped to `i64::MAX` (the last partition's end).
-    pub fn clamped_end_of(&self, start: i64) -> i64 {
-        self.end_of(start).min(i128::from(i64::MAX)) as i64
-    }
-
-    /// Whether every slot of `resolution` lies inside one partition: only those rollups
-    /// are kept in part files, the others are summarised from raw points when read.
-    pub fn holds_slots_of(&self, resolution: Resolution) -> bool {
-        self.width % resolution.nanos() == 0
-    }
-}
-
-/// The rollups a store keeps in its part files, set by the engine
-/// (`Backend::derive_segment_rollups`); none until it is.
-#[derive(Default)]
-pub struct RollupPlan(RwLock<Option<SegmentRollupPlan>>);
-
-impl RollupPlan {
-    pub fn set(&self, plan: SegmentRollupPlan) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some(plan);
-    }
-
-    /// The resolutions of `measurement` that part files keep (those whose slots fit in a
-    /// partition), finest first.
-    pub fn kept(&self, measurement: &str, by: Partitioning) -> Vec<Resolution> {
-        let plan = self.0.read().unwrap_or_else(|p| p.into_inner());
-        let mut kept: Vec<Resolution> = plan.as_ref().map_or_else(Vec::new, |p| p(measurement));
-        kept.retain(|r| by.holds_slots_of(*r));
-        kept.sort();
-        kept.dedup();
-        kept
-    }
-}
 
 /// A head the writer froze: no longer written, waiting to be flushed into parts.
 pub struct Frozen {
@@ -534,21 +474,6 @@ pub fn merge_newest_last(lists: impl IntoIterator<Item = Vec<Point>>) -> Vec<Poi
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn partitions_cover_the_whole_time_range() {
-        let by = Partitioning::new(10).unwrap();
-        assert_eq!(by.start_of(0), 0);
-        assert_eq!(by.start_of(9), 0);
-        assert_eq!(by.start_of(-1), -10);
-        assert_eq!(by.start_of(i64::MIN), i64::MIN);
-        assert_eq!(by.start_of(i64::MIN + 1), i64::MIN);
-        assert!(by.end_of(by.start_of(i64::MAX)) > i128::from(i64::MAX));
-        for t in [i64::MIN, -11, -10, -1, 0, 5, i64::MAX] {
-            let s = by.start_of(t);
-            assert!(s <= t && i128::from(t) < by.end_of(s), "{t}");
-        }
-    }
 
     #[test]
     fn the_newest_list_wins_at_equal_times() {
