@@ -44,7 +44,7 @@ use async_trait::async_trait;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tickertape_backend::{AppendOutcome, AppendRule, Backend, SeriesAppend};
+use tickertape_backend::{Backend, SeriesAppend};
 use tickertape_core::query::select_range;
 use tickertape_core::segment::{collect_points, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
@@ -80,14 +80,13 @@ async fn one_series(backend: &dyn Backend) -> SeriesId {
         .expect("resolve")[0]
 }
 
-async fn append(backend: &dyn Backend, series: SeriesId, times: &[i64]) -> AppendOutcome {
-    let mut out = backend
+async fn append(backend: &dyn Backend, series: SeriesId, times: &[i64]) {
+    backend
         .append(vec![
             SeriesAppend::new(series, points(times)).expect("points in time order")
         ])
         .await
         .expect("append");
-    out.swap_remove(0)
 }
 
 async fn read_all(backend: &dyn Backend, series: SeriesId) -> Vec<Point> {
@@ -108,8 +107,7 @@ pub async fn append_then_read(f: &dyn StoreFactory) {
     let store = f.create(8).await;
     let b = store.open().await;
     let s = one_series(&*b).await;
-    let out = append(&*b, s, &[1, 2, 3]).await;
-    assert_eq!(out, AppendOutcome::all_new());
+    append(&*b, s, &[1, 2, 3]).await;
     append(&*b, s, &[4, 5]).await;
     assert_bits_eq(
         &read_all(&*b, s).await,
@@ -141,10 +139,10 @@ pub async fn any_value_any_time(f: &dyn StoreFactory) {
     assert_bits_eq(&read_all(&*b, s).await, &pts, "special values");
 }
 
-/// A full segment rolls over; the chain's `prev_end`/`next_start` are kept right and full
-/// segments are sealed into compressed blocks. The chain is seed 000's, kept by the
-/// backends that refuse older points; one where the last write wins keeps points its own
-/// way (the embedded store: a head and part files) and is held to the points only.
+/// Points written in several calls, past the store's segment size, come back in order,
+/// and the segments that carry them keep the chain's rules however the store cuts them:
+/// sorted by `prev_end`, each segment's points strictly increasing and inside its
+/// `(prev_end, next_start)` bounds, a sealed segment's block decoding to its points.
 pub async fn rollover_keeps_chain_and_seals(f: &dyn StoreFactory) {
     let store = f.create(4).await;
     let b = store.open().await;
@@ -154,40 +152,31 @@ pub async fn rollover_keeps_chain_and_seals(f: &dyn StoreFactory) {
     append(&*b, s, &times[..3]).await;
     append(&*b, s, &times[3..6]).await;
     append(&*b, s, &times[6..]).await;
+    b.compact().await.expect("compact");
+    append(&*b, s, &[105]).await;
     let segments = b.read_segments(s, i64::MIN, i64::MAX).await.expect("read");
-    if b.append_rule() == AppendRule::LastWriteWins {
-        assert_bits_eq(
-            &collect_points(&segments).expect("decode"),
-            &points(&times),
-            "points",
-        );
-        return;
+    assert!(
+        segments.windows(2).all(|w| w[0].prev_end <= w[1].prev_end),
+        "sorted by prev_end"
+    );
+    for segment in &segments {
+        let pts = segment.points().expect("decode");
+        assert!(pts.windows(2).all(|w| w[0].time < w[1].time), "in order");
+        if let (Some(first), Some(last)) = (pts.first(), pts.last()) {
+            assert!(segment.prev_end < first.time || segment.prev_end == NO_PREVIOUS);
+            assert!(segment.next_start > last.time || segment.next_start == NO_NEXT);
+        }
+        if let SegmentBody::Sealed(block) = &segment.body {
+            assert!(!block.is_empty(), "a sealed segment holds a block");
+        }
     }
-    assert_eq!(segments.len(), 3, "10 points at capacity 4 make 3 segments");
-    assert_eq!(segments[0].prev_end, NO_PREVIOUS);
-    assert_eq!(segments.last().map(|s| s.next_start), Some(NO_NEXT));
-    for pair in segments.windows(2) {
-        let left = pair[0].points().expect("decode");
-        let right = pair[1].points().expect("decode");
-        assert_eq!(
-            pair[0].next_start, right[0].time,
-            "next_start is the next first time"
-        );
-        assert_eq!(
-            pair[1].prev_end,
-            left[left.len() - 1].time,
-            "prev_end is the previous last time"
-        );
-        assert_eq!(left.len(), 4, "a closed segment is full");
-        assert!(
-            matches!(pair[0].body, SegmentBody::Sealed(_)),
-            "a full, closed segment is sealed"
-        );
-    }
+    let mut want = times.clone();
+    want.insert(10, 105);
+    want.sort_unstable();
     assert_bits_eq(
         &collect_points(&segments).expect("decode"),
-        &points(&times),
-        "chain",
+        &points(&want),
+        "points",
     );
 }
 
@@ -216,11 +205,9 @@ pub async fn neighbors_across_boundaries_and_gaps(f: &dyn StoreFactory) {
     }
 }
 
-/// Points at or before the series' last time follow the backend's rule:
-/// [`AppendRule::RefuseOlder`] (MongoDB, for now) refuses them as a prefix and keeps the
-/// rest of the batch; [`AppendRule::LastWriteWins`] (the embedded store) stores them in
-/// time order, replaces the value at a time already held and lists those points as
-/// `existing`; an exact duplicate changes nothing.
+/// The one append rule: points may come in any order; a point at a time the series holds
+/// replaces its value (the last write wins) and an exact duplicate changes nothing, also
+/// after a reopen and a compaction.
 pub async fn older_points_follow_the_append_rule(f: &dyn StoreFactory) {
     let store = f.create(4).await;
     let b = store.open().await;
@@ -231,56 +218,40 @@ pub async fn older_points_follow_the_append_rule(f: &dyn StoreFactory) {
         Point::new(20, -2.0),
         Point::new(30, 3.0),
     ];
-    let out = b
-        .append(vec![SeriesAppend::new(s, late).expect("in order")])
+    b.append(vec![SeriesAppend::new(s, late).expect("in order")])
         .await
-        .expect("append")
-        .remove(0);
-    let again = append(&*b, s, &[30]).await;
-    match b.append_rule() {
-        AppendRule::RefuseOlder => {
-            assert_eq!(out, AppendOutcome::refused_prefix(2, Some(20)));
-            assert_eq!(again, AppendOutcome::refused_prefix(1, Some(30)));
-            let want = vec![
-                Point::new(10, 5.0),
-                Point::new(20, 10.0),
-                Point::new(30, 3.0),
-            ];
-            assert_bits_eq(&read_all(&*b, s).await, &want, "after refusals");
-        }
-        AppendRule::LastWriteWins => {
-            let existing = |existing| AppendOutcome {
-                existing,
-                ..AppendOutcome::all_new()
-            };
-            assert_eq!(out, existing(vec![1]), "20 was held, 15 and 30 are new");
-            assert_eq!(again, existing(vec![0]));
-            let want = vec![
-                Point::new(10, 5.0),
-                Point::new(15, 1.5),
-                Point::new(20, -2.0),
-                Point::new(30, 15.0),
-            ];
-            assert_bits_eq(
-                &read_all(&*b, s).await,
-                &want,
-                "the last write of each time",
-            );
-            let head = b.heads(&[s]).await.expect("heads")[0].expect("a head");
-            assert_eq!((head.last.time, head.count), (30, 4), "{head:?}");
-            // An exact duplicate of everything changes nothing.
-            let out = b
-                .append(vec![SeriesAppend::new(s, want.clone()).expect("in order")])
-                .await
-                .expect("append")
-                .remove(0);
-            assert_eq!(out, existing(vec![0, 1, 2, 3]));
-            assert_bits_eq(&read_all(&*b, s).await, &want, "idempotent");
-            drop(b);
-            let b = store.open().await;
-            assert_bits_eq(&read_all(&*b, s).await, &want, "after reopen");
-        }
-    }
+        .expect("append");
+    append(&*b, s, &[30]).await;
+    let want = vec![
+        Point::new(10, 5.0),
+        Point::new(15, 1.5),
+        Point::new(20, -2.0),
+        Point::new(30, 15.0),
+    ];
+    assert_bits_eq(
+        &read_all(&*b, s).await,
+        &want,
+        "the last write of each time",
+    );
+    let head = b.heads(&[s]).await.expect("heads")[0].expect("a head");
+    assert!(head.last.bit_eq(&want[3]), "{head:?}");
+    // An exact duplicate of everything changes nothing.
+    b.append(vec![SeriesAppend::new(s, want.clone()).expect("in order")])
+        .await
+        .expect("append");
+    assert_bits_eq(&read_all(&*b, s).await, &want, "idempotent");
+    b.compact().await.expect("compact");
+    assert_bits_eq(&read_all(&*b, s).await, &want, "after compaction");
+    drop(b);
+    let b = store.open().await;
+    assert_bits_eq(&read_all(&*b, s).await, &want, "after reopen");
+    // A late write after compaction still wins over the compacted value.
+    b.append(vec![SeriesAppend::new(s, vec![Point::new(15, 9.0)]).expect("one point")])
+        .await
+        .expect("append");
+    let mut again = want.clone();
+    again[1] = Point::new(15, 9.0);
+    assert_bits_eq(&read_all(&*b, s).await, &again, "late after compaction");
 }
 
 /// Several appends in one call, to one series and to several, apply in order.
@@ -300,25 +271,17 @@ pub async fn many_series_in_one_call(f: &dyn StoreFactory) {
             SeriesAppend::new(*id, points(&[base + 4, base + 5])).expect("points in time order"),
         );
     }
-    appends.push(SeriesAppend::new(ids[0], points(&[2])).expect("points in time order"));
-    let out = b.append(appends).await.expect("append");
-    assert_eq!(out.len(), 11);
-    let older = match b.append_rule() {
-        AppendRule::RefuseOlder => AppendOutcome::refused_prefix(1, Some(5)),
-        AppendRule::LastWriteWins => AppendOutcome {
-            existing: vec![0],
-            ..AppendOutcome::all_new()
-        },
-    };
-    assert_eq!(out[10], older);
+    // A later append in the same call replaces the value at a time an earlier one wrote.
+    appends.push(SeriesAppend::new(ids[0], vec![Point::new(2, -7.0)]).expect("one point"));
+    b.append(appends).await.expect("append");
     for (i, id) in ids.iter().enumerate() {
         let base = i as i64 * 100;
-        let want: Vec<i64> = (1..=5).map(|t| base + t).collect();
-        assert_bits_eq(
-            &read_all(&*b, *id).await,
-            &points(&want),
-            &format!("series {i}"),
-        );
+        let times: Vec<i64> = (1..=5).map(|t| base + t).collect();
+        let mut want = points(&times);
+        if i == 0 {
+            want[1] = Point::new(2, -7.0);
+        }
+        assert_bits_eq(&read_all(&*b, *id).await, &want, &format!("series {i}"));
     }
 }
 
@@ -417,16 +380,8 @@ pub async fn reopen_keeps_everything(f: &dyn StoreFactory) {
         "after reopen",
     );
     let head = b.heads(&[s]).await.expect("heads")[0].expect("head");
-    assert_eq!((head.last.time, head.count), (6, 6));
-    let out = append(&*b, s, &[6, 7, 8, 9, 10]).await;
-    let older = match b.append_rule() {
-        AppendRule::RefuseOlder => AppendOutcome::refused_prefix(1, Some(6)),
-        AppendRule::LastWriteWins => AppendOutcome {
-            existing: vec![0],
-            ..AppendOutcome::all_new()
-        },
-    };
-    assert_eq!(out, older);
+    assert_eq!(head.last.time, 6);
+    append(&*b, s, &[6, 7, 8, 9, 10]).await;
     assert_bits_eq(
         &read_all(&*b, s).await,
         &points(&(1..=10).collect::<Vec<_>>()),
@@ -434,7 +389,7 @@ pub async fn reopen_keeps_everything(f: &dyn StoreFactory) {
     );
 }
 
-/// Heads give the latest point and count; a series without points has none.
+/// Heads give the latest point, also after a late point; a series without points has none.
 pub async fn heads_report_last_point(f: &dyn StoreFactory) {
     let store = f.create(4).await;
     let b = store.open().await;
@@ -443,10 +398,17 @@ pub async fn heads_report_last_point(f: &dyn StoreFactory) {
         .await
         .expect("resolve");
     append(&*b, ids[0], &[5, 9]).await;
+    append(&*b, ids[0], &[7]).await;
     let heads = b.heads(&ids).await.expect("heads");
     let h = heads[0].expect("head of a written series");
-    assert!(h.last.bit_eq(&Point::new(9, 4.5)) && h.count == 2, "{h:?}");
+    assert!(h.last.bit_eq(&Point::new(9, 4.5)), "{h:?}");
     assert!(heads[1].is_none());
+    append(&*b, ids[0], &[9]).await;
+    b.append(vec![SeriesAppend::new(ids[0], vec![Point::new(9, -1.0)]).expect("one point")])
+        .await
+        .expect("append");
+    let h = b.heads(&ids).await.expect("heads")[0].expect("head");
+    assert!(h.last.bit_eq(&Point::new(9, -1.0)), "the last write of the latest time: {h:?}");
 }
 
 /// Random appends (some out of order) and reads against a `BTreeMap` model.
@@ -474,20 +436,10 @@ pub async fn model_check(f: &dyn StoreFactory, seed: u64, steps: usize) {
                         .collect();
                     appends.push(SeriesAppend::new(series, pts).expect("points in time order"));
                 }
-                let outcomes = b.append(appends.clone()).await.expect("append");
-                let rule = b.append_rule();
-                for (a, out) in appends.iter().zip(outcomes) {
-                    let prev = last.get(&a.series()).copied();
-                    let want = match rule {
-                        AppendRule::RefuseOlder => {
-                            prev.map_or(0, |l| a.points().partition_point(|p| p.time <= l))
-                        }
-                        AppendRule::LastWriteWins => 0,
-                    };
-                    assert_eq!(out.refused, want, "step {step}: refused prefix");
-                    for (i, p) in a.points().iter().enumerate().skip(want) {
-                        let held = model.insert((a.series(), p.time), p.value).is_some();
-                        assert_eq!(out.existing.contains(&i), held, "step {step}: existing {i}");
+                b.append(appends.clone()).await.expect("append");
+                for a in &appends {
+                    for p in a.points() {
+                        model.insert((a.series(), p.time), p.value);
                         let newest = last
                             .get(&a.series())
                             .copied()

@@ -22,7 +22,10 @@ struct ReferenceStore(ReferenceBackend);
 #[async_trait]
 impl StoreFactory for Reference {
     async fn create(&self, segment_capacity: usize) -> Box<dyn StoreHandle> {
-        let backend = ReferenceBackend::new(segment_capacity).expect("a valid capacity");
+        // Small partitions, as the other backends' here, so that raw retention drops some.
+        let backend = ReferenceBackend::new(segment_capacity)
+            .and_then(|b| b.with_partition_ns(16))
+            .expect("a valid capacity");
         Box::new(ReferenceStore(backend))
     }
 }

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tickertape_backend::{
-    AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
+    Backend, BackendError, BucketRange, BucketRead, BucketWrite,
     BucketWriteOutcome, DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch,
     RawOutcome, Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
     StorageStats, StoredBucket, TokenRequest,
@@ -289,10 +289,6 @@ impl Backend for EmbeddedBackend {
         "embedded"
     }
 
-    fn append_rule(&self) -> AppendRule {
-        AppendRule::LastWriteWins
-    }
-
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
         if let Some(ids) = self.catalog.lookup(keys) {
             return Ok(ids);
@@ -337,9 +333,9 @@ impl Backend for EmbeddedBackend {
         Ok(self.catalog.tag_values(measurement, key, query))
     }
 
-    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
+    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<()> {
         if appends.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         self.check_registered(&appends)?;
         self.submit(|reply| Job::Append { appends, reply }).await
@@ -371,9 +367,8 @@ impl Backend for EmbeddedBackend {
 
     /// Rollups of value segments are computed by the background thread, from the points
     /// of each part it writes, and kept beside them (`values/part.rs`).
-    fn derive_segment_rollups(&self, plan: SegmentRollupPlan) -> bool {
+    fn derive_segment_rollups(&self, plan: SegmentRollupPlan) {
         self.rollups.set(plan);
-        true
     }
 
     async fn read_segment_rollup(
@@ -412,6 +407,9 @@ impl Backend for EmbeddedBackend {
             series,
             memory_points,
             index_memory_bytes: self.catalog.heap_bytes() as u64,
+            // Points in memory are in no part, so in no rollup block yet. (A partition of
+            // several parts not yet merged is also read raw; it is not counted here.)
+            rollup_lag_points: memory_points,
         })
     }
 

@@ -134,10 +134,6 @@ pub struct Engine {
     names: Arc<NameCache>,
     clock: Arc<dyn Clock>,
     schema: Arc<Schema>,
-    /// Whether the backend computes the rollups of value segments itself
-    /// (`Backend::derive_segment_rollups`): then the engine writes none and reads them
-    /// with `Backend::read_segment_rollup`.
-    derived_rollups: bool,
     limits: QueryLimits,
     series_limits: SeriesLimits,
 }
@@ -154,7 +150,6 @@ impl Engine {
             names: Arc::new(NameCache::default()),
             clock,
             schema: Arc::new(Schema::default()),
-            derived_rollups: false,
             limits: QueryLimits::default(),
             series_limits: SeriesLimits::default(),
         }
@@ -184,9 +179,9 @@ impl Engine {
         self.offer_segment_rollups()
     }
 
-    /// Tells the backend which rollups each value-segment measurement keeps, in case it
-    /// computes them itself.
-    fn offer_segment_rollups(mut self) -> Self {
+    /// Tells the backend which rollups each value-segment measurement keeps: the backend
+    /// derives them from the points it holds (`Backend::derive_segment_rollups`).
+    fn offer_segment_rollups(self) -> Self {
         let schema = Arc::clone(&self.schema);
         let plan: SegmentRollupPlan = Arc::new(move |measurement: &str| {
             let m = schema.for_measurement(measurement);
@@ -195,14 +190,15 @@ impl Engine {
                 Layout::Buckets { .. } => Vec::new(),
             }
         });
-        self.derived_rollups = self.backend.derive_segment_rollups(plan);
+        self.backend.derive_segment_rollups(plan);
         self
     }
 
     /// Whether the engine writes and reads the rollups of measurements of this schema as
-    /// bucket rollups (else the backend derives them from value segments).
+    /// bucket rollups: those of bucket measurements, updated with every write. The
+    /// backend derives those of value segments (`Backend::read_segment_rollup`).
     pub(crate) fn writes_rollups_of(&self, schema: &MeasurementSchema) -> bool {
-        !(self.derived_rollups && schema.layout == Layout::Segments)
+        schema.layout != Layout::Segments
     }
 
     pub fn schema(&self) -> &Schema {

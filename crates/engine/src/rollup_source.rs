@@ -1,9 +1,8 @@
-//! What a body's rollups are computed from: the points each raw write stored, once the
-//! backend said which were refused or already held.
+//! What a body's bucket rollups are computed from: the slots each raw bucket write stored,
+//! once the backend said which were refused (a gauge slot already taken). Value segments
+//! have none here: the backend derives their rollups from the points it holds.
 
-use tickertape_backend::{
-    AppendOutcome, BackendError, BucketWrite, BucketWriteOutcome, RawOutcome,
-};
+use tickertape_backend::{BackendError, BucketWrite, BucketWriteOutcome, RawOutcome};
 use tickertape_core::query::without_stale_markers;
 use tickertape_core::rollup::{rollup_updates, Resolution};
 use tickertape_core::{Point, SeriesId};
@@ -40,33 +39,14 @@ impl RollupSource {
     /// The outcome of the raw writes when none is refused.
     pub(crate) fn all_stored(&self) -> RawOutcome {
         RawOutcome {
-            appends: vec![AppendOutcome::all_new(); self.append_groups.len()],
             buckets: vec![BucketWriteOutcome::Applied; self.bucket_sources.len()],
         }
     }
 
-    /// The points each group's raw writes stored: an append's unrefused suffix, the
-    /// bucket writes not refused as a taken slot (at their slot's start time).
+    /// The points each group's bucket writes stored: those not refused as a taken slot,
+    /// at their slot's start time.
     pub(crate) fn stored(&self, outcome: &RawOutcome) -> Vec<Stored> {
         let mut stored: Vec<Stored> = Vec::new();
-        for (&g, append) in self.append_groups.iter().zip(&outcome.appends) {
-            let points = &self.groups[g].points;
-            let refused = append.refused.min(points.len());
-            // Points at a time the series held already are not new: their slot counted
-            // them when they were first stored.
-            let mut existing = append.existing.iter().peekable();
-            let new = points.iter().enumerate().skip(refused).filter(|(i, _)| {
-                let held = existing.peek() == Some(&i);
-                if held {
-                    existing.next();
-                }
-                !held
-            });
-            stored.push(Stored {
-                group: g,
-                points: new.map(|(_, p)| *p).collect(),
-            });
-        }
         for (&(g, i, slot_time), write) in self.bucket_sources.iter().zip(&outcome.buckets) {
             if *write == BucketWriteOutcome::SlotTaken {
                 continue;
@@ -83,7 +63,7 @@ impl RollupSource {
         stored
     }
 
-    /// The rollup writes of exactly the points the raw writes stored: one summary
+    /// The rollup writes of exactly the slots the raw bucket writes stored: one summary
     /// delta per touched slot of each rollup, merged into the stored slot.
     pub(crate) fn rollup_writes(
         &self,
@@ -114,13 +94,13 @@ impl RollupSource {
     }
 }
 
-/// How many points the raw writes stored (what [`RollupSource::stored`] would list).
+/// How many points the raw writes stored: every appended point (the last write of a time
+/// wins, nothing is refused) and every bucket write applied.
 pub(crate) fn stored_count(source: &RollupSource, outcome: &RawOutcome) -> u64 {
     let appended = source
         .append_groups
         .iter()
-        .zip(&outcome.appends)
-        .map(|(&g, a)| source.groups[g].points.len().saturating_sub(a.refused));
+        .map(|&g| source.groups[g].points.len());
     let slotted = outcome
         .buckets
         .iter()
@@ -128,14 +108,10 @@ pub(crate) fn stored_count(source: &RollupSource, outcome: &RawOutcome) -> u64 {
     (appended.sum::<usize>() + slotted.count()) as u64
 }
 
-/// Whether the raw writes stored every point they were given, all of them new.
+/// Whether the raw bucket writes stored every slot they were given.
 pub(crate) fn nothing_refused(outcome: &RawOutcome) -> bool {
     outcome
-        .appends
+        .buckets
         .iter()
-        .all(|a| a.refused == 0 && a.existing.is_empty())
-        && outcome
-            .buckets
-            .iter()
-            .all(|b| *b == BucketWriteOutcome::Applied)
+        .all(|b| *b == BucketWriteOutcome::Applied)
 }

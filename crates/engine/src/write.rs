@@ -4,8 +4,8 @@
 //!
 //! Both entry points turn their input into [`Pending`] points of some [`Origin`] and hand
 //! them to [`Engine::store_pending`], the one pipeline after parsing: series ids through
-//! the cache and the series limits, grouping per series under the backend's append rule,
-//! the change-only filter, raw writes and rollups.
+//! the cache and the series limits, grouping per series (the last write of a time wins),
+//! the change-only filter, raw writes and the rollups of bucket measurements.
 
 mod group;
 
@@ -101,8 +101,8 @@ pub(crate) struct Pending<'l, O> {
     pub(crate) point: Point,
 }
 
-/// Turns the raw writes' refusals into line errors: points at or before a series' last
-/// stored time, and gauge bucket slots already taken.
+/// Turns the raw writes' refusals into line errors: gauge bucket slots already taken
+/// (value segments refuse nothing: the last write of a time wins).
 fn report_refusals<O: Origin>(
     groups: &[Group<'_>],
     pending: &[Pending<'_, O>],
@@ -110,16 +110,6 @@ fn report_refusals<O: Origin>(
     outcome: &RawOutcome,
     errors: &mut Errors,
 ) {
-    for (&g, append) in source.append_groups.iter().zip(&outcome.appends) {
-        let last = append.last_time.map_or(String::new(), |t| format!(" {t}"));
-        for &origin in groups[g].origins.iter().take(append.refused) {
-            let p = &pending[origin];
-            errors.entry(p.source.number()).or_default().push(format!(
-                "field {:?}: time {} is not after the series' last stored time{last} (out-of-order points are refused)",
-                p.field, p.point.time
-            ));
-        }
-    }
     for (&(g, i, slot_time), write) in source.bucket_sources.iter().zip(&outcome.buckets) {
         if *write == BucketWriteOutcome::SlotTaken {
             let p = &pending[groups[g].origins[i]];
@@ -176,8 +166,8 @@ impl Engine {
     /// refused with its line number; the other lines are stored.
     ///
     /// Order of work: raw points first (segments or bucket slots), then the rollups of
-    /// exactly the points stored, so a refused point is never rolled up. The answer waits
-    /// for both.
+    /// bucket measurements of exactly the slots stored, so a refused slot is never rolled
+    /// up. The answer waits for both. Rollups of value segments the backend derives.
     pub async fn write_lines_as(
         &self,
         body: &str,
@@ -253,8 +243,7 @@ impl Engine {
             .filter(|(p, _)| !errors.contains_key(&p.source.number()))
             .filter_map(|(p, id)| Some((p, id?)))
             .unzip();
-        let rule = self.backend.append_rule();
-        let (mut groups, superseded) = group_by_series(&self.schema, &pending, &ids, rule, errors);
+        let (mut groups, superseded) = group_by_series(&self.schema, &pending, &ids);
         let unchanged = self.drop_unchanged(&mut groups).await?;
         let markers = drop_stale_markers_from_buckets(&mut groups);
         groups.retain(|g| !g.points.is_empty());
@@ -294,7 +283,7 @@ impl Engine {
         let mut batch = RawBatch::default();
         let mut source = RollupSource::default();
         for (g, group) in groups.iter().enumerate() {
-            // Rollups the backend derives from value segments are not written here.
+            // Rollups of value segments the backend derives: none are written here.
             let rollups = match self.writes_rollups_of(group.schema) {
                 true => group.schema.rollups.clone(),
                 false => Vec::new(),

@@ -2,7 +2,6 @@
 //! pipeline as line protocol — series cache, limits, schema, append rules, rollups.
 
 use std::sync::Arc;
-use tickertape_backend::AppendRule;
 use tickertape_core::model::{is_stale_marker, STALE_NAN_BITS};
 use tickertape_core::schema::Schema;
 use tickertape_core::time::Precision;
@@ -173,44 +172,8 @@ async fn series_limits_refuse_new_series_per_series() {
     assert_eq!(stored(&e, "up").await.len(), 2);
 }
 
-/// On a store that refuses older points (MongoDB's rule), a late sample is refused and
-/// reported under its series' number; its series' later samples are stored.
-#[tokio::test]
-async fn late_samples_are_refused_under_refuse_older() {
-    let backend = ReferenceBackend::with_rule(160, AppendRule::RefuseOlder).unwrap();
-    let e = Engine::new(Arc::new(backend));
-    write(
-        &e,
-        &[series("up", "a", &[(10, 1.0), (20, 2.0)])],
-        Precision::Milliseconds,
-    )
-    .await
-    .unwrap();
-    let report = write(
-        &e,
-        &[
-            series("up", "b", &[(5, 5.0)]),
-            series("up", "a", &[(15, 1.5), (30, 3.0)]),
-        ],
-        Precision::Milliseconds,
-    )
-    .await
-    .unwrap();
-    assert_eq!((report.accepted, report.rejected), (1, 1), "{report:?}");
-    assert_eq!((report.points_written, report.points_rejected), (2, 1));
-    assert_eq!(report.errors[0].line, 2);
-    assert!(
-        report.errors[0].message.contains("out-of-order"),
-        "{}",
-        report.errors[0].message
-    );
-    let got = stored(&e, "up").await;
-    let times: Vec<i64> = got[0].1.iter().map(|(t, _)| t / MS).collect();
-    assert_eq!(times, vec![10, 20, 30]);
-}
-
-/// Under last-write-wins (the embedded store) a series' samples may come in any order;
-/// of two at one time the later in the request wins.
+/// A series' samples may come in any order; of two at one time the later in the request
+/// wins (the one rule of every store).
 #[tokio::test]
 async fn unordered_samples_are_sorted_and_the_last_of_a_time_wins() {
     let (_dir, e) = embedded();

@@ -10,6 +10,7 @@
 //! # Layout
 //! - `registry`: series keys ↔ ids;
 //! - `segments`: one sorted list of points per series, value segments derived on read;
+//! - `rollups`: derived rollups of value segments, and those that outlive raw retention;
 //! - `buckets`: bucket documents in partitions, slot writes, shells;
 //! - `names`: the name store.
 //!
@@ -21,16 +22,20 @@
 mod buckets;
 mod names;
 mod registry;
+mod rollups;
 mod segments;
 
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
-    AppendOutcome, AppendRule, Backend, BackendError, BucketRange, BucketRead, BucketWrite,
-    BucketWriteOutcome, DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch,
-    RawOutcome, Result, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
-    StoredBucket,
+    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
+    DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
+    RollupPlan, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
+    StorageStats, StoredBucket,
 };
+use tickertape_core::partition::{Partitioning, DEFAULT_PARTITION_NS};
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
@@ -39,10 +44,12 @@ use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 struct State {
     /// Points per value segment.
     segment_capacity: usize,
-    /// What an append does with a point at or before its series' last time.
-    rule: AppendRule,
+    /// The time partitions of value segments: what raw retention drops whole.
+    partitioning: Partitioning,
     series: registry::Registry,
     points: segments::Points,
+    /// Rollup slots of partitions whose raw points retention dropped.
+    kept: rollups::Kept,
     buckets: buckets::Buckets,
     names: names::Names,
 }
@@ -51,7 +58,7 @@ impl State {
     /// `Backend::append`: "an unknown id fails the call with `UnknownSeries` (… the
     /// embedded and reference backends check before storing any)"; then each append in
     /// order ("Several appends to the same series in one call are applied in order").
-    fn append(&mut self, appends: &[SeriesAppend]) -> Result<Vec<AppendOutcome>> {
+    fn append(&mut self, appends: &[SeriesAppend]) -> Result<()> {
         if let Some(unknown) = appends
             .iter()
             .map(SeriesAppend::series)
@@ -59,11 +66,10 @@ impl State {
         {
             return Err(BackendError::UnknownSeries(unknown));
         }
-        let rule = self.rule;
-        Ok(appends
-            .iter()
-            .map(|a| self.points.append(a, rule))
-            .collect())
+        for a in appends {
+            self.points.append(a);
+        }
+        Ok(())
     }
 
     /// `Backend::write_buckets`: "one outcome per write, in order".
@@ -77,12 +83,14 @@ impl State {
 #[derive(Clone)]
 pub struct ReferenceBackend {
     state: Arc<Mutex<State>>,
+    /// The derived rollups kept (`Backend::derive_segment_rollups`).
+    plan: Arc<RollupPlan>,
 }
 
 impl Default for ReferenceBackend {
     /// An empty store with seed 000's segment capacity.
     fn default() -> Self {
-        Self::from_state(DEFAULT_SEGMENT_CAPACITY, AppendRule::RefuseOlder)
+        Self::from_state(DEFAULT_SEGMENT_CAPACITY)
     }
 }
 
@@ -95,27 +103,34 @@ impl ReferenceBackend {
                 "segment capacity must be at least 1".into(),
             ));
         }
-        Ok(Self::from_state(segment_capacity, AppendRule::RefuseOlder))
+        Ok(Self::from_state(segment_capacity))
     }
 
-    /// An empty store that follows `rule` for points at or before a series' last time
-    /// (the model of a backend with that [`Backend::append_rule`]).
-    pub fn with_rule(segment_capacity: usize, rule: AppendRule) -> Result<Self> {
-        let backend = Self::new(segment_capacity)?;
-        backend.state().rule = rule;
-        Ok(backend)
+    /// The same store with value partitions `partition_ns` wide (a day by default): what
+    /// raw retention drops whole. `Invalid` unless positive.
+    pub fn with_partition_ns(self, partition_ns: i64) -> Result<Self> {
+        let by = Partitioning::new(partition_ns).ok_or_else(|| {
+            BackendError::Invalid(format!(
+                "partition width must be positive, not {partition_ns}"
+            ))
+        })?;
+        self.state().partitioning = by;
+        Ok(self)
     }
 
-    fn from_state(segment_capacity: usize, rule: AppendRule) -> Self {
+    fn from_state(segment_capacity: usize) -> Self {
+        let partitioning = Partitioning::new(DEFAULT_PARTITION_NS).expect("a positive width");
         Self {
             state: Arc::new(Mutex::new(State {
                 segment_capacity,
-                rule,
+                partitioning,
                 series: Default::default(),
                 points: Default::default(),
+                kept: Default::default(),
                 buckets: Default::default(),
                 names: Default::default(),
             })),
+            plan: Arc::new(RollupPlan::default()),
         }
     }
 
@@ -139,10 +154,6 @@ impl ReferenceBackend {
 impl Backend for ReferenceBackend {
     fn kind(&self) -> &'static str {
         "reference"
-    }
-
-    fn append_rule(&self) -> AppendRule {
-        self.state().rule
     }
 
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
@@ -184,7 +195,7 @@ impl Backend for ReferenceBackend {
         Ok(self.state().series.tag_values(measurement, key, query))
     }
 
-    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<Vec<AppendOutcome>> {
+    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<()> {
         self.state().append(&appends)
     }
 
@@ -209,6 +220,7 @@ impl Backend for ReferenceBackend {
             series: state.series.len() as u64,
             memory_points: 0,
             index_memory_bytes: 0,
+            rollup_lag_points: 0,
         })
     }
 
@@ -226,8 +238,8 @@ impl Backend for ReferenceBackend {
     ) -> Result<RawOutcome> {
         let mut state = self.state();
         let mut next = state.clone();
+        next.append(&batch.appends)?;
         let outcome = RawOutcome {
-            appends: next.append(&batch.appends)?,
             buckets: next.write_buckets(&batch.buckets)?,
         };
         let rollups = derive(&outcome)?;
@@ -263,6 +275,110 @@ impl Backend for ReferenceBackend {
 
     async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
         Ok(self.state().names.names_of(namespace, tokens))
+    }
+
+    fn derive_segment_rollups(&self, plan: SegmentRollupPlan) {
+        self.plan.set(plan);
+    }
+
+    /// "Each slot is exactly what `core::rollup::summarize_slots` gives over the series'
+    /// stored points": computed on every read, with the slots raw retention set aside.
+    async fn read_segment_rollup(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, Summary)>> {
+        let state = self.state();
+        let by = state.partitioning;
+        let raw = state.points.between(series, start, end);
+        let holds_raw = |p: i64| !state.points.between(series, p, by.clamped_end_of(p)).is_empty();
+        Ok(rollups::read(
+            raw,
+            &state.kept,
+            series,
+            resolution,
+            (start, end),
+            by,
+            holds_raw,
+        ))
+    }
+
+    async fn drop_segment_rollup_before(
+        &self,
+        measurement: &str,
+        resolution: Resolution,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        let mut state = self.state();
+        let by = state.partitioning;
+        let mut spans = Vec::new();
+        for s in state.series.ids_of(measurement) {
+            for start in state.kept.partitions(s, resolution, by) {
+                let end = by.clamped_end_of(start);
+                if end <= cutoff {
+                    spans.push((start, end));
+                    if !dry_run {
+                        state.kept.forget(s, resolution, (start, end));
+                    }
+                }
+            }
+        }
+        spans.sort_unstable();
+        spans.dedup();
+        Ok(spans)
+    }
+
+    /// Nothing is kept in pieces.
+    async fn compact(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// "Drops the raw points … in whole time partitions that end at or before `cutoff`";
+    /// the slots of the kept rollups that fit in a partition are set aside first.
+    async fn drop_raw_before(
+        &self,
+        measurement: &str,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        let mut state = self.state();
+        let spans = Self::raw_partitions_before(&state, measurement, cutoff);
+        if dry_run {
+            return Ok(spans);
+        }
+        let kept = self.plan.kept(measurement, state.partitioning);
+        let state = &mut *state;
+        for s in state.series.ids_of(measurement) {
+            for &span in &spans {
+                let points = state.points.between(s, span.0, span.1).to_vec();
+                if !points.is_empty() {
+                    state.kept.keep(s, &points, span, &kept);
+                    state.points.remove_between(s, span.0, span.1);
+                }
+            }
+        }
+        Ok(spans)
+    }
+}
+
+impl ReferenceBackend {
+    /// The partitions of `measurement`'s raw points that end at or before `cutoff`.
+    fn raw_partitions_before(state: &State, measurement: &str, cutoff: i64) -> Vec<(i64, i64)> {
+        let by = state.partitioning;
+        let mut spans: Vec<(i64, i64)> = state
+            .series
+            .ids_of(measurement)
+            .into_iter()
+            .flat_map(|s| state.points.between(s, i64::MIN, cutoff).to_vec())
+            .map(|p| (by.start_of(p.time), by.clamped_end_of(by.start_of(p.time))))
+            .filter(|&(_, end)| end <= cutoff)
+            .collect();
+        spans.sort_unstable();
+        spans.dedup();
+        spans
     }
 }
 

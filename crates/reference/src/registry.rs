@@ -108,6 +108,15 @@ impl Registry {
             .collect()
     }
 
+    /// The ids of `measurement`'s series.
+    pub fn ids_of(&self, measurement: &str) -> Vec<SeriesId> {
+        self.keys
+            .iter()
+            .filter(|(_, k)| k.measurement == measurement)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     pub fn is_registered(&self, id: SeriesId) -> bool {
         self.keys.contains_key(&id)
     }

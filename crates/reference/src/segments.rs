@@ -1,15 +1,14 @@
 //! Value segments (seed 000), kept as one sorted list of points per series; segments are
 //! derived from it on every read.
 //!
-//! Storing points rather than segments makes the rules visible: what an append keeps is a
-//! question about the last stored time only, and the chain invariants of
-//! [`tickertape_core::segment`] hold by construction of [`segments_of`]. The segmentation
-//! is the one every backend produces when points arrive in order: chunks of
-//! `segment_capacity` points in time order, every chunk but the last full and sealed, the
-//! last one open (the active segment, even when full: it rolls over with the next point).
+//! Storing points rather than segments makes the rules visible: an append puts each point
+//! at its time, replacing the value held there (the last write wins), and the chain
+//! invariants of [`tickertape_core::segment`] hold by construction of [`segments_of`]:
+//! chunks of `segment_capacity` points in time order, every chunk but the last sealed.
+//! Where a backend cuts its segments is its own; readers compare points.
 
 use std::collections::BTreeMap;
-use tickertape_backend::{AppendOutcome, AppendRule, SeriesAppend, SeriesHead};
+use tickertape_backend::{SeriesAppend, SeriesHead};
 use tickertape_core::codec;
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId};
@@ -21,13 +20,16 @@ pub struct Points {
 }
 
 impl Points {
-    /// Appends one [`SeriesAppend`] as `Backend::append` documents it under `rule`. The
-    /// caller has checked that the series is registered.
-    pub fn append(&mut self, append: &SeriesAppend, rule: AppendRule) -> AppendOutcome {
+    /// Stores one [`SeriesAppend`] as `Backend::append` documents it: "a point at a time
+    /// the series already holds replaces that value … an exact duplicate changes nothing".
+    /// The caller has checked that the series is registered.
+    pub fn append(&mut self, append: &SeriesAppend) {
         let stored = self.by_series.entry(append.series()).or_default();
-        match rule {
-            AppendRule::RefuseOlder => refuse_older(stored, append.points()),
-            AppendRule::LastWriteWins => last_write_wins(stored, append.points()),
+        for &p in append.points() {
+            match stored.binary_search_by_key(&p.time, |s| s.time) {
+                Ok(at) => stored[at] = p,
+                Err(at) => stored.insert(at, p),
+            }
         }
     }
 
@@ -36,7 +38,6 @@ impl Points {
         let stored = self.by_series.get(&series)?;
         Some(SeriesHead {
             last: *stored.last()?,
-            count: stored.len() as u64,
         })
     }
 
@@ -63,35 +64,24 @@ impl Points {
     pub fn point_count(&self) -> u64 {
         self.by_series.values().map(|p| p.len() as u64).sum()
     }
-}
 
-/// "Points at or before the series' last stored time are refused; since the batch is
-/// strictly increasing they form a prefix" ([`AppendOutcome`]).
-fn refuse_older(stored: &mut Vec<Point>, points: &[Point]) -> AppendOutcome {
-    let last_time = stored.last().map(|p| p.time);
-    let refused = match last_time {
-        Some(last) => points.partition_point(|p| p.time <= last),
-        None => 0,
-    };
-    stored.extend_from_slice(&points[refused..]);
-    // "The series' last stored time before this append, when it refused anything."
-    AppendOutcome::refused_prefix(refused, last_time)
-}
-
-/// "A point at a time the series already holds replaces that value … Such points are
-/// listed in `existing`" ([`AppendRule::LastWriteWins`]).
-fn last_write_wins(stored: &mut Vec<Point>, points: &[Point]) -> AppendOutcome {
-    let mut outcome = AppendOutcome::all_new();
-    for (i, &p) in points.iter().enumerate() {
-        match stored.binary_search_by_key(&p.time, |s| s.time) {
-            Ok(at) => {
-                stored[at] = p;
-                outcome.existing.push(i);
-            }
-            Err(at) => stored.insert(at, p),
-        }
+    /// The stored points of `series` in `[start, end)`, by time.
+    pub fn between(&self, series: SeriesId, start: i64, end: i64) -> &[Point] {
+        let stored = self.by_series.get(&series).map_or(&[][..], Vec::as_slice);
+        let lo = stored.partition_point(|p| p.time < start);
+        let hi = stored.partition_point(|p| p.time < end).max(lo);
+        &stored[lo..hi]
     }
-    outcome
+
+    /// Removes the points of `series` in `[start, end)`; returns whether it held any.
+    pub fn remove_between(&mut self, series: SeriesId, start: i64, end: i64) -> bool {
+        let Some(stored) = self.by_series.get_mut(&series) else {
+            return false;
+        };
+        let before = stored.len();
+        stored.retain(|p| p.time < start || p.time >= end);
+        before != stored.len()
+    }
 }
 
 /// The chain of segments a series' points make (see the module docs). The invariants of
@@ -153,31 +143,11 @@ mod tests {
     }
 
     #[test]
-    fn refuses_the_prefix_at_or_before_the_last_time() {
+    fn late_points_are_inserted_and_equal_times_replaced() {
         let mut store = Points::default();
-        let append = |times: &[i64]| SeriesAppend::new(SeriesId(1), points(times)).unwrap();
-        let first = store.append(&append(&[10, 20]), AppendRule::RefuseOlder);
-        assert_eq!((first.refused, first.last_time), (0, None));
-        let second = store.append(&append(&[15, 20, 30]), AppendRule::RefuseOlder);
-        assert_eq!((second.refused, second.last_time), (2, Some(20)));
-        let all = store.read(SeriesId(1), 2, i64::MIN, i64::MAX);
-        assert_eq!(collect_points(&all).unwrap(), points(&[10, 20, 30]));
-        assert_eq!(store.head(SeriesId(1)).map(|h| h.count), Some(3));
-        // [20, 25) reads the segment of 20 and the one holding 30, the neighbour after.
-        assert_eq!(store.read(SeriesId(1), 2, 20, 25).len(), 2);
-    }
-
-    #[test]
-    fn last_write_wins_inserts_late_points_and_replaces_equal_times() {
-        let mut store = Points::default();
-        let rule = AppendRule::LastWriteWins;
         let append = |ps: Vec<Point>| SeriesAppend::new(SeriesId(1), ps).unwrap();
-        store.append(&append(points(&[10, 30])), rule);
-        let late = store.append(
-            &append(vec![Point::new(20, 2.0), Point::new(30, -1.0)]),
-            rule,
-        );
-        assert_eq!((late.refused, late.existing), (0, vec![1]));
+        store.append(&append(points(&[10, 30])));
+        store.append(&append(vec![Point::new(20, 2.0), Point::new(30, -1.0)]));
         let all = store.read(SeriesId(1), 2, i64::MIN, i64::MAX);
         let stored = vec![
             Point::new(10, 10.0),
@@ -185,6 +155,8 @@ mod tests {
             Point::new(30, -1.0),
         ];
         assert_eq!(collect_points(&all).unwrap(), stored);
-        assert_eq!(store.head(SeriesId(1)).map(|h| h.count), Some(3));
+        assert_eq!(store.head(SeriesId(1)).map(|h| h.last), Some(stored[2]));
+        // [20, 25) reads the segment of 20 and the one holding 30, the neighbour after.
+        assert_eq!(store.read(SeriesId(1), 2, 20, 25).len(), 2);
     }
 }

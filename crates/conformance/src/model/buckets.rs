@@ -222,13 +222,14 @@ impl Check {
     }
 }
 
-/// The rollups of what each append stored (`points[refused..]`, from `MIN_BUCKET_TIME`
-/// on), into the 1m rollup of [`DERIVED_MEASUREMENT`] for the given bucket series.
+/// The rollups of what each append stored (all of it: the last write wins; from
+/// `MIN_BUCKET_TIME` on), into the 1m rollup of [`DERIVED_MEASUREMENT`] for the given
+/// bucket series: a stand-in for the bucket rollups the engine derives with a body.
 fn derive(targets: Vec<(SeriesId, Vec<Point>)>) -> DeriveRollups {
-    Box::new(move |outcome: &RawOutcome| {
+    Box::new(move |_: &RawOutcome| {
         let mut writes = Vec::new();
-        for ((series, points), appended) in targets.iter().zip(&outcome.appends) {
-            let stored: Vec<Point> = points[appended.refused..]
+        for (series, points) in &targets {
+            let stored: Vec<Point> = points
                 .iter()
                 .copied()
                 .filter(|p| p.time >= MIN_BUCKET_TIME)

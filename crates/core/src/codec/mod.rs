@@ -13,6 +13,7 @@
 //! - `timestamps`: delta-of-delta timestamps.
 //! - `values`: the per-block choice of value encoding (decimal, float keys, XOR).
 //! - `xor`: Gorilla's XOR floats.
+//! - `summaries`: blocks of rollup slot summaries, column by column with these sections.
 //!
 //! Contract: [`decode_block`] of [`encode_block`] returns the same points in the same
 //! order, bit for bit, for any times (any order, duplicates, extremes) and any f64 bit
@@ -21,6 +22,7 @@
 
 mod bits;
 mod ints;
+mod summaries;
 mod timestamps;
 mod values;
 mod xor;
@@ -30,6 +32,8 @@ mod tests;
 
 use crate::model::Point;
 use thiserror::Error;
+
+pub use summaries::{decode_summaries, encode_summaries, SummaryError};
 
 /// Why a block could not be decoded: it is truncated or corrupt, or was written by a newer
 /// format version. The message names the check that failed.
@@ -99,8 +103,8 @@ pub fn decode_block(bytes: &[u8]) -> Result<Vec<Point>, CodecError> {
 }
 
 /// Appends a column of times alone — the timestamp section of a block of these times —
-/// for containers that keep several value columns against one time column (the embedded
-/// store's rollup blocks). The container records the `FORMAT_VERSION` it wrote with.
+/// for containers that keep several value columns against one time column (the summary
+/// blocks of `summaries`). The container records the `FORMAT_VERSION` it wrote with.
 pub fn encode_time_column(out: Vec<u8>, times: &[i64]) -> Vec<u8> {
     let points: Vec<Point> = times.iter().map(|&t| Point::new(t, 0.0)).collect();
     match points.is_empty() {

@@ -54,6 +54,7 @@ impl Head {
     }
 
     /// The value at `time`, if the head holds one.
+    #[cfg(test)]
     pub fn get(&self, series: SeriesId, time: i64) -> Option<f64> {
         let points = self.series.get(&series)?;
         let at = points.binary_search_by_key(&time, |p| p.time).ok()?;

@@ -137,12 +137,12 @@ pub fn save_heads<'a>(
     Ok(())
 }
 
-/// `time i64 · value f64 bits · count u64`, little endian.
-fn encode_head(head: &SeriesHead) -> [u8; 24] {
-    let mut out = [0u8; 24];
+/// `time i64 · value f64 bits`, little endian. Stores written before kept a point count
+/// after them (24 bytes), which [`decode_head`] ignores.
+fn encode_head(head: &SeriesHead) -> [u8; 16] {
+    let mut out = [0u8; 16];
     out[0..8].copy_from_slice(&head.last.time.to_le_bytes());
     out[8..16].copy_from_slice(&head.last.value.to_bits().to_le_bytes());
-    out[16..24].copy_from_slice(&head.count.to_le_bytes());
     out
 }
 
@@ -153,6 +153,5 @@ fn decode_head(bytes: &[u8]) -> Option<SeriesHead> {
             i64::from_le_bytes(word(0)?),
             f64::from_bits(u64::from_le_bytes(word(1)?)),
         ),
-        count: u64::from_le_bytes(word(2)?),
     })
 }

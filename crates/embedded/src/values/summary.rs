@@ -1,19 +1,14 @@
 //! A rollup block: the slot summaries of one series at one resolution within one part's
 //! partition, in the part file beside the series' raw block (`part.rs`).
 //!
-//! Stored column by column with the segment codec's sections, the slot starts once:
-//!
-//! ```text
-//! codec version u8 · n LEB128 · slot starts (time column) · counts · sums · mins · maxs
-//! (value columns) · first times (time column) · first values · last times · last values
-//! ```
-//!
-//! Counts are stored as `f64`, exact up to 2^53 points a slot. Parts of format version 2
-//! (`TTPART02`) hold the older layout, six whole codec blocks keyed by time each
-//! ([`decode`] reads both; [`encode`] writes the new one only): repeating the slot starts
-//! in four of them cost ~100 bytes per series and day at the default rollups.
+//! Parts of format version 3 (`TTPART03`) hold the core codec's summary block
+//! (`tickertape_core::codec::encode_summaries`: column by column, the slot starts once),
+//! which MongoDB's rollup documents hold too. Parts of format version 2 (`TTPART02`) hold
+//! the older layout, six whole codec blocks keyed by time each ([`decode`] reads both;
+//! [`encode`] writes the new one only): repeating the slot starts in four of them cost
+//! ~100 bytes per series and day at the default rollups.
 
-use tickertape_core::codec::{self, CodecError};
+use tickertape_core::codec::{self, SummaryError};
 use tickertape_core::query::Summary;
 use tickertape_core::Point;
 
@@ -24,96 +19,21 @@ const COLUMNS: usize = 6;
 pub enum Layout {
     /// `TTPART02`: six codec blocks, each with its own times.
     Blocks,
-    /// `TTPART03`: the columns above.
+    /// `TTPART03`: the core codec's summary block, column by column.
     Columns,
 }
 
-/// Encodes summaries sorted by slot start, one per slot ([`Layout::Columns`]).
+/// Encodes summaries sorted by slot start, one per slot ([`Layout::Columns`]: the core
+/// codec's summary block, `tickertape_core::codec::encode_summaries`).
 pub fn encode(slots: &[(i64, Summary)]) -> Vec<u8> {
-    let mut out = vec![codec::FORMAT_VERSION];
-    codec::write_varint(&mut out, slots.len() as u64);
-    let times =
-        |f: &dyn Fn(&Summary) -> i64| -> Vec<i64> { slots.iter().map(|(_, s)| f(s)).collect() };
-    let values =
-        |f: &dyn Fn(&Summary) -> f64| -> Vec<f64> { slots.iter().map(|(_, s)| f(s)).collect() };
-    let starts: Vec<i64> = slots.iter().map(|(t, _)| *t).collect();
-    out = codec::encode_time_column(out, &starts);
-    out = codec::encode_value_column(out, &values(&|s| s.count as f64));
-    out = codec::encode_value_column(out, &values(&|s| s.sum));
-    out = codec::encode_value_column(out, &values(&|s| s.min));
-    out = codec::encode_value_column(out, &values(&|s| s.max));
-    out = codec::encode_time_column(out, &times(&|s| s.first.time));
-    out = codec::encode_value_column(out, &values(&|s| s.first.value));
-    out = codec::encode_time_column(out, &times(&|s| s.last.time));
-    codec::encode_value_column(out, &values(&|s| s.last.value))
-}
-
-/// Why a rollup block does not decode.
-#[derive(Debug, thiserror::Error)]
-pub enum SummaryError {
-    #[error("rollup block cut short")]
-    Short,
-    #[error("rollup column: {0}")]
-    Column(#[from] CodecError),
-    #[error("rollup columns of different lengths or slots")]
-    Mismatch,
-    #[error("rollup block has bytes after its last column")]
-    Trailing,
+    codec::encode_summaries(slots)
 }
 
 /// Decodes a rollup block of `layout`.
 pub fn decode(bytes: &[u8], layout: Layout) -> Result<Vec<(i64, Summary)>, SummaryError> {
     match layout {
         Layout::Blocks => decode_blocks(bytes),
-        Layout::Columns => decode_columns(bytes),
-    }
-}
-
-fn decode_columns(bytes: &[u8]) -> Result<Vec<(i64, Summary)>, SummaryError> {
-    let (&version, rest) = bytes.split_first().ok_or(SummaryError::Short)?;
-    let (n, rest) = codec::read_varint(rest).map_err(|_| SummaryError::Short)?;
-    let n = usize::try_from(n).map_err(|_| SummaryError::Mismatch)?;
-    let mut c = Columns { rest, version, n };
-    let starts = c.times()?;
-    let (counts, sums, mins, maxs) = (c.values()?, c.values()?, c.values()?, c.values()?);
-    let (first_times, first_values) = (c.times()?, c.values()?);
-    let (last_times, last_values) = (c.times()?, c.values()?);
-    if !c.rest.is_empty() {
-        return Err(SummaryError::Trailing);
-    }
-    Ok((0..n)
-        .map(|i| {
-            let summary = Summary {
-                count: counts[i] as u64,
-                sum: sums[i],
-                min: mins[i],
-                max: maxs[i],
-                first: Point::new(first_times[i], first_values[i]),
-                last: Point::new(last_times[i], last_values[i]),
-            };
-            (starts[i], summary)
-        })
-        .collect())
-}
-
-/// The columns of a block still to read, each of `n` entries.
-struct Columns<'a> {
-    rest: &'a [u8],
-    version: u8,
-    n: usize,
-}
-
-impl Columns<'_> {
-    fn times(&mut self) -> Result<Vec<i64>, SummaryError> {
-        let (column, used) = codec::decode_time_column(self.rest, self.version, self.n)?;
-        self.rest = &self.rest[used..];
-        Ok(column)
-    }
-
-    fn values(&mut self) -> Result<Vec<f64>, SummaryError> {
-        let (column, used) = codec::decode_value_column(self.rest, self.version, self.n)?;
-        self.rest = &self.rest[used..];
-        Ok(column)
+        Layout::Columns => codec::decode_summaries(bytes),
     }
 }
 

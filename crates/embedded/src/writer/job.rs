@@ -4,7 +4,7 @@
 use crate::buckets::{Target, ValidWrite};
 use crate::values::background::Dropped;
 use tickertape_backend::{
-    AppendOutcome, BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result,
+    BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result,
     SeriesAppend,
 };
 use tickertape_core::{SeriesId, SeriesKey};
@@ -19,7 +19,7 @@ pub const MAX_POINTS_PER_COMMIT: usize = 2_000_000;
 pub enum Job {
     Append {
         appends: Vec<SeriesAppend>,
-        reply: oneshot::Sender<Result<Vec<AppendOutcome>>>,
+        reply: oneshot::Sender<Result<()>>,
     },
     Register {
         keys: Vec<SeriesKey>,

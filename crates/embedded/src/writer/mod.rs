@@ -42,7 +42,7 @@ use redb::{Database, Durability, ReadableTable, WriteTransaction};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use tickertape_backend::{
-    AppendOutcome, BackendError, DeriveRollups, RawOutcome, Result, SeriesAppend,
+    BackendError, DeriveRollups, RawOutcome, Result, SeriesAppend,
 };
 use tickertape_core::SeriesId;
 use tickertape_core::SeriesKey;
@@ -116,8 +116,7 @@ impl Writer {
                 let view = self.parts.values.view();
                 for (series, batch) in &record.appends {
                     points += batch.len();
-                    self.stage
-                        .append(&view, self.parts.values.partitioning, *series, batch)?;
+                    self.stage.append(&view, *series, batch);
                 }
             }
             if frame.lsn > applied && !record.writes.is_empty() {
@@ -414,11 +413,9 @@ impl Writer {
         }
         match job {
             Job::Append { appends, reply } => {
-                let result = self.stage_appends(&appends);
-                if result.is_ok() {
-                    self.frames.push(record::encode(&appends, &[]));
-                }
-                answered(reply, result)
+                self.stage_appends(&appends);
+                self.frames.push(record::encode(&appends, &[]));
+                answered(reply, Ok(()))
             }
             Job::Register { keys, reply } => answered(reply, self.register(txn, &keys, registered)),
             Job::WriteBuckets { writes, reply } => {
@@ -456,13 +453,11 @@ impl Writer {
         }
     }
 
-    fn stage_appends(&mut self, appends: &[SeriesAppend]) -> Result<Vec<AppendOutcome>> {
+    fn stage_appends(&mut self, appends: &[SeriesAppend]) {
         let view = self.parts.values.view();
-        let by = self.parts.values.partitioning;
-        appends
-            .iter()
-            .map(|a| self.stage.append(&view, by, a.series(), a.points()))
-            .collect()
+        for a in appends {
+            self.stage.append(&view, a.series(), a.points());
+        }
     }
 
     /// The ids of `keys`, registering those never seen: ids from the `next_series_id`
@@ -501,10 +496,7 @@ impl Writer {
         raw_buckets: Vec<ValidWrite>,
         derive: DeriveRollups,
     ) -> Result<RawOutcome> {
-        let appended = match appends.is_empty() {
-            true => Vec::new(),
-            false => self.stage_appends(appends)?,
-        };
+        self.stage_appends(appends);
         let raw = match raw_buckets.is_empty() {
             true => Vec::new(),
             false => {
@@ -512,10 +504,7 @@ impl Writer {
                 buckets::apply_writes(txn, &raw_buckets)?
             }
         };
-        let outcome = RawOutcome {
-            appends: appended,
-            buckets: raw,
-        };
+        let outcome = RawOutcome { buckets: raw };
         let rollups = buckets::targets(derive(&outcome)?);
         if !rollups.is_empty() {
             self.redb_dirty = true;

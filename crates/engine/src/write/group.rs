@@ -1,11 +1,10 @@
-//! A request's pending points grouped per series, in the order the backend's append rule
-//! takes them, and the points that need not be written (unchanged values, stale markers
-//! of bucket slots).
+//! A request's pending points grouped per series, sorted by time with the last write of a
+//! time kept, and the points that need not be written (unchanged values, stale markers of
+//! bucket slots).
 
-use super::{Errors, Origin, Pending};
+use super::{Origin, Pending};
 use crate::{Engine, EngineError};
 use rustc_hash::FxHashMap;
-use tickertape_backend::AppendRule;
 use tickertape_core::model::is_stale_marker;
 use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::{Point, SeriesId};
@@ -25,9 +24,11 @@ impl Engine {
     /// point whose value equals (bit for bit) the value before it in its series — the last
     /// stored one or the previous point of this body. Returns how many were dropped.
     ///
-    /// A point that is not after the stored last time is kept, so the backend refuses it
-    /// as out of order exactly as without the filter. Readers see the value hold until the
-    /// next stored point; `neighbors=true` returns the point that carries it into a range.
+    /// A point that is not after the stored last time is kept (it may replace another
+    /// value at its time, or fall between two changes): the filter only drops repeats at
+    /// the series' end. Readers see the value hold until the next stored point;
+    /// `neighbors=true` returns the point that carries it into a range. The heads it
+    /// compares with are read from the primary store, never a lagging copy.
     pub(super) async fn drop_unchanged(
         &self,
         groups: &mut [Group<'_>],
@@ -92,17 +93,14 @@ pub(super) fn drop_stale_markers_from_buckets(groups: &mut [Group<'_>]) -> u64 {
     dropped
 }
 
-/// Groups pending points by series in line order. For value segments in a store that
-/// refuses older points ([`AppendRule::RefuseOlder`]), a point whose time does not follow
-/// the previous point of its series in this body is refused; in one where the last write
-/// wins, each group is sorted by time and, of points at the same time, the last line's
-/// is kept. Bucket slots take points in any order.
+/// Groups pending points by series in line order. For value segments each group is then
+/// sorted by time and, of points at the same time, the last line's is kept (the last write
+/// wins, within a body as across bodies). Bucket slots take points in any order. Returns
+/// the groups and how many points a later line of the body replaced.
 pub(super) fn group_by_series<'s, O: Origin>(
     schema: &'s Schema,
     pending: &'s [Pending<'s, O>],
     ids: &[SeriesId],
-    rule: AppendRule,
-    errors: &mut Errors,
 ) -> (Vec<Group<'s>>, u64) {
     let mut index: FxHashMap<SeriesId, usize> = FxHashMap::default();
     let mut groups: Vec<Group> = Vec::new();
@@ -118,30 +116,14 @@ pub(super) fn group_by_series<'s, O: Origin>(
             });
             groups.len() - 1
         });
-        let group = &mut groups[g];
-        if let (Some(prev), Some(&prev_origin)) = (group.points.last(), group.origins.last()) {
-            let refuses =
-                rule == AppendRule::RefuseOlder && group.schema.layout == Layout::Segments;
-            if refuses && p.point.time <= prev.time {
-                errors.entry(p.source.number()).or_default().push(format!(
-                    "field {:?}: time {} is not after time {} of the same series on line {} (out-of-order points are refused)",
-                    p.field, p.point.time, prev.time, pending[prev_origin].source.number()
-                ));
-                continue;
-            }
-        }
-        group.points.push(p.point);
-        group.origins.push(i);
+        groups[g].points.push(p.point);
+        groups[g].origins.push(i);
     }
-    let mut superseded = 0;
-    if rule == AppendRule::LastWriteWins {
-        for group in groups
-            .iter_mut()
-            .filter(|g| g.schema.layout == Layout::Segments)
-        {
-            superseded += sort_keeping_last(group);
-        }
-    }
+    let superseded = groups
+        .iter_mut()
+        .filter(|g| g.schema.layout == Layout::Segments)
+        .map(sort_keeping_last)
+        .sum();
     (groups, superseded)
 }
 
