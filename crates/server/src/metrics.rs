@@ -155,6 +155,12 @@ fn store_gauges(stats: &StorageStats) -> String {
             "Bytes the store occupies.",
             stats.bytes,
         ),
+        (
+            "tickertape_rollup_lag_points",
+            "Points stored but not yet covered by the store's derived rollups; 0 once rollups \
+             have caught up.",
+            stats.rollup_lag_points,
+        ),
     ] {
         let _ = writeln!(
             out,
@@ -166,4 +172,35 @@ fn store_gauges(stats: &StorageStats) -> String {
 
 pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
     Json(serde_json::json!({ "status": "ok", "backend": state.engine.backend().kind() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_gauges_carry_every_figure() {
+        let stats = StorageStats {
+            bytes: 4096,
+            series: 3,
+            memory_points: 7,
+            index_memory_bytes: 512,
+            rollup_lag_points: 42,
+            ..StorageStats::default()
+        };
+        let text = store_gauges(&stats);
+        for line in [
+            "tickertape_series 3",
+            "tickertape_memory_points 7",
+            "tickertape_series_index_bytes 512",
+            "tickertape_store_bytes 4096",
+            "# TYPE tickertape_rollup_lag_points gauge",
+            "tickertape_rollup_lag_points 42",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} not in\n{text}");
+        }
+        let help = "# HELP tickertape_rollup_lag_points Points stored but not yet covered by \
+                    the store's derived rollups; 0 once rollups have caught up.";
+        assert!(text.lines().any(|l| l == help), "{text}");
+    }
 }

@@ -246,6 +246,10 @@ m,h=a v=4 400
         "tickertape_http_request_duration_seconds_count{route=\"/write\",status=\"400\"} 1"
     ));
     assert!(metrics.contains("\ntickertape_series 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("\n# TYPE tickertape_rollup_lag_points gauge\n"),
+        "{metrics}"
+    );
     server.stop().await;
 }
 
