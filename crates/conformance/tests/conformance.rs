@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tickertape_backend::Backend;
 use tickertape_conformance::{StoreFactory, StoreHandle};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
-use tickertape_mongodb::{MongoBackend, MongoOptions, SegmentProtocol};
+use tickertape_mongodb::{MongoBackend, MongoOptions};
 use tickertape_reference::ReferenceBackend;
 
 /// The reference backend; "reopening" hands out another backend on the same state.
@@ -69,14 +69,15 @@ impl StoreHandle for EmbeddedStore {
     }
 }
 
-/// MongoDB with one append protocol; each store is a fresh database on the server named
-/// by `TICKERTAPE_MONGODB_URI`.
-struct Mongo(SegmentProtocol);
+/// MongoDB; each store is a fresh database on the server named by
+/// `TICKERTAPE_MONGODB_URI`. Small partitions and documents, and folds every 50 ms after
+/// three documents, so that ranges, neighbours and folds (racing the test's own calls)
+/// all cross several of them.
+struct Mongo;
 
 struct MongoStore {
     uri: String,
-    protocol: SegmentProtocol,
-    capacity: usize,
+    block_points: usize,
 }
 
 #[async_trait]
@@ -87,15 +88,13 @@ impl StoreFactory for Mongo {
             panic!("TICKERTAPE_MONGODB_URI is not set: run scripts/test, which starts a MongoDB test server")
         });
         let db = format!(
-            "tt_conformance_{}_{}_{}",
-            self.0,
+            "tt_conformance_{}_{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
         Box::new(MongoStore {
             uri: tickertape_mongodb::uri_with_database(&server, &db),
-            protocol: self.0,
-            capacity: segment_capacity,
+            block_points: segment_capacity,
         })
     }
 }
@@ -104,8 +103,10 @@ impl StoreFactory for Mongo {
 impl StoreHandle for MongoStore {
     async fn open(&self) -> Arc<dyn Backend> {
         let mut options = MongoOptions::new(&self.uri);
-        options.protocol = self.protocol;
-        options.segment_capacity = self.capacity;
+        options.partition_ns = 16;
+        options.block_points = self.block_points;
+        options.fold_every = std::time::Duration::from_millis(50);
+        options.fold_docs = 3;
         let backend = MongoBackend::connect(options)
             .await
             .unwrap_or_else(|e| panic!("connect to {}: {e}", self.uri));
@@ -167,5 +168,4 @@ macro_rules! suite {
 
 suite!(reference, Reference);
 suite!(embedded, Embedded);
-suite!(mongodb_reserve, Mongo(SegmentProtocol::Reserve));
-suite!(mongodb_conditional, Mongo(SegmentProtocol::Conditional));
+suite!(mongodb, Mongo);

@@ -9,8 +9,7 @@ use tickertape_backend::{BackendError, Result};
 
 use crate::bucket_layout::collection_name;
 use crate::error::map_err;
-use crate::layout::SEGMENTS;
-use crate::MongoBackend;
+use crate::Shared;
 
 /// `hello.msg` on a `mongos`, and only there.
 const MONGOS_MSG: &str = "isdbgrid";
@@ -19,16 +18,14 @@ const MONGOS_MSG: &str = "isdbgrid";
 /// sharding enabled (MongoDB < 6.0; later versions accept the command as a no-op).
 const ALREADY_INITIALIZED: i32 = 23;
 
-/// The shard key of `segments`: the `_id` `{s: <series>, g: <generation>}`.
+/// The shard key of value and rollup partitions and of bucket partitions: `_id`, which is
+/// `{s: <series>, w: <write number>}` for values, the series id for rollups and
+/// `{series, start}` for buckets.
 ///
 /// Ranged on the whole `_id`, whose embedded documents compare field by field, so chunks
-/// hold runs of one series' segments in generation order — which is start-time order
-/// (invariant 1) — i.e. seed 003's compound key `{series, start}`. It is not `{s, pe}`:
-/// tidying moves `pe` (`$max`), and changing a shard-key value needs a transaction or a
-/// retryable write with the full key in the filter; and every conditional bulk statement is
-/// an upsert on `_id` equality, which a sharded collection accepts only when the filter holds
-/// the full shard key. `_id` is immutable and in every write's filter, so every write stays
-/// targeted to one shard and the `_id` duplicate-key detection stays global.
+/// hold runs of one series' documents: seed 003's compound key `{series, time}`. `_id` is
+/// immutable and in every fold's and bucket write's filter (a sharded collection accepts an
+/// upsert only when its filter holds the full shard key), so those writes stay targeted.
 pub fn segments_shard_key() -> Document {
     doc! { "_id": 1 }
 }
@@ -78,8 +75,8 @@ fn check_mongos(hello: &Document, database: &str) -> Result<()> {
     )))
 }
 
-impl MongoBackend {
-    /// Enables sharding on the store's database and shards `segments` and every bucket
+impl Shared {
+    /// Enables sharding on the store's database and shards every value, rollup and bucket
     /// partition collection that exists now on [`segments_shard_key`] (`{_id: 1}`, which for
     /// buckets is `{series, start}`); `series`, `meta`, `counters` and `names` stay on the
     /// primary shard (see `docs/format/mongodb.md`, "Sharding").
@@ -108,14 +105,23 @@ impl MongoBackend {
             }
             Err(e) => return Err(map_err("enableSharding", e)),
         }
-        let namespace = format!("{name}.{SEGMENTS}");
-        // `{_id: 1}` is the built-in unique index, so no index has to be built first.
-        admin
-            .run_command(doc! { "shardCollection": &namespace, "key": segments_shard_key() })
-            .await
-            .map_err(|e| map_err("shardCollection segments", e))?;
+        let value_partitions = self.partitions(None).await?;
+        for p in &value_partitions {
+            let namespace = format!("{name}.{}", p.collection());
+            // `{_id: 1}` is the built-in unique index, so no index has to be built first.
+            match admin
+                .run_command(doc! { "shardCollection": &namespace, "key": segments_shard_key() })
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if command_code(&e) == Some(ALREADY_INITIALIZED) => {}
+                Err(e) => return Err(map_err("shardCollection value partition", e)),
+            }
+        }
         actions.push(format!(
-            "shardCollection {namespace} on {}: ok",
+            "shardCollection of {} value and rollup partition collection(s) on {}: ok (run \
+             again for partitions created later)",
+            value_partitions.len(),
             segments_shard_key()
         ));
         self.shard_bucket_partitions(&name, &mut actions).await?;
@@ -130,7 +136,7 @@ impl MongoBackend {
     }
 }
 
-impl MongoBackend {
+impl Shared {
     /// `shardCollection` on `{_id: 1}` for every bucket partition collection.
     async fn shard_bucket_partitions(&self, name: &str, actions: &mut Vec<String>) -> Result<()> {
         let admin = self.client.database("admin");

@@ -14,7 +14,7 @@ use crate::bulk::{self, Update};
 use crate::error::map_err;
 use crate::find::find_all;
 use crate::layout::{self, META, SERIES};
-use crate::MongoBackend;
+use crate::Shared;
 
 /// Documents read and updated per round trip.
 const BATCH: usize = 1000;
@@ -22,7 +22,7 @@ const BATCH: usize = 1000;
 /// `_id` of the `meta` document that says the backfill is done.
 const DONE: &str = "tag_pairs";
 
-impl MongoBackend {
+impl Shared {
     /// Gives `k.p` to every series document without it; returns how many this handle
     /// updated (another handle may have updated some of those it found).
     pub(crate) async fn backfill_tag_pairs(&self) -> Result<u64> {

@@ -15,9 +15,9 @@ use crate::bulk;
 use crate::error::map_err;
 use crate::find::find_all;
 use crate::layout::sid;
-use crate::MongoBackend;
+use crate::Shared;
 
-impl MongoBackend {
+impl Shared {
     /// One `find` per partition overlapping the documents of `[start, end)`, on the `_id`
     /// range `{s: series, b: first start} ≤ _id < {s: series, b: end}`.
     ///

@@ -32,7 +32,7 @@ use crate::bulk;
 use crate::error::DUPLICATE_KEY;
 use crate::find::find_all;
 use crate::layout::sid;
-use crate::MongoBackend;
+use crate::Shared;
 
 /// Values added per pipeline stage of a merge. The sum is a chain of two-operand `$add`s
 /// (`$add` of many operands may add them in any way it likes; two doubles have one IEEE
@@ -85,7 +85,7 @@ struct Statement {
     writes: Vec<usize>,
 }
 
-impl MongoBackend {
+impl Shared {
     pub(crate) async fn write_bucket_batch(
         &self,
         writes: Vec<BucketWrite>,

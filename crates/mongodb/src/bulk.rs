@@ -23,9 +23,12 @@ use tickertape_backend::{BackendError, Result};
 
 use crate::error::{is_transient_code, map_err, DUPLICATE_KEY};
 
-/// Statements per command: far below the server's `maxWriteBatchSize` (100,000) and, with
-/// segment-sized statements (≤ a few KiB), below the 16 MiB command size.
+/// Statements per command at most: far below the server's `maxWriteBatchSize` (100,000).
 const CHUNK: usize = 500;
+
+/// Bytes of statements per command at most (a single larger statement goes alone): far
+/// below the 16 MiB a command document may take, whatever the statements hold.
+const CHUNK_BYTES: usize = 8 << 20;
 
 /// A write command as [`run`] sends it: its name, whether it is ordered, and the field
 /// holding its statements.
@@ -44,6 +47,11 @@ const UPDATE: Command = Command {
     name: "update",
     ordered: false,
     items_field: "updates",
+};
+const DELETE: Command = Command {
+    name: "delete",
+    ordered: false,
+    items_field: "deletes",
 };
 const UPDATE_ORDERED: Command = Command {
     name: "update",
@@ -112,6 +120,25 @@ pub(crate) async fn insert(
         .collect()
 }
 
+/// Deletes one document per filter (unordered). A filter that matches nothing is not a
+/// failure: the caller learns nothing per statement, only that none failed.
+pub(crate) async fn delete(
+    db: &Database,
+    write_concern: &Document,
+    collection: &str,
+    filters: Vec<Document>,
+) -> Result<()> {
+    let statements = filters
+        .into_iter()
+        .map(|q| Bson::Document(doc! { "q": q, "limit": 1 }))
+        .collect();
+    let failures = run(db, write_concern, DELETE, collection, statements).await?;
+    match failures.into_iter().flatten().next() {
+        Some((code, message)) => Err(statement_error(collection, code, message)),
+        None => Ok(()),
+    }
+}
+
 /// A failed statement's code and message as the error the caller reports.
 pub(crate) fn statement_error(collection: &str, code: i32, message: String) -> BackendError {
     let text = format!("mongodb: write to {collection} failed ({code}): {message}");
@@ -169,11 +196,10 @@ async fn run(
         items_field,
     } = command;
     let mut out = vec![None; items.len()];
-    for (chunk_no, chunk) in items.chunks(CHUNK).enumerate() {
+    for (offset, chunk) in chunks(&items) {
         if ordered && out.iter().any(Option::is_some) {
             break;
         }
-        let offset = chunk_no * CHUNK;
         let cmd = doc! {
             command: collection,
             items_field: chunk.to_vec(),
@@ -209,11 +235,50 @@ async fn run(
     Ok(out)
 }
 
+/// `items` cut into commands of at most [`CHUNK`] statements and [`CHUNK_BYTES`] bytes,
+/// each with the index of its first statement.
+fn chunks(items: &[Bson]) -> Vec<(usize, &[Bson])> {
+    let mut out = Vec::new();
+    let (mut first, mut bytes) = (0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let size = match item {
+            Bson::Document(d) => mongodb::bson::to_vec(d).map_or(0, |v| v.len()),
+            _ => 0,
+        };
+        if i > first && (i - first >= CHUNK || bytes + size > CHUNK_BYTES) {
+            out.push((first, &items[first..i]));
+            (first, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if first < items.len() {
+        out.push((first, &items[first..]));
+    }
+    out
+}
+
 fn int(value: Option<&Bson>) -> Option<i64> {
     match value? {
         Bson::Int32(v) => Some(i64::from(*v)),
         Bson::Int64(v) => Some(*v),
         Bson::Double(v) if v.fract() == 0.0 => Some(*v as i64),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_cut_by_count_and_by_bytes() {
+        let small: Vec<Bson> = (0..1200).map(|i| Bson::Document(doc! { "i": i })).collect();
+        let cut: Vec<(usize, usize)> = chunks(&small).iter().map(|(o, c)| (*o, c.len())).collect();
+        assert_eq!(cut, vec![(0, 500), (500, 500), (1000, 200)]);
+        let big = || Bson::Document(doc! { "b": "x".repeat(3 << 20) });
+        let large = vec![big(), big(), big(), big()];
+        let cut: Vec<(usize, usize)> = chunks(&large).iter().map(|(o, c)| (*o, c.len())).collect();
+        assert_eq!(cut, vec![(0, 2), (2, 2)]);
+        assert!(chunks(&[]).is_empty());
     }
 }

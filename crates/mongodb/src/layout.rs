@@ -7,37 +7,23 @@
 //! | | `ck` | canonical key string, unique index: one id per key |
 //! | | `k` | the key: `{m: measurement, t: [[tag, value], …] sorted, f: field, p: pairs}` |
 //! | | `k.p` | the tags again as `"tag\0value"` strings, for the multikey index (`tag_pair`) |
-//! | | `sg` | generation of the active segment |
-//! | | `sp` | reserve: slots left in the active segment (below 0: full) |
-//! | | `ld`, `lv` | reserve: time and value of the last reserved point (absent: none) |
-//! | | `n` | reserve: points reserved so far |
-//! | `segments` | `_id` | `{s: series, g: generation}`; generations count 0, 1, 2 … per series |
-//! | | `s` | series id |
-//! | | `pe`, `ns` | prevEnd, nextStart (DESIGN §3) |
-//! | | `t`, `v` | times (int64) and values (double) of an open segment; `null` = hole |
-//! | | `c` | reserve: slots filled; conditional: points pushed |
-//! | | `z` | sealed block (BinData, `tickertape_core::codec`); `t`/`v` are then gone |
-//! | | `l`, `lv`, `b` | conditional: last time, last value, points in earlier segments |
-//! | | `x` | conditional: closed (`true`): takes no more points, the next segment follows |
-//! | | `r` | conditional: carry-over `{t, v}` of a closed segment, the start of the next one |
-//! | `counters` | `_id`, `n` | `"series"`: the last series id issued |
-//! | `meta` | `_id`, `v`, `p`, `cap` | `"layout"`: layout version, protocol, capacity |
+//! | `counters` | `_id`, `n` | `"series"`: the last series id issued; `"writes"`: the last write sequence number |
+//! | `meta` | `_id`, `v`, `pw`, `bp` | `"layout"`: layout version 2, partition width, block points |
 //! | `names` | `_id` | `{ns: namespace code, lv: least value}` |
 //! | | `ns`, `lv` | namespace code (`m`, `tk`, `tv`, `f`), least value: token of `l[0]` |
 //! | | `l` | the names, at most `NAMES_PER_DOCUMENT`; token = `lv` + index |
 //!
-//! The bucket partition collections (`bk.…`) have their table in `bucket_layout`.
+//! The value partitions (`sv.…`) and their rollups (`sr.…`) have their table in
+//! `values`, the bucket partition collections (`bk.…`) theirs in `bucket_layout`.
 
 use mongodb::bson::spec::BinarySubtype;
 use mongodb::bson::{doc, Binary, Bson, Document};
 use tickertape_backend::{BackendError, Result};
-use tickertape_core::segment::{Segment, SegmentBody};
-use tickertape_core::{Point, SeriesId, SeriesKey};
+use tickertape_core::{SeriesId, SeriesKey};
 
 use crate::error::corrupt;
 
 pub(crate) const SERIES: &str = "series";
-pub(crate) const SEGMENTS: &str = "segments";
 pub(crate) const COUNTERS: &str = "counters";
 pub(crate) const META: &str = "meta";
 /// The name store (seed 002); see `names`.
@@ -45,19 +31,15 @@ pub(crate) const NAMES: &str = "names";
 /// The pickers' tag keys and values; see `tag_values`.
 pub(crate) const TAG_VALUES: &str = "tag_values";
 
-/// Version of the document shapes below, stored in `meta`.
-pub(crate) const LAYOUT_VERSION: i64 = 1;
+/// Version of the document shapes, stored in `meta`. Version 1 kept value segments in one
+/// chain per series (the `segments` collection, two append protocols); version 2 keeps
+/// them in time-partitioned collections (`values`). A version 1 database is refused.
+pub(crate) const LAYOUT_VERSION: i64 = 2;
 
 /// A series id as stored: BSON has no unsigned integers.
 pub(crate) fn sid(series: SeriesId) -> Result<i64> {
     i64::try_from(series.0)
         .map_err(|_| BackendError::Invalid(format!("series id {series} is out of range")))
-}
-
-/// The `_id` of generation `gen` of `series`. Field order matters: `_id` equality compares
-/// the whole embedded document.
-pub(crate) fn segment_id(series: i64, gen: i64) -> Document {
-    doc! { "s": series, "g": gen }
 }
 
 /// The canonical string a series key is unique on. JSON of `[measurement, tags, field]`
@@ -144,106 +126,18 @@ pub(crate) fn get_f64(doc: &Document, field: &str) -> Result<Option<f64>> {
     }
 }
 
-/// A new open segment. `preallocate` fills `t`/`v` with `capacity` nulls (reserve protocol:
-/// slots are `$set` in place); otherwise they start empty (conditional: `$push`).
-pub(crate) fn new_segment(
-    series: i64,
-    gen: i64,
-    prev_end: i64,
-    capacity: usize,
-    preallocate: bool,
-) -> Document {
-    let slots = if preallocate {
-        vec![Bson::Null; capacity]
-    } else {
-        Vec::new()
-    };
-    doc! {
-        "_id": segment_id(series, gen),
-        "s": series,
-        "pe": prev_end,
-        "ns": tickertape_core::segment::NO_NEXT,
-        "t": slots.clone(),
-        "v": slots,
-        "c": 0_i64,
-    }
-}
-
-pub(crate) fn block(bytes: Vec<u8>) -> Bson {
+/// Bytes as a BSON binary of the generic subtype (`BinData(0, …)`).
+pub(crate) fn binary(bytes: Vec<u8>) -> Bson {
     Bson::Binary(Binary {
         subtype: BinarySubtype::Generic,
         bytes,
     })
 }
 
-/// A segment document as read back.
-#[derive(Clone, Debug)]
-pub(crate) struct StoredSegment {
-    pub gen: i64,
-    /// Slots filled (reserve) or points pushed (conditional).
-    pub count: i64,
-    /// Conditional protocol: closed to appends (`x`).
-    pub closed: bool,
-    pub segment: Segment,
-}
-
-impl StoredSegment {
-    pub fn sealed(&self) -> bool {
-        matches!(self.segment.body, SegmentBody::Sealed(_))
+/// The bytes of a binary field.
+pub(crate) fn get_binary<'a>(doc: &'a Document, field: &str) -> Result<&'a [u8]> {
+    match doc.get(field) {
+        Some(Bson::Binary(b)) => Ok(&b.bytes),
+        other => Err(corrupt(format!("field `{field}` is {other:?}, not binary"))),
     }
-
-    /// The segment's points, holes skipped.
-    pub fn points(&self) -> Result<Vec<Point>> {
-        self.segment
-            .points()
-            .map_err(|e| corrupt(format!("segment {}/{}: {e}", self.segment.series, self.gen)))
-    }
-}
-
-pub(crate) fn parse_segment(doc: &Document) -> Result<StoredSegment> {
-    let id = doc
-        .get_document("_id")
-        .map_err(|_| corrupt("segment `_id` is not {s, g}"))?;
-    let gen = need_i64(id, "g")?;
-    let series = need_i64(doc, "s")?;
-    let series = SeriesId(
-        u64::try_from(series).map_err(|_| corrupt(format!("negative series id {series}")))?,
-    );
-    let body = match doc.get("z") {
-        Some(Bson::Binary(b)) => SegmentBody::Sealed(b.bytes.clone()),
-        Some(other) => return Err(corrupt(format!("segment block `z` is {other:?}"))),
-        None => {
-            let times = doc
-                .get_array("t")
-                .map_err(|_| corrupt("open segment without `t`"))?;
-            let values = doc
-                .get_array("v")
-                .map_err(|_| corrupt("open segment without `v`"))?;
-            if times.len() != values.len() {
-                return Err(corrupt("segment `t` and `v` differ in length"));
-            }
-            let slots = times
-                .iter()
-                .zip(values)
-                .map(|(t, v)| match (t, v) {
-                    // A slot is a point only when both halves were written.
-                    (Bson::Int64(t), Bson::Double(v)) => Ok(Some(Point::new(*t, *v))),
-                    (Bson::Null, _) | (_, Bson::Null) => Ok(None),
-                    _ => Err(corrupt(format!("segment slot holds {t:?}, {v:?}"))),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            SegmentBody::Open(slots)
-        }
-    };
-    Ok(StoredSegment {
-        gen,
-        count: get_i64(doc, "c")?.unwrap_or(0),
-        closed: matches!(doc.get("x"), Some(Bson::Boolean(true))),
-        segment: Segment {
-            series,
-            prev_end: need_i64(doc, "pe")?,
-            next_start: need_i64(doc, "ns")?,
-            body,
-        },
-    })
 }

@@ -25,7 +25,7 @@ use crate::bulk;
 use crate::error::{corrupt, map_err};
 use crate::find::find_all;
 use crate::layout::{need_i64, NAMES};
-use crate::MongoBackend;
+use crate::Shared;
 
 /// `NAMES_PER_DOCUMENT` as stored integers.
 const CAP: i64 = NAMES_PER_DOCUMENT as i64;
@@ -45,7 +45,7 @@ fn name_doc_id(namespace: NameSpace, lv: i64) -> Document {
     doc! { "ns": namespace.code(), "lv": lv }
 }
 
-impl MongoBackend {
+impl Shared {
     pub(crate) async fn tokenize_names(
         &self,
         namespace: NameSpace,

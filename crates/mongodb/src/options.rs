@@ -1,59 +1,25 @@
-//! How to reach MongoDB and which append protocol to use, plus the fault-injection hook the
-//! crash-window tests use.
+//! How to reach MongoDB, how value partitions are cut and folded, and the fault-injection
+//! hook the crash-window tests use.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tickertape_backend::BackendError;
-use tickertape_core::segment::DEFAULT_SEGMENT_CAPACITY;
+use tickertape_core::partition::DEFAULT_PARTITION_NS;
 
-/// How a batch of points is appended to a series' value segments (DESIGN §3).
+/// Points per value document at most, unless [`MongoOptions::block_points`] says otherwise.
 ///
-/// A database is written with one protocol for its whole life: [`crate::MongoBackend::connect`]
-/// records the protocol (and the segment capacity) in the `meta` collection and refuses a
-/// later handle that asks for another one, because the two keep the series head differently.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum SegmentProtocol {
-    /// Seed 000 generalised to batches: one conditional `findOneAndUpdate` of the series head
-    /// reserves `k` slots (`sp -= k`), then one `$set` fills them in the pre-allocated
-    /// segment. Tuned for in-place updates (MMAPv1).
-    Reserve,
-    /// One conditional update of the active segment itself per series per batch (room left,
-    /// last time older than the batch), appending with `$push`/`$each`; every series of a
-    /// batch goes out in one `update` command. No head round trip on the fast path.
-    /// The default: `tickertape-bench layouts` measured it faster (docs/BENCHMARKS.md).
-    #[default]
-    Conditional,
-}
+/// Why 100,000: a day of a series written every second (86,400 points) folds into one
+/// document, and the worst case of the codec (~18 bytes a point for random times and
+/// values) keeps a folded document (at most twice this) near 3.6 MB, far below MongoDB's
+/// 16 MiB document limit.
+pub const DEFAULT_BLOCK_POINTS: usize = 100_000;
 
-impl SegmentProtocol {
-    const NAMES: [(Self, &'static str); 2] = [
-        (SegmentProtocol::Reserve, "reserve"),
-        (SegmentProtocol::Conditional, "conditional"),
-    ];
-
-    /// The name used on the command line and in the `meta` collection.
-    pub fn as_str(self) -> &'static str {
-        name_of(&Self::NAMES, self)
-    }
-}
-
-impl fmt::Display for SegmentProtocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SegmentProtocol {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        named(&Self::NAMES, s, "segment protocol")
-    }
-}
+/// The largest `block_points` accepted: a folded document holds up to twice as many points,
+/// which at the codec's worst case stays under the 16 MiB document limit.
+pub const MAX_BLOCK_POINTS: usize = 400_000;
 
 /// Which members serve queries (`read_segments`, `find_series`, `heads`). Writes, and the
 /// reads a writer does to decide what to write, always go to the primary.
@@ -86,14 +52,6 @@ impl FromStr for ReadMode {
     }
 }
 
-/// The name of `value` in a table of (value, name).
-fn name_of<T: Copy + PartialEq>(names: &[(T, &'static str)], value: T) -> &'static str {
-    names
-        .iter()
-        .find(|(v, _)| *v == value)
-        .map_or("?", |(_, name)| name)
-}
-
 /// The value named `text` in a table of (value, name); the error lists the names.
 fn named<T: Copy>(names: &[(T, &'static str)], text: &str, what: &str) -> Result<T, String> {
     match names.iter().find(|(_, name)| *name == text) {
@@ -117,9 +75,21 @@ fn named<T: Copy>(names: &[(T, &'static str)], text: &str, what: &str) -> Result
 pub struct MongoOptions {
     /// `mongodb://HOST:PORT/DB?...`; the database is the URI's path, `tickertape` if empty.
     pub uri: String,
-    /// Slots per value segment (seed 000: 160 ≈ 4 KiB). Fixed per database.
-    pub segment_capacity: usize,
-    pub protocol: SegmentProtocol,
+    /// Width in ns of a value partition (one collection per measurement and partition;
+    /// retention drops whole ones). Fixed per database, recorded in `meta`.
+    pub partition_ns: i64,
+    /// Points per value document at most: a write cuts a series' points in a partition
+    /// into documents of this many, and folding stops growing a document at this size.
+    /// Fixed per database, recorded in `meta`.
+    pub block_points: usize,
+    /// How often the background task looks for fold work.
+    pub fold_every: Duration,
+    /// A series' fresh documents in one partition that make it worth folding at once.
+    pub fold_docs: usize,
+    /// A fresh document this old is folded (sealed) whatever else: a series no longer
+    /// written ends up compressed in few documents. Also: a partition that ended this long
+    /// ago has every fresh document folded at the next pass.
+    pub seal_idle: Duration,
     /// Write concern `w` override: `"majority"`, a tag set name, or a number of members.
     pub w: Option<String>,
     /// Write concern `j` override: wait for the journal.
@@ -129,47 +99,65 @@ pub struct MongoOptions {
     /// How long to look for a suitable server before an operation fails as unavailable,
     /// unless the URI sets `serverSelectionTimeoutMS`.
     pub server_selection_timeout: Duration,
-    /// Test hook: make writers stop at chosen points of the protocols (see [`FaultPlan`]).
+    /// Test hook: make writers and folds stop at chosen points (see [`FaultPlan`]).
     pub fault: Option<Arc<FaultPlan>>,
-    /// Take the protocol and capacity a database was first written with, instead of
-    /// refusing a handle whose `protocol`/`segment_capacity` differ (those then apply to a
-    /// new database only).
+    /// Take the partition width and block size a database was first written with, instead
+    /// of refusing a handle whose `partition_ns`/`block_points` differ (those then apply
+    /// to a new database only).
     pub adopt_stored_layout: bool,
+    /// Driver options the caller wants on the client (e.g. a command event handler that
+    /// counts requests); `None`: the URI's alone.
+    pub configure_client: Option<ConfigureClient>,
+}
+
+/// A change to the driver's client options before the client is built (tests count the
+/// requests a store sends with a command event handler set here).
+#[derive(Clone)]
+pub struct ConfigureClient(pub Arc<dyn Fn(&mut mongodb::options::ClientOptions) + Send + Sync>);
+
+impl std::fmt::Debug for ConfigureClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConfigureClient(..)")
+    }
 }
 
 impl MongoOptions {
-    /// Defaults for `uri`: capacity 160, the conditional protocol, write concern and read
-    /// preference from the URI, a 5 s server selection timeout.
+    /// Defaults for `uri`: day partitions, 100,000-point documents, a fold pass every 5 s
+    /// (32 fresh documents, or 10 minutes idle), write concern and read preference from
+    /// the URI, a 5 s server selection timeout.
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
             uri: uri.into(),
-            segment_capacity: DEFAULT_SEGMENT_CAPACITY,
-            protocol: SegmentProtocol::default(),
+            partition_ns: DEFAULT_PARTITION_NS,
+            block_points: DEFAULT_BLOCK_POINTS,
+            fold_every: Duration::from_secs(5),
+            fold_docs: 32,
+            seal_idle: Duration::from_secs(600),
             w: None,
             journal: None,
             read_mode: None,
             server_selection_timeout: Duration::from_secs(5),
             fault: None,
             adopt_stored_layout: false,
+            configure_client: None,
         }
     }
 }
 
-/// A point in the append protocols where a writer can be made to stop, as if its process
-/// died there: the append returns [`BackendError::Storage`] and nothing after that point runs.
+/// A point in the write path or a fold where a handle can be made to stop, as if its
+/// process died there: the call returns [`BackendError::Storage`] and nothing after that
+/// point runs (`docs/format/mongodb.md`, "Crash windows").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultPoint {
-    /// Reserve protocol: slots were reserved on the head (`ld` advanced, `sp` decremented)
-    /// but not filled. Seed 000's first crash window.
-    AfterReserve,
-    /// A writer found the active segment full and has not created the next one yet.
-    /// Seed 000's second crash window.
-    SegmentFull,
-    /// The next segment exists but the head does not point to it yet.
-    BeforeHeadSwitch,
-    /// Points are written and the head points to the next segment; the full segment is not
-    /// sealed yet (and `pe`/`ns` of the pair not tightened).
-    BeforeSeal,
+    /// An append took its write sequence numbers and inserted nothing yet.
+    AfterSequence,
+    /// An append inserted its documents into some partitions but not into the others
+    /// (fires before the second partition's insert).
+    BetweenPartitions,
+    /// A fold upserted the rollup documents and has not replaced the raw ones yet.
+    AfterRollups,
+    /// A fold replaced the first document of each run and has not deleted the others.
+    AfterReplace,
 }
 
 /// Which [`FaultPoint`]s fire, and how often. Shared by the tests and the backend handle.

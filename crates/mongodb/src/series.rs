@@ -6,18 +6,17 @@
 
 use std::collections::HashMap;
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 use mongodb::options::ReturnDocument;
 use tickertape_backend::{BackendError, Result, SeriesInfo};
-use tickertape_core::segment::NO_PREVIOUS;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 use crate::error::{is_duplicate_key, map_err};
 use crate::find::find_all;
-use crate::layout::{self, canonical_key, key_doc, COUNTERS, SEGMENTS, SERIES};
-use crate::{bulk, selector, MongoBackend, SegmentProtocol};
+use crate::layout::{self, canonical_key, key_doc, COUNTERS, SERIES};
+use crate::{bulk, selector, Shared};
 
-impl MongoBackend {
+impl Shared {
     pub(crate) async fn resolve(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
         let canonical: Vec<String> = keys.iter().map(canonical_key).collect();
         let mut ids = self.ids_of(&canonical).await?;
@@ -66,9 +65,9 @@ impl MongoBackend {
         Ok(out)
     }
 
-    /// Issues ids for the keys at `missing` and inserts their first segment, then their
-    /// series document. A key registered meanwhile by another writer keeps that writer's id;
-    /// the id issued here is never used (ids are not reused) and its empty segment removed.
+    /// Issues ids for the keys at `missing` and inserts their series documents. A key
+    /// registered meanwhile by another writer keeps that writer's id; the id issued here is
+    /// never used (ids are not reused).
     async fn register(
         &self,
         keys: &[SeriesKey],
@@ -77,52 +76,21 @@ impl MongoBackend {
     ) -> Result<()> {
         let last = self.issue_ids(missing.len() as i64).await?;
         let first = last - missing.len() as i64 + 1;
-        let reserve = self.protocol == SegmentProtocol::Reserve;
-        let mut segments = Vec::with_capacity(missing.len());
-        let mut heads = Vec::with_capacity(missing.len());
-        for (n, &i) in missing.iter().enumerate() {
-            let id = first + n as i64;
-            segments.push(layout::new_segment(
-                id,
-                0,
-                NO_PREVIOUS,
-                self.capacity as usize,
-                reserve,
-            ));
-            let mut head = doc! {
-                "_id": id,
-                "ck": &canonical[i],
-                "k": key_doc(&keys[i]),
-                "sg": 0_i64,
-            };
-            if reserve {
-                head.insert("sp", self.capacity);
-                head.insert("n", 0_i64);
-            }
-            heads.push(head);
-        }
+        let heads: Vec<Document> = missing
+            .iter()
+            .enumerate()
+            .map(|(n, &i)| {
+                doc! {
+                    "_id": first + n as i64,
+                    "ck": &canonical[i],
+                    "k": key_doc(&keys[i]),
+                }
+            })
+            .collect();
         // The tags before the series: a listing never misses a registered series' tag.
         self.record_tag_values(missing.iter().map(|&i| &keys[i]))
             .await?;
-        // The segment first: a head never points to a segment that does not exist.
-        bulk::insert(&self.db, &self.write_concern, SEGMENTS, segments).await?;
-        let inserted = bulk::insert(&self.db, &self.write_concern, SERIES, heads).await?;
-        let orphans: Vec<Bson> = inserted
-            .iter()
-            .enumerate()
-            .filter(|(_, ok)| !**ok)
-            .map(|(n, _)| Bson::Document(layout::segment_id(first + n as i64, 0)))
-            .collect();
-        if !orphans.is_empty() {
-            // Best effort: an orphan is an empty segment of an id no series has.
-            if let Err(e) = self
-                .collection(SEGMENTS)
-                .delete_many(doc! { "_id": { "$in": orphans } })
-                .await
-            {
-                tracing::warn!(error = %e, "could not remove the segments of lost registrations");
-            }
-        }
+        bulk::insert(&self.db, &self.write_concern, SERIES, heads).await?;
         Ok(())
     }
 

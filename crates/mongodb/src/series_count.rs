@@ -10,7 +10,7 @@ use tickertape_core::{SeriesId, SeriesKey};
 use crate::error::map_err;
 use crate::layout::{canonical_key, SERIES};
 use crate::selector::prefix_range;
-use crate::MongoBackend;
+use crate::Shared;
 
 /// `distinct` commands in flight at once when listing every measurement's fields.
 const CONCURRENT_DISTINCTS: usize = 16;
@@ -26,7 +26,7 @@ fn distinct_strings(values: Vec<Bson>) -> Vec<String> {
         .collect()
 }
 
-impl MongoBackend {
+impl Shared {
     pub(crate) async fn lookup(&self, keys: &[SeriesKey]) -> Result<Vec<Option<SeriesId>>> {
         let canonical: Vec<String> = keys.iter().map(canonical_key).collect();
         let ids = self.ids_of(&canonical).await?;

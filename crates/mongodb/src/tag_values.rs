@@ -20,7 +20,7 @@ use crate::error::{corrupt, map_err};
 use crate::find::find_all;
 use crate::layout::{self, META, SERIES, TAG_VALUES};
 use crate::selector::prefix_range;
-use crate::MongoBackend;
+use crate::Shared;
 
 /// Series documents read per round trip of the backfill.
 const BACKFILL_BATCH: usize = 1000;
@@ -50,7 +50,7 @@ fn starting_with(low: &str) -> Document {
     doc! { "_id": prefix_range(low) }
 }
 
-impl MongoBackend {
+impl Shared {
     /// Records the tags of series about to be registered. An entry already there is a
     /// duplicate key, which `bulk::insert` reports as not inserted, not as a failure.
     pub(crate) async fn record_tag_values<'a>(
