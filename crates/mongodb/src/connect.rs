@@ -214,6 +214,7 @@ impl Shared {
         let counters = vec![
             doc! { "_id": "series", "n": 0_i64 },
             doc! { "_id": WRITES_COUNTER, "n": 0_i64 },
+            doc! { "_id": MEASUREMENTS, "n": 0_i64 },
         ];
         bulk::insert(&self.db, &self.write_concern, COUNTERS, counters).await?;
         Ok(())
