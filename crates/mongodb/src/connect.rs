@@ -201,12 +201,12 @@ impl Shared {
             })?;
         if stored_layout != self.layout && !adopt {
             return Err(BackendError::Invalid(format!(
-            "database {} keeps value partitions of {width} ns with up to {block} points a \
+                "database {} keeps value partitions of {width} ns with up to {block} points a \
              document; this handle asks for {} ns and {} points (leave them unset to take \
              the database's own)",
-            self.db.name(),
-            self.layout.partition_ns,
-            self.layout.block_points
+                self.db.name(),
+                self.layout.partition_ns,
+                self.layout.block_points
             )));
         }
         self.layout = stored_layout;

@@ -63,9 +63,9 @@ pub use options::{
     MAX_BLOCK_POINTS,
 };
 
-pub(crate) use connect::Shared;
 use crate::error::map_err;
 use crate::values::Scope;
+pub(crate) use connect::Shared;
 
 /// The database used when the URI names none.
 pub const DEFAULT_DATABASE: &str = "tickertape";
@@ -263,7 +263,9 @@ impl Backend for MongoBackend {
         start: i64,
         end: i64,
     ) -> Result<Vec<(i64, Summary)>> {
-        self.shared.read_rollup(series, resolution, start, end).await
+        self.shared
+            .read_rollup(series, resolution, start, end)
+            .await
     }
 
     async fn drop_segment_rollup_before(

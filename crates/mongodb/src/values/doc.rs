@@ -127,9 +127,15 @@ pub(crate) fn parse_meta(d: &Document) -> Result<Meta> {
 pub(crate) fn parse_points(d: &Document) -> Result<Vec<Written>> {
     let meta = parse_meta(d)?;
     let what = || format!("value document {}/{}", meta.series, meta.w);
-    let points = decode_block(get_binary(d, "z")?).map_err(|e| corrupt(format!("{}: {e}", what())))?;
+    let points =
+        decode_block(get_binary(d, "z")?).map_err(|e| corrupt(format!("{}: {e}", what())))?;
     if points.len() as i64 != meta.n {
-        return Err(corrupt(format!("{}: {} points, `n` says {}", what(), points.len(), meta.n)));
+        return Err(corrupt(format!(
+            "{}: {} points, `n` says {}",
+            what(),
+            points.len(),
+            meta.n
+        )));
     }
     let writes = match d.get("ws") {
         None | Some(Bson::Null) => vec![meta.w; points.len()],
@@ -158,9 +164,15 @@ mod tests {
         let points = [Point::new(10, 1.5), Point::new(20, -2.0)];
         let d = fresh(7, 42, &points, 1_000);
         let meta = parse_meta(&d).unwrap();
-        assert_eq!((meta.series, meta.w, meta.u, meta.lo, meta.hi, meta.n), (7, 42, 42, 10, 20, 2));
+        assert_eq!(
+            (meta.series, meta.w, meta.u, meta.lo, meta.hi, meta.n),
+            (7, 42, 42, 10, 20, 2)
+        );
         assert!(meta.pending);
-        assert_eq!(parse_points(&d).unwrap(), vec![(points[0], 42), (points[1], 42)]);
+        assert_eq!(
+            parse_points(&d).unwrap(),
+            vec![(points[0], 42), (points[1], 42)]
+        );
 
         let merged = vec![(Point::new(5, 0.5), 40), (Point::new(20, 3.0), 44)];
         let d = folded(7, 40, 45, &merged);

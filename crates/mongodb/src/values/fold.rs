@@ -86,10 +86,13 @@ impl Shared {
         self.lag.pass_begins();
         let targets: Vec<(String, Option<i64>)> = match scope {
             Scope::Pending => {
-                let marks = find_all(self.collection(PENDING).find(doc! {}), "read fold marks").await?;
+                let marks =
+                    find_all(self.collection(PENDING).find(doc! {}), "read fold marks").await?;
                 marks
                     .iter()
-                    .filter_map(|m| Some((m.get_str("_id").ok()?.to_owned(), need_i64(m, "g").ok())))
+                    .filter_map(|m| {
+                        Some((m.get_str("_id").ok()?.to_owned(), need_i64(m, "g").ok()))
+                    })
                     .collect()
             }
             Scope::Verify | Scope::Compact => self
@@ -138,11 +141,16 @@ impl Shared {
             Scope::Verify | Scope::Compact => doc! {},
         };
         let found = find_all(
-            self.collection(collection).find(filter).projection(doc! { "s": 1 }),
+            self.collection(collection)
+                .find(filter)
+                .projection(doc! { "s": 1 }),
             "list series to fold",
         )
         .await?;
-        let series: BTreeSet<i64> = found.iter().map(|d| need_i64(d, "s")).collect::<Result<_>>()?;
+        let series: BTreeSet<i64> = found
+            .iter()
+            .map(|d| need_i64(d, "s"))
+            .collect::<Result<_>>()?;
         let series: Vec<i64> = series.into_iter().collect();
         let mut left = Left::default();
         for chunk in series.chunks(SERIES_PER_ROUND) {
@@ -193,7 +201,8 @@ impl Shared {
             .map(|(s, docs)| self.plan(s, docs, resolutions, &mut stored, scope, now))
             .collect();
         let points = self.read_points_of(&collection, &plans).await?;
-        self.write_round(name, resolutions, plans, &points, now).await
+        self.write_round(name, resolutions, plans, &points, now)
+            .await
     }
 
     fn plan(
@@ -217,22 +226,33 @@ impl Shared {
             .iter()
             .map(|r| stored.remove(&(r.nanos(), series)))
             .collect();
-        let rolled = docs.iter().all(|d| d.as_ref().is_some_and(|d| d.covers == versions));
+        let rolled = docs
+            .iter()
+            .all(|d| d.as_ref().is_some_and(|d| d.covers == versions));
         // The rollups can be extended only if they all cover the same documents, all
         // of which are still live, and every new point is later than what they hold.
         let covers: Option<BTreeSet<(i64, i64)>> = match docs.first() {
-            Some(Some(first)) if docs.iter().all(|d| d.as_ref().is_some_and(|d| d.covers == first.covers)) => {
+            Some(Some(first))
+                if docs
+                    .iter()
+                    .all(|d| d.as_ref().is_some_and(|d| d.covers == first.covers)) =>
+            {
                 Some(first.covers.iter().copied().collect())
             }
             _ => None,
         };
-        let high = docs.first().and_then(|d| d.as_ref()).map_or(NO_PREVIOUS, |d| d.high);
+        let high = docs
+            .first()
+            .and_then(|d| d.as_ref())
+            .map_or(NO_PREVIOUS, |d| d.high);
         let uncovered: Vec<Meta> = live
             .iter()
             .filter(|m| covers.as_ref().is_none_or(|c| !c.contains(&m.version())))
             .copied()
             .collect();
-        let extendable = covers.as_ref().is_some_and(|c| c.iter().all(|v| versions.binary_search(v).is_ok()))
+        let extendable = covers
+            .as_ref()
+            .is_some_and(|c| c.iter().all(|v| versions.binary_search(v).is_ok()))
             && uncovered.iter().all(|m| m.lo > high);
         let waiting: Vec<&Meta> = live.iter().filter(|m| m.pending).collect();
         let idle_since = now - self.schedule.seal_idle.as_millis() as i64;
@@ -247,18 +267,30 @@ impl Shared {
         let rollups = match (rolled || resolutions.is_empty(), fold_raw, extendable) {
             (true, false, _) => RollupWork::None,
             (_, true, _) | (false, false, false) => RollupWork::Full,
-            (false, false, true) => RollupWork::Extend(docs.into_iter().flatten().collect(), uncovered),
+            (false, false, true) => {
+                RollupWork::Extend(docs.into_iter().flatten().collect(), uncovered)
+            }
         };
         let rollups = match resolutions.is_empty() {
             true => RollupWork::None,
             false => rollups,
         };
-        Plan { series, live, superseded, fold_raw, rollups }
+        Plan {
+            series,
+            live,
+            superseded,
+            fold_raw,
+            rollups,
+        }
     }
 
     /// The points of every document the plans read: all live ones of a series folded or
     /// rolled up in full, the uncovered ones of a series whose rollups are extended.
-    async fn read_points_of(&self, collection: &str, plans: &[Plan]) -> Result<HashMap<(i64, i64), Vec<Written>>> {
+    async fn read_points_of(
+        &self,
+        collection: &str,
+        plans: &[Plan],
+    ) -> Result<HashMap<(i64, i64), Vec<Written>>> {
         let mut ids: Vec<Bson> = Vec::new();
         for plan in plans {
             let wanted: Vec<&Meta> = match (&plan.rollups, plan.fold_raw) {
@@ -266,12 +298,17 @@ impl Shared {
                 (RollupWork::Extend(_, new), false) => new.iter().collect(),
                 (RollupWork::None, false) => Vec::new(),
             };
-            ids.extend(wanted.into_iter().map(|m| Bson::Document(id(m.series, m.w))));
+            ids.extend(
+                wanted
+                    .into_iter()
+                    .map(|m| Bson::Document(id(m.series, m.w))),
+            );
         }
         let mut out = HashMap::new();
         for chunk in ids.chunks(500) {
             let docs = find_all(
-                self.collection(collection).find(doc! { "_id": { "$in": chunk.to_vec() } }),
+                self.collection(collection)
+                    .find(doc! { "_id": { "$in": chunk.to_vec() } }),
                 "read value documents to fold",
             )
             .await?;
@@ -327,18 +364,24 @@ impl Shared {
                     let u = next_u;
                     next_u += 1;
                     versions.push((input.w, u));
-                    replaces.push((plan.series, Update {
-                        q: doc! { "_id": id(plan.series, input.w), "u": input.u },
-                        u: folded(plan.series, input.w, u, chunk),
-                        conditional: true,
-                    }));
+                    replaces.push((
+                        plan.series,
+                        Update {
+                            q: doc! { "_id": id(plan.series, input.w), "u": input.u },
+                            u: folded(plan.series, input.w, u, chunk),
+                            conditional: true,
+                        },
+                    ));
                 }
                 for input in plan.live.iter().skip(chunks.len()) {
-                    supersede.push((plan.series, Update {
-                        q: doc! { "_id": id(plan.series, input.w), "u": input.u },
-                        u: doc! { "$set": { "x": now, "d": plan.series } },
-                        conditional: false,
-                    }));
+                    supersede.push((
+                        plan.series,
+                        Update {
+                            q: doc! { "_id": id(plan.series, input.w), "u": input.u },
+                            u: doc! { "$set": { "x": now, "d": plan.series } },
+                            conditional: false,
+                        },
+                    ));
                     left.waiting += 1;
                 }
             }
@@ -365,7 +408,9 @@ impl Shared {
                         let doc = RollupDoc {
                             series: plan.series,
                             covers: versions.clone(),
-                            high: fresh.last().map_or(stored.high, |p| p.time.max(stored.high)),
+                            high: fresh
+                                .last()
+                                .map_or(stored.high, |p| p.time.max(stored.high)),
                             slots,
                         };
                         rollups[i].push(rollup_upsert(&doc));
@@ -377,7 +422,9 @@ impl Shared {
             }
             for m in &plan.superseded {
                 match m.superseded.is_some_and(|x| x <= now - SUPERSEDED_GRACE_MS) {
-                    true => deletes.push(doc! { "_id": id(m.series, m.w), "u": m.u, "x": m.superseded }),
+                    true => {
+                        deletes.push(doc! { "_id": id(m.series, m.w), "u": m.u, "x": m.superseded })
+                    }
                     false => left.waiting += 1,
                 }
             }
@@ -393,9 +440,18 @@ impl Shared {
         let (series, updates): (Vec<i64>, Vec<Update>) = replaces.into_iter().unzip();
         let applied = bulk::update(&self.db, &self.write_concern, &collection, updates).await?;
         // A series another fold got to first keeps its other documents as they are.
-        let lost: BTreeSet<i64> = series.iter().zip(&applied).filter(|(_, ok)| !**ok).map(|(s, _)| *s).collect();
+        let lost: BTreeSet<i64> = series
+            .iter()
+            .zip(&applied)
+            .filter(|(_, ok)| !**ok)
+            .map(|(s, _)| *s)
+            .collect();
         self.fault(FaultPoint::AfterReplace)?;
-        let updates: Vec<Update> = supersede.into_iter().filter(|(s, _)| !lost.contains(s)).map(|(_, u)| u).collect();
+        let updates: Vec<Update> = supersede
+            .into_iter()
+            .filter(|(s, _)| !lost.contains(s))
+            .map(|(_, u)| u)
+            .collect();
         bulk::update(&self.db, &self.write_concern, &collection, updates).await?;
         bulk::delete(&self.db, &self.write_concern, &collection, deletes).await?;
         for plan in plans.iter().filter(|p| lost.contains(&p.series)) {

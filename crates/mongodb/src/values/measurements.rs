@@ -104,13 +104,16 @@ impl Shared {
 
     async fn lookup_measurements(&self, names: &[String]) -> Result<HashMap<String, u64>> {
         let docs = find_all(
-            self.collection(MEASUREMENTS).find(doc! { "_id": { "$in": names.to_vec() } }),
+            self.collection(MEASUREMENTS)
+                .find(doc! { "_id": { "$in": names.to_vec() } }),
             "read measurement ids",
         )
         .await?;
         let mut out = HashMap::new();
         for d in &docs {
-            let name = d.get_str("_id").map_err(|_| corrupt("measurement id without a name"))?;
+            let name = d
+                .get_str("_id")
+                .map_err(|_| corrupt("measurement id without a name"))?;
             let token = need_i64(d, "t")? as u64;
             self.tokens.set_name(token, name.to_owned());
             out.insert(name.to_owned(), token);
@@ -135,7 +138,9 @@ impl Shared {
             .await
             .map_err(|e| map_err("read measurement name", e))?;
         let Some(d) = found else { return Ok(None) };
-        let name = d.get_str("_id").map_err(|_| corrupt("measurement id without a name"))?;
+        let name = d
+            .get_str("_id")
+            .map_err(|_| corrupt("measurement id without a name"))?;
         self.tokens.set_name(token, name.to_owned());
         Ok(Some(name.to_owned()))
     }

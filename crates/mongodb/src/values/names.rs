@@ -31,7 +31,10 @@ impl PartitionName {
         let token = parts.next()?.parse().ok()?;
         let (resolution, start) = match kind {
             "sv" => (None, parts.next()?.parse().ok()?),
-            "sr" => (Some(parts.next()?.parse().ok()?), parts.next()?.parse().ok()?),
+            "sr" => (
+                Some(parts.next()?.parse().ok()?),
+                parts.next()?.parse().ok()?,
+            ),
             _ => return None,
         };
         match parts.next() {
@@ -93,8 +96,16 @@ mod tests {
     #[test]
     fn names_round_trip_and_strangers_are_ignored() {
         for name in [
-            PartitionName { token: 3, resolution: None, start: -86_400 },
-            PartitionName { token: 0, resolution: Some(3_600), start: 1_700_000_000 },
+            PartitionName {
+                token: 3,
+                resolution: None,
+                start: -86_400,
+            },
+            PartitionName {
+                token: 0,
+                resolution: Some(3_600),
+                start: 1_700_000_000,
+            },
         ] {
             assert_eq!(PartitionName::parse(&name.collection()), Some(name));
         }

@@ -32,9 +32,15 @@ impl Shared {
         };
         let s = sid(series)?;
         let partitions = self.value_partitions(token).await?;
-        let overlap = self.points_between(token, s, start, end, &partitions).await?;
-        let before = self.nearest_before(token, s, start, &partitions, &overlap).await?;
-        let after = self.nearest_after(token, s, end, &partitions, &overlap).await?;
+        let overlap = self
+            .points_between(token, s, start, end, &partitions)
+            .await?;
+        let before = self
+            .nearest_before(token, s, start, &partitions, &overlap)
+            .await?;
+        let after = self
+            .nearest_after(token, s, end, &partitions, &overlap)
+            .await?;
         let mut points: Vec<Point> = before.into_iter().collect();
         points.extend(
             overlap
@@ -68,7 +74,10 @@ impl Shared {
         let by = self.layout.partitioning;
         let last_touched = by.start_of(end.saturating_sub(1).max(start));
         let mut found: Vec<Vec<Written>> = Vec::new();
-        for &p in partitions.iter().filter(|&&p| p >= by.start_of(start) && p <= last_touched) {
+        for &p in partitions
+            .iter()
+            .filter(|&&p| p >= by.start_of(start) && p <= last_touched)
+        {
             let filter = doc! { "s": s, "lo": { "$lt": end.max(start.saturating_add(1)) }, "hi": { "$gte": start } };
             for d in self.find_values(token, p, filter, None, None).await? {
                 found.push(parse_points(&d)?);
@@ -92,9 +101,14 @@ impl Shared {
         for &p in partitions.iter().rev().filter(|&&p| p < start) {
             let filter = doc! { "s": s, "hi": { "$lt": start } };
             let sort = doc! { "hi": -1, "hw": -1 };
-            let docs = self.find_values(token, p, filter, Some(sort), Some(1)).await?;
+            let docs = self
+                .find_values(token, p, filter, Some(sort), Some(1))
+                .await?;
             if let Some(d) = docs.first() {
-                let candidate = (Point::new(need_i64(d, "hi")?, need_value(d, "hv")?), need_i64(d, "hw")?);
+                let candidate = (
+                    Point::new(need_i64(d, "hi")?, need_value(d, "hv")?),
+                    need_i64(d, "hw")?,
+                );
                 best = Some(match best {
                     Some(b) if (b.0.time, b.1) >= (candidate.0.time, candidate.1) => b,
                     _ => candidate,
@@ -118,15 +132,27 @@ impl Shared {
     ) -> Result<Option<Point>> {
         let by = self.layout.partitioning;
         let mut best: Option<Written> = overlap.iter().find(|(p, _)| p.time >= end).copied();
-        for &p in partitions.iter().filter(|&&p| by.end_of(p) > i128::from(end)) {
+        for &p in partitions
+            .iter()
+            .filter(|&&p| by.end_of(p) > i128::from(end))
+        {
             let filter = doc! { "s": s, "lo": { "$gte": end } };
             let sort = doc! { "lo": 1, "lw": -1 };
-            let docs = self.find_values(token, p, filter, Some(sort), Some(1)).await?;
+            let docs = self
+                .find_values(token, p, filter, Some(sort), Some(1))
+                .await?;
             if let Some(d) = docs.first() {
-                let candidate = (Point::new(need_i64(d, "lo")?, need_value(d, "lv")?), need_i64(d, "lw")?);
+                let candidate = (
+                    Point::new(need_i64(d, "lo")?, need_value(d, "lv")?),
+                    need_i64(d, "lw")?,
+                );
                 best = Some(match best {
-                    Some(b) if b.0.time < candidate.0.time
-                        || (b.0.time == candidate.0.time && b.1 >= candidate.1) => b,
+                    Some(b)
+                        if b.0.time < candidate.0.time
+                            || (b.0.time == candidate.0.time && b.1 >= candidate.1) =>
+                    {
+                        b
+                    }
                     _ => candidate,
                 });
             }
@@ -167,7 +193,10 @@ impl Shared {
                     .await?;
                     for d in docs {
                         let s = need_i64(&d, "s")?;
-                        let candidate = (Point::new(need_i64(&d, "hi")?, need_value(&d, "hv")?), need_i64(&d, "hw")?);
+                        let candidate = (
+                            Point::new(need_i64(&d, "hi")?, need_value(&d, "hv")?),
+                            need_i64(&d, "hw")?,
+                        );
                         let slot = found.entry(s).or_insert(candidate);
                         if (candidate.0.time, candidate.1) > (slot.0.time, slot.1) {
                             *slot = candidate;
@@ -193,7 +222,9 @@ impl Shared {
         sort: Option<Document>,
         limit: Option<i64>,
     ) -> Result<Vec<Document>> {
-        let collection = self.read_db.collection::<Document>(&value_collection(token, partition));
+        let collection = self
+            .read_db
+            .collection::<Document>(&value_collection(token, partition));
         let mut find = collection.find(filter);
         if let Some(sort) = sort {
             find = find.sort(sort);

@@ -16,10 +16,10 @@
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::Result;
 use tickertape_core::codec::{decode_summaries, encode_summaries};
+use tickertape_core::model::is_stale_marker;
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::time::window_start;
-use tickertape_core::model::is_stale_marker;
 use tickertape_core::Point;
 
 use crate::error::corrupt;
@@ -54,7 +54,9 @@ impl RollupDoc {
         let bad = || corrupt(format!("rollup document of series {series}: bad `v`"));
         let mut covers = Vec::new();
         for pair in d.get_array("v").map_err(|_| bad())? {
-            let Bson::Array(pair) = pair else { return Err(bad()) };
+            let Bson::Array(pair) = pair else {
+                return Err(bad());
+            };
             match pair.as_slice() {
                 [Bson::Int64(w), Bson::Int64(u)] => covers.push((*w, *u)),
                 _ => return Err(bad()),
@@ -120,7 +122,12 @@ mod tests {
     #[test]
     fn documents_read_back() {
         let slots = vec![(0, Summary::of(Point::new(3, 1.5)))];
-        let d = RollupDoc { series: 9, covers: vec![(1, 1), (4, 7)], high: 3, slots };
+        let d = RollupDoc {
+            series: 9,
+            covers: vec![(1, 1), (4, 7)],
+            high: 3,
+            slots,
+        };
         assert_eq!(RollupDoc::parse(&d.to_document()).unwrap(), d);
     }
 }

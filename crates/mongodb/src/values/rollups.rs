@@ -42,7 +42,9 @@ impl Shared {
         if !kept {
             // Not derived (its slots may span partitions): from the raw points alone.
             let partitions = self.value_partitions(token).await?;
-            let merged = self.points_between(token, s, start, end, &partitions).await?;
+            let merged = self
+                .points_between(token, s, start, end, &partitions)
+                .await?;
             return Ok(summarize_slots(&points(&merged), start, end, resolution));
         }
         // Per partition the range touches: does it hold values, a rollup document?
@@ -79,7 +81,11 @@ impl Shared {
                 Some(slots) => slots,
                 None => self.summarise_raw(token, p, s, range, resolution).await?,
             };
-            out.extend(slots.into_iter().filter(|(t, _)| *t >= range.0 && *t < range.1));
+            out.extend(
+                slots
+                    .into_iter()
+                    .filter(|(t, _)| *t >= range.0 && *t < range.1),
+            );
         }
         Ok(out)
     }
@@ -131,9 +137,16 @@ impl Shared {
         resolution: Resolution,
     ) -> Result<Vec<(i64, Summary)>> {
         let filter = doc! { "s": s, "lo": { "$lt": end }, "hi": { "$gte": start } };
-        let docs = self.find_values(token, partition, filter, None, None).await?;
+        let docs = self
+            .find_values(token, partition, filter, None, None)
+            .await?;
         let pieces = docs.iter().map(parse_points).collect::<Result<Vec<_>>>()?;
-        Ok(summarize_slots(&points(&merge(pieces)), start, end, resolution))
+        Ok(summarize_slots(
+            &points(&merge(pieces)),
+            start,
+            end,
+            resolution,
+        ))
     }
 
     /// Drops `measurement`'s rollup partitions at `resolution` that end at or before

@@ -67,10 +67,12 @@ impl Shared {
         let mut points = 0u64;
         for (n, (collection, s, chunk)) in pieces.into_iter().enumerate() {
             points += chunk.len() as u64;
-            by_collection
-                .entry(collection)
-                .or_default()
-                .push(fresh(s, first + n as i64, &chunk, now));
+            by_collection.entry(collection).or_default().push(fresh(
+                s,
+                first + n as i64,
+                &chunk,
+                now,
+            ));
         }
         for (i, (collection, docs)) in by_collection.iter().enumerate() {
             if i > 0 {
@@ -96,7 +98,9 @@ impl Shared {
             .return_document(ReturnDocument::After)
             .await
             .map_err(|e| map_err("issue write numbers", e))?
-            .ok_or_else(|| BackendError::Storage("mongodb: write counter upsert returned nothing".into()))?;
+            .ok_or_else(|| {
+                BackendError::Storage("mongodb: write counter upsert returned nothing".into())
+            })?;
         need_i64(&reply, "n")
     }
 
@@ -146,17 +150,31 @@ impl Shared {
         if self.indexed.has(collection) {
             return Ok(());
         }
-        let sparse = IndexOptions::builder().sparse(true).name("pending".to_owned()).build();
+        let sparse = IndexOptions::builder()
+            .sparse(true)
+            .name("pending".to_owned())
+            .build();
         let models = vec![
             IndexModel::builder()
                 .keys(doc! { "s": 1, "hi": 1, "hw": 1 })
-                .options(IndexOptions::builder().name("series_last".to_owned()).build())
+                .options(
+                    IndexOptions::builder()
+                        .name("series_last".to_owned())
+                        .build(),
+                )
                 .build(),
             IndexModel::builder()
                 .keys(doc! { "s": 1, "lo": 1, "lw": -1 })
-                .options(IndexOptions::builder().name("series_first".to_owned()).build())
+                .options(
+                    IndexOptions::builder()
+                        .name("series_first".to_owned())
+                        .build(),
+                )
                 .build(),
-            IndexModel::builder().keys(doc! { "d": 1 }).options(sparse).build(),
+            IndexModel::builder()
+                .keys(doc! { "d": 1 })
+                .options(sparse)
+                .build(),
         ];
         self.collection(collection)
             .create_indexes(models)
