@@ -63,7 +63,9 @@ async fn run_row(layout: Layout, ctx: &Ctx<'_>, dir: &Path) -> Result<Outcome> {
         .context("opening the store")??;
     let backend: Arc<dyn Backend> = Arc::new(backend);
     let outcome = match layout {
-        Layout::EmbeddedSegments => segments::run(ctx, backend.clone()).await,
+        Layout::EmbeddedSegments => {
+            segments::run(ctx, backend.clone(), segments::After::Nothing).await
+        }
         Layout::HourBuckets { preallocated } => hour::run(ctx, backend.clone(), preallocated).await,
         other => Err(anyhow::anyhow!("row {} runs on MongoDB only", other.tag())),
     };

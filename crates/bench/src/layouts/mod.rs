@@ -7,9 +7,12 @@
 //!
 //! # Layout
 //! - `mongo.rs` / `embedded.rs`: the rows each backend runs, a fresh store per row, and
-//!   what the store takes afterwards (`collStats`; the redb file).
+//!   what the store takes afterwards (`collStats`; the store's files).
 //! - `docs.rs`: one document per point (rows a, d, e), written with the driver.
-//! - `segments.rs`: value segments through `Backend::append` (rows b, c; embedded s).
+//! - `segments.rs`: value points through `Backend::append` (row b: MongoDB's value
+//!   partitions, then `Backend::compact`; embedded s).
+//! - `pushdocs.rs`: one document per series and partition, `$push` and a rewrite on seal
+//!   (row c), written with the driver: the alternative to row b.
 //! - `minute.rs`: per-minute buckets `v.S` written with the driver (rows f, g).
 //! - `hour.rs`: per-hour buckets `v.M.S` through `Backend::write_buckets` (rows h, i).
 //! - `queries.rs`: the reference queries through the engine, and the median of runs.
@@ -20,12 +23,19 @@
 //! clock of the writes starts; the pre-allocation is timed on its own and its round trips
 //! are not counted with the writes', so the rows answer one question: with the documents
 //! already there, are the writes themselves faster?
+//!
+//! Rows that store the last write of a time (b, c, s) also get late points: every request
+//! after the first carries `--late-percent` of its size again as re-sends of earlier times
+//! (picked at random from everything sent before) with new values, so that their storage
+//! is measured with the overwrites a real load has. Their `points` are the dataset's (the
+//! distinct points stored, what bytes per point divide by), `late` the re-sends on top.
 
 mod docs;
 mod embedded;
 mod hour;
 mod minute;
 mod mongo;
+mod pushdocs;
 mod queries;
 mod relay;
 mod report;
@@ -73,9 +83,10 @@ pub struct Args {
     /// comparison): the first ones of the stream.
     #[arg(long, default_value_t = 300)]
     pub single_points: usize,
-    /// Points per value segment.
-    #[arg(long, default_value_t = 160)]
-    pub segment_capacity: usize,
+    /// Late points of rows b, c and s: re-sends of earlier times with new values, as a
+    /// percentage of each request's points, added to every request after the first.
+    #[arg(long, default_value_t = 5.0)]
+    pub late_percent: f64,
     /// Runs of each reference query; the median is reported.
     #[arg(long, default_value_t = 5)]
     pub query_runs: usize,
@@ -156,8 +167,12 @@ fn generate(args: &Args) -> Data {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Layout {
     PointDocs,
-    SegmentsReserve,
-    SegmentsConditional,
+    /// The product's value partitions through `MongoBackend`: immutable delta documents,
+    /// folded by `Backend::compact`.
+    ValuePartitions,
+    /// One document per series and partition, `$push` per request, rewritten into one
+    /// compressed block on seal; written with the driver.
+    PushDocs,
     Native,
     SinglePoints,
     /// Per-minute documents `v.S` (seed 003), written with the driver.
@@ -186,8 +201,8 @@ impl Layout {
     fn tag_and_name(self) -> (&'static str, &'static str) {
         match self {
             Layout::PointDocs => ("a", "(a) doc per point, insert_many"),
-            Layout::SegmentsReserve => ("b", "(b) segments, reserve"),
-            Layout::SegmentsConditional => ("c", "(c) segments, conditional"),
+            Layout::ValuePartitions => ("b", "(b) value partitions, deltas + fold"),
+            Layout::PushDocs => ("c", "(c) doc per series+partition, $push"),
             Layout::Native => ("d", "(d) native time series"),
             Layout::SinglePoints => ("e", "(e) doc per point, 1 per request"),
             Layout::MinuteBuckets { preallocated } => match preallocated {
@@ -239,11 +254,27 @@ struct MongoStorage {
     index_bytes: u64,
 }
 
+/// A row's store after a seal step (`Backend::compact` for row b, the rewrite for row c),
+/// run after the timed writes and their storage figures: a line of its own in the table.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sealed {
+    /// The line's name, e.g. `(b') … after Backend::compact`.
+    name: &'static str,
+    ms: f64,
+    round_trips: Option<u64>,
+    storage: MongoStorage,
+    queries_ms: [Option<f64>; 4],
+}
+
 /// One row's measurements; a `None` is a figure this row or backend does not have.
 #[derive(Default)]
 struct Outcome {
-    /// Points acknowledged by the timed writes.
+    /// Points of the dataset acknowledged by the timed writes: the distinct (series, time)
+    /// points stored, what bytes per point divide by.
     points: usize,
+    /// Late points acknowledged on top of `points`: re-sends of a time written before,
+    /// with a new value (see [`Ctx::bodies`]); `None` for a row without late points.
+    late: Option<usize>,
     seconds: f64,
     latencies_ms: Vec<f64>,
     prealloc: Option<Prealloc>,
@@ -253,10 +284,24 @@ struct Outcome {
     /// Round trips of the timed writes (MongoDB).
     round_trips: Option<u64>,
     queries_ms: [Option<f64>; 4],
+    /// The seal steps after the writes, in order.
+    sealed: Vec<Sealed>,
     note: Option<String>,
 }
 
 impl Outcome {
+    /// Every point the timed writes sent and had acknowledged, late ones included.
+    fn sent_points(&self) -> usize {
+        self.points + self.late.unwrap_or(0)
+    }
+
+    /// Sets [`late`](Self::late) from the bodies sent: those acknowledged are the first
+    /// as many as there are latencies.
+    fn count_late(&mut self, bodies: &[Body]) {
+        let acknowledged = self.latencies_ms.len().min(bodies.len());
+        self.late = Some(bodies[..acknowledged].iter().map(|b| b.late).sum());
+    }
+
     fn failed(note: String) -> Self {
         Self {
             note: Some(note),
@@ -340,6 +385,47 @@ impl Ctx<'_> {
     fn chunks(&self) -> std::slice::Chunks<'_, Row> {
         self.data.rows.chunks(self.args.batch)
     }
+
+    /// The write requests of the rows with late points: each `--batch` chunk, then (after
+    /// the first) `--late-percent` of its size again as late points — distinct rows drawn
+    /// at random from every chunk before it, each with a new value. The same bodies for
+    /// every row (seeded by `--seed`).
+    fn bodies(&self) -> Vec<Body> {
+        let mut rng = StdRng::seed_from_u64(self.args.seed ^ LATE_SEED);
+        let mut sent = 0;
+        self.chunks()
+            .map(|chunk| {
+                let wanted = (chunk.len() as f64 * self.args.late_percent / 100.0).round();
+                let late = (wanted as usize).min(sent);
+                let mut rows = chunk.to_vec();
+                for i in rand::seq::index::sample(&mut rng, sent.max(1), late) {
+                    let mut row = self.data.rows[i];
+                    row.value += rng.gen_range(-1.0..1.0);
+                    rows.push(row);
+                }
+                sent += chunk.len();
+                Body {
+                    rows,
+                    chunk: chunk.len(),
+                    late,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Mixed into `--seed` for the late points, so they do not repeat the data's draws.
+const LATE_SEED: u64 = 0x1a7e;
+
+/// A write request of the rows with late points; sent with `Outcome::send_all` as
+/// `(chunk points, body)`, so that `points` counts the dataset's points alone.
+struct Body {
+    /// A chunk of the stream, then its late points.
+    rows: Vec<Row>,
+    /// How many of `rows` are the chunk's.
+    chunk: usize,
+    /// How many of `rows` are late points (at the end).
+    late: usize,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -354,6 +440,9 @@ pub async fn run(args: Args) -> Result<()> {
     if args.series == 0 || args.points_per_series == 0 || args.batch == 0 {
         bail!("--series, --points-per-series and --batch must be at least 1");
     }
+    if !(0.0..=100.0).contains(&args.late_percent) {
+        bail!("--late-percent must be between 0 and 100");
+    }
     let data = generate(&args);
     let results = if is_mongodb(&args.store) {
         mongo::run(&args, &data).await?
@@ -361,10 +450,10 @@ pub async fn run(args: Args) -> Result<()> {
         embedded::run(&args, &data).await?
     };
     println!(
-        "{} series × {} points, {} points per request (time-major), segment capacity {}; \
-         latency = one write request; prealloc = shells created before the timed writes; \
-         Q = median of {} runs",
-        args.series, args.points_per_series, args.batch, args.segment_capacity, args.query_runs
+        "{} series × {} points, {} points per request (time-major), rows b, c, s with {}% \
+         late points on top; latency = one write request; prealloc = shells created before \
+         the timed writes; Q = median of {} runs",
+        args.series, args.points_per_series, args.batch, args.late_percent, args.query_runs
     );
     print!("{}", report::table(&results));
     Ok(())

@@ -2,22 +2,31 @@
 //! `--store`, reached through the counting relay; storage figures from `collStats`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use mongodb::bson::{doc, Bson};
 use mongodb::{Client, Database};
 use tickertape_backend::Backend;
-use tickertape_mongodb::{uri_with_database, MongoBackend, MongoOptions, SegmentProtocol};
+use tickertape_mongodb::{uri_with_database, MongoBackend, MongoOptions};
 
 use super::relay::Relay;
 use super::{
-    docs, hour, minute, segments, selected, Args, Ctx, Data, Layout, MongoStorage, Outcome,
+    docs, hour, minute, pushdocs, segments, selected, Args, Ctx, Data, Layout, MongoStorage,
+    Outcome,
 };
+
+/// Row b's background fold task: a pass a day, longer than any run, and none that would
+/// fold (`fold_docs` = `usize::MAX`, and `seal_idle`, the age of a fresh document that
+/// folds it, a century). Its one early pass, when the engine sets its rollup plan, runs
+/// on the empty database (see `segments::run`).
+const FOLD_EVERY: Duration = Duration::from_secs(86_400);
+const SEAL_IDLE: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 const ROWS: [Layout; 9] = [
     Layout::PointDocs,
-    Layout::SegmentsReserve,
-    Layout::SegmentsConditional,
+    Layout::ValuePartitions,
+    Layout::PushDocs,
     Layout::Native,
     Layout::SinglePoints,
     Layout::MinuteBuckets {
@@ -76,45 +85,40 @@ async fn write_and_query(
         Layout::Native => docs::run(ctx, db, docs::Shape::Native).await,
         Layout::SinglePoints => docs::run(ctx, db, docs::Shape::OnePerRequest).await,
         Layout::MinuteBuckets { preallocated } => minute::run(ctx, db, preallocated).await,
-        Layout::SegmentsReserve => {
-            with_backend(ctx, db_uri, db, Some(SegmentProtocol::Reserve), |b| {
-                segments::run(ctx, b)
-            })
-            .await
-        }
-        Layout::SegmentsConditional => {
-            with_backend(ctx, db_uri, db, Some(SegmentProtocol::Conditional), |b| {
-                segments::run(ctx, b)
+        Layout::PushDocs => pushdocs::run(ctx, db).await,
+        Layout::ValuePartitions => {
+            with_backend(db_uri, db, |b| {
+                segments::run(ctx, b, segments::After::Compact(db))
             })
             .await
         }
         Layout::HourBuckets { preallocated } => {
-            with_backend(ctx, db_uri, db, None, |b| hour::run(ctx, b, preallocated)).await
+            with_backend(db_uri, db, |b| hour::run(ctx, b, preallocated)).await
         }
         Layout::EmbeddedSegments => anyhow::bail!("row s runs on the embedded store only"),
     }
 }
 
-/// Runs `row` over a `MongoBackend` on `db_uri`, then reads the database's storage.
-async fn with_backend<F, Fut>(
-    ctx: &Ctx<'_>,
-    db_uri: &str,
-    db: &Database,
-    protocol: Option<SegmentProtocol>,
-    row: F,
-) -> Result<Outcome>
+/// Runs `row` over a `MongoBackend` on `db_uri`, then reads the database's storage unless
+/// the row did.
+///
+/// The background fold task folds nothing (see [`FOLD_EVERY`]): row b's round trips are the
+/// writes' alone, and its storage after the writes is the most the deltas take (nothing
+/// folded yet); its folding is measured as `Backend::compact`, on its own.
+async fn with_backend<F, Fut>(db_uri: &str, db: &Database, row: F) -> Result<Outcome>
 where
     F: FnOnce(Arc<dyn Backend>) -> Fut,
     Fut: std::future::Future<Output = Result<Outcome>>,
 {
     let mut options = MongoOptions::new(db_uri);
-    if let Some(protocol) = protocol {
-        options.protocol = protocol;
-    }
-    options.segment_capacity = ctx.args.segment_capacity;
+    options.fold_every = FOLD_EVERY;
+    options.fold_docs = usize::MAX;
+    options.seal_idle = SEAL_IDLE;
     let backend = Arc::new(MongoBackend::connect(options).await?);
     let mut outcome = row(backend.clone()).await?;
-    outcome.storage = Some(storage(db, &mut outcome.note).await);
+    if outcome.storage.is_none() {
+        outcome.storage = Some(storage(db, &mut outcome.note).await);
+    }
     backend.drop_database().await?;
     Ok(outcome)
 }

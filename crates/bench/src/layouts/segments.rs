@@ -1,68 +1,136 @@
-//! Value segments (seed 000) through `Backend::append`: rows b and c on MongoDB (the two
-//! append protocols), row s on the embedded store. One request = one `append` call with
-//! every series' points of one `--batch` chunk.
+//! Value points through `Backend::append`: row b on MongoDB (value partitions: a delta
+//! document per series and partition per request, folded by `Backend::compact`), row s on
+//! the embedded store. One request = one `append` call with every series' points of one
+//! body (a `--batch` chunk and its late points, see `Ctx::bodies`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use tickertape_backend::{Backend, SeriesAppend};
 use tickertape_core::schema::Schema;
 use tickertape_core::{Point, SeriesId};
 use tickertape_engine::Engine;
 
 use super::queries::engine_queries;
-use super::{Ctx, Outcome, Row};
+use super::{mongo, ms, Ctx, Outcome, Row, Sealed};
 
-/// The schema the engine reads the rows with: segments (the default layout) without
-/// rollups. The writes here go to the backend, not through the engine, so no rollup
-/// documents exist; with the default rollups a windowed query would read those (empty)
-/// and answer only the ragged edges from raw points.
+/// The schema the engine reads the rows with: value segments (the default layout) without
+/// rollups, so the store derives none: the bytes compared with row a are raw points alone,
+/// the compaction folds points only, and windowed queries read raw points.
 const SCHEMA: &str = r#"
 [measurements.cpu]
 layout = "segments"
 rollups = []
 "#;
 
-pub(super) async fn run(ctx: &Ctx<'_>, backend: Arc<dyn Backend>) -> Result<Outcome> {
+/// How long the MongoDB backend keeps the documents a fold replaced (marked superseded,
+/// for readers that saw them before the fold): 60 s (`values::fold::SUPERSEDED_GRACE_MS`
+/// in `tickertape-mongodb`), and a second past it. A compaction within the grace leaves
+/// them in place; the next one after it deletes them.
+const SUPERSEDED_GRACE: Duration = Duration::from_secs(61);
+
+/// What to do after the timed writes and the first storage figures.
+pub(super) enum After<'a> {
+    /// Nothing (the embedded store: its files are measured once it is closed).
+    Nothing,
+    /// `Backend::compact`, then `collStats` of `db` and the queries again; after
+    /// [`SUPERSEDED_GRACE`], the same again.
+    Compact(&'a mongodb::Database),
+}
+
+pub(super) async fn run(
+    ctx: &Ctx<'_>,
+    backend: Arc<dyn Backend>,
+    after: After<'_>,
+) -> Result<Outcome> {
+    // Before anything is written: setting the rollup plan wakes MongoDB's fold task for
+    // its first pass, which then finds an empty database rather than adding its round
+    // trips to the writes' or the compaction's.
+    let schema = Schema::from_toml(SCHEMA).context("the bench's segment schema")?;
+    let engine = Engine::new(backend.clone()).with_schema(schema);
     let ids = super::resolve(&*backend, ctx.data).await?;
-    let requests: Vec<(usize, Vec<SeriesAppend>)> = ctx
-        .chunks()
-        .map(|chunk| Ok((chunk.len(), appends(chunk, &ids)?)))
+    let bodies = ctx.bodies();
+    let requests: Vec<(usize, Vec<SeriesAppend>)> = bodies
+        .iter()
+        .map(|body| Ok((body.chunk, appends(&body.rows, &ids)?)))
         .collect::<Result<_>>()?;
     let mut outcome = Outcome::default();
     let before = ctx.round_trips_now();
     let store = &backend;
     outcome
         .send_all(requests, ctx.limit(), |appends| async move {
-            let outcomes = store.append(appends).await?;
-            if let Some(o) = outcomes.iter().find(|o| o.refused > 0) {
-                bail!("{} points refused: {o:?}", o.refused);
-            }
+            store.append(appends).await?;
             Ok(())
         })
         .await?;
+    outcome.count_late(&bodies);
     if ctx.round_trips.is_some() {
         outcome.round_trips = Some(ctx.round_trips_now() - before);
     }
-    let schema = Schema::from_toml(SCHEMA).context("the bench's segment schema")?;
-    let engine = Engine::new(backend.clone()).with_schema(schema);
+    if let After::Compact(db) = after {
+        outcome.storage = Some(mongo::storage(db, &mut outcome.note).await);
+    }
     outcome.queries_ms = engine_queries(&engine, ctx.data, ctx.args.query_runs).await;
+    if let After::Compact(db) = after {
+        let first = "(b') the same after Backend::compact";
+        let step = compact(ctx, first, &*backend, &engine, db, &mut outcome.note).await?;
+        outcome.sealed.push(step);
+        tokio::time::sleep(SUPERSEDED_GRACE).await;
+        let second = "(b'') 61 s later, compact again";
+        let step = compact(ctx, second, &*backend, &engine, db, &mut outcome.note).await?;
+        outcome.sealed.push(step);
+    }
     Ok(outcome)
 }
 
-/// One chunk of the time-major stream as one append per series, in time order.
-fn appends(chunk: &[Row], ids: &[SeriesId]) -> Result<Vec<SeriesAppend>> {
-    let mut per_series: Vec<(SeriesId, Vec<Point>)> = Vec::new();
-    for r in chunk {
+/// `Backend::compact`, timed and its round trips counted, then the storage and the
+/// queries after it.
+async fn compact(
+    ctx: &Ctx<'_>,
+    name: &'static str,
+    backend: &dyn Backend,
+    engine: &Engine,
+    db: &mongodb::Database,
+    note: &mut Option<String>,
+) -> Result<Sealed> {
+    let before = ctx.round_trips_now();
+    let started = Instant::now();
+    backend.compact().await.context("Backend::compact")?;
+    let ms = ms(started.elapsed());
+    Ok(Sealed {
+        name,
+        ms,
+        round_trips: ctx.round_trips.map(|_| ctx.round_trips_now() - before),
+        storage: mongo::storage(db, note).await,
+        queries_ms: engine_queries(engine, ctx.data, ctx.args.query_runs).await,
+    })
+}
+
+/// One body as appends in its order: a series' points go into one append while their
+/// times increase, and a point at or before the last one starts the series' next append
+/// (a late point), which `Backend::append` applies after the earlier ones of the call.
+fn appends(rows: &[Row], ids: &[SeriesId]) -> Result<Vec<SeriesAppend>> {
+    let mut runs: Vec<(SeriesId, Vec<Point>)> = Vec::new();
+    // Series → index of its last append in `runs`.
+    let mut last: HashMap<SeriesId, usize> = HashMap::new();
+    for r in rows {
         let id = ids[r.series];
         let point = Point::new(r.time, r.value);
-        match per_series.iter_mut().find(|(s, _)| *s == id) {
-            Some((_, points)) => points.push(point),
-            None => per_series.push((id, vec![point])),
+        let open = last
+            .get(&id)
+            .map(|&i| &mut runs[i].1)
+            .filter(|points| points.last().is_some_and(|p| p.time < r.time));
+        match open {
+            Some(points) => points.push(point),
+            None => {
+                last.insert(id, runs.len());
+                runs.push((id, vec![point]));
+            }
         }
     }
-    per_series
-        .into_iter()
+    runs.into_iter()
         .map(|(id, points)| Ok(SeriesAppend::new(id, points)?))
         .collect()
 }
