@@ -411,7 +411,7 @@ async fn raw_writes_are_not_committed_without_their_rollups() {
         .write_with_rollups(
             batch,
             Box::new(move |outcome| {
-                assert!(outcome.buckets.is_empty());
+                assert_eq!(outcome.buckets, vec![BucketWriteOutcome::Applied]);
                 let updates = rollup_updates(&[Point::new(10 * S, 1.0)], &[hour]).unwrap();
                 Ok(updates
                     .into_iter()
