@@ -6,10 +6,9 @@ use clap::Args;
 use std::sync::Arc;
 use tickertape_backend::Backend;
 use tickertape_core::schema::Schema;
-use tickertape_core::segment::DEFAULT_SEGMENT_CAPACITY;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
 use tickertape_engine::Engine;
-use tickertape_mongodb::{MongoBackend, MongoOptions, ReadMode, SegmentProtocol};
+use tickertape_mongodb::{MongoBackend, MongoOptions, ReadMode};
 
 /// The store options every command that opens a store shares.
 #[derive(Args, Clone, Debug)]
@@ -18,21 +17,16 @@ pub struct StoreArgs {
     /// (mongodb://HOST:PORT/DB).
     #[arg(long, env = "TICKERTAPE_STORE", default_value = "./tickertape-data")]
     pub store: String,
-    /// MongoDB: points per value segment [default: 160], fixed when a database is first
-    /// written; an existing one keeps its own. (The embedded store keeps raw points in
-    /// time-partitioned part files instead.)
-    #[arg(long)]
-    pub segment_capacity: Option<usize>,
     /// Embedded store: the width of a time partition of raw points (retention drops whole
     /// partitions), fixed when the store is created; an existing store keeps its own.
     #[arg(long, default_value = "1d", value_parser = parse_width)]
     pub partition: i64,
-    /// MongoDB: how batches are appended to value segments, fixed when a database is first
-    /// written (an existing one keeps its own): `conditional` (the default: one conditional
-    /// `$push` update per series, all series in one bulk command) or `reserve` (seed 000:
-    /// head reservation, then `$set` into pre-allocated slots).
-    #[arg(long)]
-    pub segment_protocol: Option<SegmentProtocol>,
+    /// MongoDB: the width of a value partition, one collection per measurement and
+    /// partition (retention drops whole collections), e.g. `1d` or `6h`. Without it an
+    /// existing database keeps its own width and a new one gets 1d; with it, a database
+    /// written with another width is refused.
+    #[arg(long, value_name = "WIDTH", value_parser = parse_width)]
+    pub mongo_partition: Option<i64>,
     /// MongoDB write concern `w` (overrides the URI's `w=`): majority, or a number of members.
     #[arg(long)]
     pub write_concern: Option<String>,
@@ -50,14 +44,15 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
-    /// The MongoDB options these flags ask for. Without `--segment-capacity` and
-    /// `--segment-protocol`, an existing database keeps the layout it was written with.
+    /// The MongoDB options these flags ask for. Without `--mongo-partition`, an existing
+    /// database keeps the layout it was written with (a new one gets the defaults).
     pub fn mongo_options(&self) -> MongoOptions {
         let mut options = MongoOptions::new(&self.store);
-        options.segment_capacity = self.segment_capacity.unwrap_or(DEFAULT_SEGMENT_CAPACITY);
-        options.protocol = self.segment_protocol.unwrap_or_default();
-        options.adopt_stored_layout =
-            self.segment_capacity.is_none() && self.segment_protocol.is_none();
+        options.adopt_stored_layout = true;
+        if let Some(width) = self.mongo_partition {
+            options.partition_ns = width;
+            options.adopt_stored_layout = false;
+        }
         options.w = self.write_concern.clone();
         options.journal = self.journal;
         options.read_mode = self.read_preference;
@@ -97,10 +92,10 @@ impl StoreArgs {
         if self.is_mongodb() {
             return crate::store::open_mongodb(self).await;
         }
-        if self.segment_capacity.is_some() {
+        if self.mongo_partition.is_some() {
             anyhow::bail!(
-                "--segment-capacity applies to MongoDB stores only: the embedded store at {} \
-                 keeps raw points in time-partitioned part files, not in segments",
+                "--mongo-partition applies to MongoDB stores only: the embedded store at {} \
+                 takes its partition width from --partition",
                 self.store
             );
         }
