@@ -6,6 +6,7 @@
 //! token from every client, across restarts, also when several processes add it at once.
 
 use crate::{BackendError, Result};
+use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -101,4 +102,15 @@ impl<'a> TokenRequest<'a> {
             })
             .collect()
     }
+}
+
+#[async_trait]
+/// The name store: names as tokens and back.
+pub trait NameStore: Send + Sync {
+    /// The token of each name in `namespace`, issuing tokens for names not seen before
+    /// (see the module docs). Tokens are stable forever and the same from every client.
+    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>>;
+
+    /// The names of tokens issued in `namespace` (`None` for a token never issued).
+    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>>;
 }

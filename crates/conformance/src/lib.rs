@@ -246,9 +246,11 @@ pub async fn older_points_follow_the_append_rule(f: &dyn StoreFactory) {
     let b = store.open().await;
     assert_bits_eq(&read_all(&*b, s).await, &want, "after reopen");
     // A late write after compaction still wins over the compacted value.
-    b.append(vec![SeriesAppend::new(s, vec![Point::new(15, 9.0)]).expect("one point")])
-        .await
-        .expect("append");
+    b.append(vec![
+        SeriesAppend::new(s, vec![Point::new(15, 9.0)]).expect("one point")
+    ])
+    .await
+    .expect("append");
     let mut again = want.clone();
     again[1] = Point::new(15, 9.0);
     assert_bits_eq(&read_all(&*b, s).await, &again, "late after compaction");
@@ -404,11 +406,16 @@ pub async fn heads_report_last_point(f: &dyn StoreFactory) {
     assert!(h.last.bit_eq(&Point::new(9, 4.5)), "{h:?}");
     assert!(heads[1].is_none());
     append(&*b, ids[0], &[9]).await;
-    b.append(vec![SeriesAppend::new(ids[0], vec![Point::new(9, -1.0)]).expect("one point")])
-        .await
-        .expect("append");
+    b.append(vec![
+        SeriesAppend::new(ids[0], vec![Point::new(9, -1.0)]).expect("one point")
+    ])
+    .await
+    .expect("append");
     let h = b.heads(&ids).await.expect("heads")[0].expect("head");
-    assert!(h.last.bit_eq(&Point::new(9, -1.0)), "the last write of the latest time: {h:?}");
+    assert!(
+        h.last.bit_eq(&Point::new(9, -1.0)),
+        "the last write of the latest time: {h:?}"
+    );
 }
 
 /// Random appends (some out of order) and reads against a `BTreeMap` model.

@@ -86,7 +86,12 @@ pub async fn a_read_in_a_gap_opens_only_its_neighbours(f: &dyn StoreFactory) {
             .iter()
             .map(|p| p.time)
             .collect();
-        assert_eq!(got, vec![40, 50], "a gap reads its two neighbours only ({compacted})");
+        // Whatever a store cuts its segments at, the answer is at most the two segments
+        // holding the neighbours: the nearest point on each side and none in the gap.
+        let before = got.iter().filter(|&&t| t < 41).max();
+        let after = got.iter().filter(|&&t| t >= 49).min();
+        assert_eq!((before, after), (Some(&40), Some(&50)), "{got:?} ({compacted})");
+        assert!(gap.len() <= 2, "{} segments ({compacted})", gap.len());
         b.compact().await.expect("compact");
     }
 }

@@ -40,11 +40,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tickertape_backend::{
-    Backend, BackendError, BucketRange, BucketRead, BucketWrite,
-    BucketWriteOutcome, DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch,
-    RawOutcome, Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
-    StorageStats, StoredBucket, TokenRequest,
+    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeriveRollups,
+    DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
+    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
+    StoredBucket, TokenRequest,
 };
+use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
@@ -289,6 +290,64 @@ impl Backend for EmbeddedBackend {
         "embedded"
     }
 
+    /// `bytes`: the whole store directory (redb file, log, parts); `segments`: column
+    /// blocks in parts plus series with points in memory; `memory_points`: the head's and
+    /// the frozen heads' points; `index_memory_bytes`: the catalog and its postings.
+    async fn stats(&self) -> Result<StorageStats> {
+        let series = self.catalog.len() as u64;
+        let (segments, memory_points) = {
+            let view = self.values.view();
+            let blocks: usize = view.parts.values().flatten().map(|p| p.raw_blocks()).sum();
+            let in_memory: usize = view.frozen.iter().map(|f| f.head.iter().count()).sum();
+            let points = view.head.len() + view.frozen.iter().map(|f| f.head.len()).sum::<usize>();
+            (
+                (blocks + in_memory + view.head.iter().count()) as u64,
+                points as u64,
+            )
+        };
+        let dir = self.dir.clone();
+        let bytes = tokio::task::spawn_blocking(move || disk_bytes(&dir))
+            .await
+            .map_err(|e| BackendError::Storage(format!("stats task failed: {e}")))?;
+        Ok(StorageStats {
+            bytes,
+            segments,
+            series,
+            memory_points,
+            index_memory_bytes: self.catalog.heap_bytes() as u64,
+            // Points in memory are in no part, so in no rollup block yet. (A partition of
+            // several parts not yet merged is also read raw; it is not counted here.)
+            rollup_lag_points: memory_points,
+        })
+    }
+
+    /// One writer job, so one transaction: a crash keeps the points and their rollups, or
+    /// neither.
+    async fn write_with_rollups(
+        &self,
+        batch: RawBatch,
+        derive: DeriveRollups,
+    ) -> Result<RawOutcome> {
+        self.check_registered(&batch.appends)?;
+        let buckets = buckets::targets(batch.buckets);
+        let appends = batch.appends;
+        self.submit(|reply| Job::WriteWithRollups {
+            appends,
+            buckets,
+            derive,
+            reply,
+        })
+        .await
+    }
+
+    /// Flushes the head and merges every partition into one part.
+    async fn compact(&self) -> Result<()> {
+        self.submit(|reply| Job::Compact { reply }).await
+    }
+}
+
+#[async_trait]
+impl SeriesCatalog for EmbeddedBackend {
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
         if let Some(ids) = self.catalog.lookup(keys) {
             return Ok(ids);
@@ -332,7 +391,10 @@ impl Backend for EmbeddedBackend {
     ) -> Result<Vec<String>> {
         Ok(self.catalog.tag_values(measurement, key, query))
     }
+}
 
+#[async_trait]
+impl ValueStore for EmbeddedBackend {
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<()> {
         if appends.is_empty() {
             return Ok(());
@@ -382,37 +444,32 @@ impl Backend for EmbeddedBackend {
         self.values.read_rollup(series, resolution, start, end)
     }
 
-    /// `bytes`: the whole store directory (redb file, log, parts); `segments`: column
-    /// blocks in parts plus series with points in memory; `memory_points`: the head's and
-    /// the frozen heads' points; `index_memory_bytes`: the catalog and its postings.
-    async fn stats(&self) -> Result<StorageStats> {
-        let series = self.catalog.len() as u64;
-        let (segments, memory_points) = {
-            let view = self.values.view();
-            let blocks: usize = view.parts.values().flatten().map(|p| p.raw_blocks()).sum();
-            let in_memory: usize = view.frozen.iter().map(|f| f.head.iter().count()).sum();
-            let points = view.head.len() + view.frozen.iter().map(|f| f.head.len()).sum::<usize>();
-            (
-                (blocks + in_memory + view.head.iter().count()) as u64,
-                points as u64,
-            )
-        };
-        let dir = self.dir.clone();
-        let bytes = tokio::task::spawn_blocking(move || disk_bytes(&dir))
+    /// Drops raw points partition by partition; the rollup blocks computed from them
+    /// stay until [`drop_segment_rollup_before`](Backend::drop_segment_rollup_before).
+    async fn drop_raw_before(
+        &self,
+        measurement: &str,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        self.drop_before(measurement, Dropped::Raw, cutoff, dry_run)
             .await
-            .map_err(|e| BackendError::Storage(format!("stats task failed: {e}")))?;
-        Ok(StorageStats {
-            bytes,
-            segments,
-            series,
-            memory_points,
-            index_memory_bytes: self.catalog.heap_bytes() as u64,
-            // Points in memory are in no part, so in no rollup block yet. (A partition of
-            // several parts not yet merged is also read raw; it is not counted here.)
-            rollup_lag_points: memory_points,
-        })
     }
 
+    async fn drop_segment_rollup_before(
+        &self,
+        measurement: &str,
+        resolution: Resolution,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>> {
+        self.drop_before(measurement, Dropped::Rollup(resolution), cutoff, dry_run)
+            .await
+    }
+}
+
+#[async_trait]
+impl BucketStore for EmbeddedBackend {
     async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
         if writes.is_empty() {
             return Ok(Vec::new());
@@ -420,25 +477,6 @@ impl Backend for EmbeddedBackend {
         let writes = buckets::targets(writes);
         self.submit(|reply| Job::WriteBuckets { writes, reply })
             .await
-    }
-
-    /// One writer job, so one transaction: a crash keeps the points and their rollups, or
-    /// neither.
-    async fn write_with_rollups(
-        &self,
-        batch: RawBatch,
-        derive: DeriveRollups,
-    ) -> Result<RawOutcome> {
-        self.check_registered(&batch.appends)?;
-        let buckets = buckets::targets(batch.buckets);
-        let appends = batch.appends;
-        self.submit(|reply| Job::WriteWithRollups {
-            appends,
-            buckets,
-            derive,
-            reply,
-        })
-        .await
     }
 
     async fn read_buckets(
@@ -471,7 +509,10 @@ impl Backend for EmbeddedBackend {
         self.submit(|reply| Job::DropPartition { table, reply })
             .await
     }
+}
 
+#[async_trait]
+impl NameStore for EmbeddedBackend {
     async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
         let mut request = TokenRequest::new(names);
         let wanted: Vec<String> = request.missing().into_iter().map(str::to_owned).collect();
@@ -505,34 +546,6 @@ impl Backend for EmbeddedBackend {
     async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
         let tokens = tokens.to_vec();
         self.read(move |db| names::names_of(db, namespace, &tokens))
-            .await
-    }
-
-    /// Flushes the head and merges every partition into one part.
-    async fn compact(&self) -> Result<()> {
-        self.submit(|reply| Job::Compact { reply }).await
-    }
-
-    /// Drops raw points partition by partition; the rollup blocks computed from them
-    /// stay until [`drop_segment_rollup_before`](Backend::drop_segment_rollup_before).
-    async fn drop_raw_before(
-        &self,
-        measurement: &str,
-        cutoff: i64,
-        dry_run: bool,
-    ) -> Result<Vec<(i64, i64)>> {
-        self.drop_before(measurement, Dropped::Raw, cutoff, dry_run)
-            .await
-    }
-
-    async fn drop_segment_rollup_before(
-        &self,
-        measurement: &str,
-        resolution: Resolution,
-        cutoff: i64,
-        dry_run: bool,
-    ) -> Result<Vec<(i64, i64)>> {
-        self.drop_before(measurement, Dropped::Rollup(resolution), cutoff, dry_run)
             .await
     }
 }

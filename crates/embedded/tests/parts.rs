@@ -3,6 +3,7 @@
 //! the leftovers of a crash.
 
 use std::path::Path;
+use tickertape_backend::ValueStore;
 use tickertape_backend::{Backend, SeriesAppend};
 use tickertape_core::segment::collect_points;
 use tickertape_core::{Point, SeriesId, SeriesKey};

@@ -11,6 +11,7 @@ use tickertape_backend::BucketRange;
 use tickertape_backend::{
     Backend, BackendError, BucketFamily, BucketRead, BucketWrite, SlotChange,
 };
+use tickertape_backend::{BucketStore, SeriesCatalog, ValueStore};
 use tickertape_backend::{SeriesAppend, SeriesInfo};
 use tickertape_core::segment::collect_points;
 use tickertape_core::{Point, SeriesId, SeriesKey};

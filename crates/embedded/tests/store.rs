@@ -11,6 +11,7 @@ use tickertape_backend::{
     Backend, BackendError, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, NameSpace,
     SlotChange, StoredBucket,
 };
+use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{rollup_updates, Resolution};
 use tickertape_core::{Point, SeriesId};

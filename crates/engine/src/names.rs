@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::RwLock;
-use tickertape_backend::{Backend, NameSpace, Result};
+use tickertape_backend::{NameSpace, NameStore, Result};
 
 /// Name → token, per namespace, for every name this engine has tokenized or looked up.
 /// Keyed by namespace first so that a lookup by `&str` allocates nothing (the hot path:
@@ -19,7 +19,7 @@ impl NameCache {
     /// The token of each name, asking `backend` only for the names not cached.
     pub async fn tokenize(
         &self,
-        backend: &dyn Backend,
+        backend: &dyn NameStore,
         namespace: NameSpace,
         names: &[&str],
     ) -> Result<Vec<u64>> {

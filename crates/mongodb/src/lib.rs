@@ -52,6 +52,7 @@ use tickertape_backend::{
     NameSpace, Partition, Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead,
     SeriesInfo, StorageStats, StoredBucket,
 };
+use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::Segment;
@@ -159,6 +160,18 @@ impl Backend for MongoBackend {
         "mongodb"
     }
 
+    async fn stats(&self) -> Result<StorageStats> {
+        self.shared.read_stats().await
+    }
+
+    /// Folds every series of every partition into its final documents, with its rollups.
+    async fn compact(&self) -> Result<()> {
+        self.shared.fold_pass(Scope::Compact).await
+    }
+}
+
+#[async_trait]
+impl SeriesCatalog for MongoBackend {
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
         self.shared.resolve(keys).await
     }
@@ -199,7 +212,10 @@ impl Backend for MongoBackend {
     ) -> Result<Vec<String>> {
         self.shared.tag_values(measurement, key, query).await
     }
+}
 
+#[async_trait]
+impl ValueStore for MongoBackend {
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<()> {
         self.shared.append_values(appends).await
     }
@@ -210,42 +226,6 @@ impl Backend for MongoBackend {
 
     async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>> {
         self.shared.value_heads(series).await
-    }
-
-    async fn stats(&self) -> Result<StorageStats> {
-        self.shared.read_stats().await
-    }
-
-    async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
-        self.shared.write_bucket_batch(writes).await
-    }
-
-    async fn read_buckets(
-        &self,
-        range: BucketRange,
-        part: BucketRead,
-    ) -> Result<Vec<StoredBucket>> {
-        self.shared.read_bucket_range(range, part).await
-    }
-
-    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64> {
-        self.shared.preallocate_shells(document, series).await
-    }
-
-    async fn list_partitions(&self) -> Result<Vec<Partition>> {
-        self.shared.list_bucket_partitions().await
-    }
-
-    async fn drop_partition(&self, partition: Partition) -> Result<()> {
-        self.shared.drop_bucket_partition(partition).await
-    }
-
-    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
-        self.shared.tokenize_names(namespace, names).await
-    }
-
-    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
-        self.shared.names_of_tokens(namespace, tokens).await
     }
 
     fn derive_segment_rollups(&self, plan: SegmentRollupPlan) {
@@ -280,11 +260,6 @@ impl Backend for MongoBackend {
             .await
     }
 
-    /// Folds every series of every partition into its final documents, with its rollups.
-    async fn compact(&self) -> Result<()> {
-        self.shared.fold_pass(Scope::Compact).await
-    }
-
     async fn drop_raw_before(
         &self,
         measurement: &str,
@@ -294,5 +269,43 @@ impl Backend for MongoBackend {
         self.shared
             .drop_values_before(measurement, cutoff, dry_run)
             .await
+    }
+}
+
+#[async_trait]
+impl BucketStore for MongoBackend {
+    async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
+        self.shared.write_bucket_batch(writes).await
+    }
+
+    async fn read_buckets(
+        &self,
+        range: BucketRange,
+        part: BucketRead,
+    ) -> Result<Vec<StoredBucket>> {
+        self.shared.read_bucket_range(range, part).await
+    }
+
+    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64> {
+        self.shared.preallocate_shells(document, series).await
+    }
+
+    async fn list_partitions(&self) -> Result<Vec<Partition>> {
+        self.shared.list_bucket_partitions().await
+    }
+
+    async fn drop_partition(&self, partition: Partition) -> Result<()> {
+        self.shared.drop_bucket_partition(partition).await
+    }
+}
+
+#[async_trait]
+impl NameStore for MongoBackend {
+    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+        self.shared.tokenize_names(namespace, names).await
+    }
+
+    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
+        self.shared.names_of_tokens(namespace, tokens).await
     }
 }

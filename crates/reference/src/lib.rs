@@ -28,11 +28,12 @@ mod segments;
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
-    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome,
-    DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    RollupPlan, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
-    StorageStats, StoredBucket,
+    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeriveRollups,
+    DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result, RollupPlan,
+    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
+    StoredBucket,
 };
+use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::partition::{Partitioning, DEFAULT_PARTITION_NS};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
@@ -156,6 +157,47 @@ impl Backend for ReferenceBackend {
         "reference"
     }
 
+    /// `bytes` is an estimate of the payload (16 bytes a point, what documents hold).
+    async fn stats(&self) -> Result<StorageStats> {
+        let state = self.state();
+        Ok(StorageStats {
+            bytes: state.points.point_count() * 16 + state.buckets.payload_bytes(),
+            segments: state.points.segment_count(state.segment_capacity),
+            series: state.series.len() as u64,
+            memory_points: 0,
+            index_memory_bytes: 0,
+            rollup_lag_points: 0,
+        })
+    }
+
+    /// Atomic, as "a backend that can" makes it: the batch and its rollups are applied to
+    /// a copy of the state, which replaces the state only when every step succeeded, so an
+    /// `Err` (an unknown series, a failing `derive`) leaves nothing stored.
+    async fn write_with_rollups(
+        &self,
+        batch: RawBatch,
+        derive: DeriveRollups,
+    ) -> Result<RawOutcome> {
+        let mut state = self.state();
+        let mut next = state.clone();
+        next.append(&batch.appends)?;
+        let outcome = RawOutcome {
+            buckets: next.write_buckets(&batch.buckets)?,
+        };
+        let rollups = derive(&outcome)?;
+        next.write_buckets(&rollups)?;
+        *state = next;
+        Ok(outcome)
+    }
+
+    /// Nothing is kept in pieces.
+    async fn compact(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SeriesCatalog for ReferenceBackend {
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
         Ok(self.state().series.resolve(keys))
     }
@@ -194,7 +236,10 @@ impl Backend for ReferenceBackend {
     ) -> Result<Vec<String>> {
         Ok(self.state().series.tag_values(measurement, key, query))
     }
+}
 
+#[async_trait]
+impl ValueStore for ReferenceBackend {
     async fn append(&self, appends: Vec<SeriesAppend>) -> Result<()> {
         self.state().append(&appends)
     }
@@ -209,72 +254,6 @@ impl Backend for ReferenceBackend {
     async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>> {
         let state = self.state();
         Ok(series.iter().map(|&s| state.points.head(s)).collect())
-    }
-
-    /// `bytes` is an estimate of the payload (16 bytes a point, what documents hold).
-    async fn stats(&self) -> Result<StorageStats> {
-        let state = self.state();
-        Ok(StorageStats {
-            bytes: state.points.point_count() * 16 + state.buckets.payload_bytes(),
-            segments: state.points.segment_count(state.segment_capacity),
-            series: state.series.len() as u64,
-            memory_points: 0,
-            index_memory_bytes: 0,
-            rollup_lag_points: 0,
-        })
-    }
-
-    async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
-        self.state().write_buckets(&writes)
-    }
-
-    /// Atomic, as "a backend that can" makes it: the batch and its rollups are applied to
-    /// a copy of the state, which replaces the state only when every step succeeded, so an
-    /// `Err` (an unknown series, a failing `derive`) leaves nothing stored.
-    async fn write_with_rollups(
-        &self,
-        batch: RawBatch,
-        derive: DeriveRollups,
-    ) -> Result<RawOutcome> {
-        let mut state = self.state();
-        let mut next = state.clone();
-        next.append(&batch.appends)?;
-        let outcome = RawOutcome {
-            buckets: next.write_buckets(&batch.buckets)?,
-        };
-        let rollups = derive(&outcome)?;
-        next.write_buckets(&rollups)?;
-        *state = next;
-        Ok(outcome)
-    }
-
-    async fn read_buckets(
-        &self,
-        range: BucketRange,
-        part: BucketRead,
-    ) -> Result<Vec<StoredBucket>> {
-        Ok(self.state().buckets.read(range, part))
-    }
-
-    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64> {
-        Ok(self.state().buckets.preallocate(document, series))
-    }
-
-    async fn list_partitions(&self) -> Result<Vec<Partition>> {
-        Ok(self.state().buckets.list_partitions())
-    }
-
-    async fn drop_partition(&self, partition: Partition) -> Result<()> {
-        self.state().buckets.drop_partition(partition);
-        Ok(())
-    }
-
-    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
-        Ok(self.state().names.tokenize(namespace, names))
-    }
-
-    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
-        Ok(self.state().names.names_of(namespace, tokens))
     }
 
     fn derive_segment_rollups(&self, plan: SegmentRollupPlan) {
@@ -293,7 +272,12 @@ impl Backend for ReferenceBackend {
         let state = self.state();
         let by = state.partitioning;
         let raw = state.points.between(series, start, end);
-        let holds_raw = |p: i64| !state.points.between(series, p, by.clamped_end_of(p)).is_empty();
+        let holds_raw = |p: i64| {
+            !state
+                .points
+                .between(series, p, by.clamped_end_of(p))
+                .is_empty()
+        };
         Ok(rollups::read(
             raw,
             &state.kept,
@@ -331,11 +315,6 @@ impl Backend for ReferenceBackend {
         Ok(spans)
     }
 
-    /// Nothing is kept in pieces.
-    async fn compact(&self) -> Result<()> {
-        Ok(())
-    }
-
     /// "Drops the raw points … in whole time partitions that end at or before `cutoff`";
     /// the slots of the kept rollups that fit in a partition are set aside first.
     async fn drop_raw_before(
@@ -361,6 +340,45 @@ impl Backend for ReferenceBackend {
             }
         }
         Ok(spans)
+    }
+}
+
+#[async_trait]
+impl BucketStore for ReferenceBackend {
+    async fn write_buckets(&self, writes: Vec<BucketWrite>) -> Result<Vec<BucketWriteOutcome>> {
+        self.state().write_buckets(&writes)
+    }
+
+    async fn read_buckets(
+        &self,
+        range: BucketRange,
+        part: BucketRead,
+    ) -> Result<Vec<StoredBucket>> {
+        Ok(self.state().buckets.read(range, part))
+    }
+
+    async fn preallocate(&self, document: DocumentStart, series: &[SeriesId]) -> Result<u64> {
+        Ok(self.state().buckets.preallocate(document, series))
+    }
+
+    async fn list_partitions(&self) -> Result<Vec<Partition>> {
+        Ok(self.state().buckets.list_partitions())
+    }
+
+    async fn drop_partition(&self, partition: Partition) -> Result<()> {
+        self.state().buckets.drop_partition(partition);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl NameStore for ReferenceBackend {
+    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+        Ok(self.state().names.tokenize(namespace, names))
+    }
+
+    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
+        Ok(self.state().names.names_of(namespace, tokens))
     }
 }
 

@@ -4,6 +4,7 @@
 use super::{families, Check, BUCKET_ANCHORS, DERIVED_MEASUREMENT, DERIVED_SERIES_BASE, H, S};
 use rand::seq::SliceRandom;
 use rand::Rng;
+use tickertape_backend::BucketStore;
 use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, DeriveRollups, Partition,

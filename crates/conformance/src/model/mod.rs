@@ -25,6 +25,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_backend::{Backend, BackendError, BucketFamily, NameSpace, SeriesAppend};
+use tickertape_backend::{NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::select_range;
 use tickertape_core::rollup::{Resolution, MIN_BUCKET_TIME};
 use tickertape_core::segment::{collect_points, Segment};

@@ -6,6 +6,7 @@
 use super::{Check, SEGMENT_ANCHORS};
 use rand::seq::SliceRandom;
 use std::sync::Arc;
+use tickertape_backend::ValueStore;
 use tickertape_backend::{Backend, SegmentRollupPlan};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;

@@ -13,8 +13,8 @@
 //! for bit (`-0.0`, NaN payloads), so a rollup answer from a block is the raw answer.
 
 use super::{
-    decode_time_column, decode_value_column, encode_time_column, encode_value_column,
-    read_varint, write_varint, CodecError, FORMAT_VERSION,
+    decode_time_column, decode_value_column, encode_time_column, encode_value_column, read_varint,
+    write_varint, CodecError, FORMAT_VERSION,
 };
 use crate::model::Point;
 use crate::query::Summary;

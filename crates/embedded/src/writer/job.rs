@@ -4,8 +4,7 @@
 use crate::buckets::{Target, ValidWrite};
 use crate::values::background::Dropped;
 use tickertape_backend::{
-    BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result,
-    SeriesAppend,
+    BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result, SeriesAppend,
 };
 use tickertape_core::{SeriesId, SeriesKey};
 use tokio::sync::oneshot;

@@ -41,9 +41,7 @@ use job::{Aborted, Answer, MAX_POINTS_PER_COMMIT};
 use redb::{Database, Durability, ReadableTable, WriteTransaction};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
-use tickertape_backend::{
-    BackendError, DeriveRollups, RawOutcome, Result, SeriesAppend,
-};
+use tickertape_backend::{BackendError, DeriveRollups, RawOutcome, Result, SeriesAppend};
 use tickertape_core::SeriesId;
 use tickertape_core::SeriesKey;
 use tokio::sync::{mpsc, oneshot};

@@ -1,0 +1,88 @@
+//! Value segments (seed 000): the points of each series, under one rule (the last write of
+//! a time wins), with the rollups the store derives from them and raw retention.
+
+use async_trait::async_trait;
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::Resolution;
+use tickertape_core::segment::Segment;
+use tickertape_core::SeriesId;
+
+#[allow(unused_imports)] // named in the docs
+use crate::{BackendError, StorageStats};
+use crate::{Result, SegmentRollupPlan, SeriesAppend, SeriesHead};
+
+#[async_trait]
+/// The points of value-segment series and their derived rollups.
+pub trait ValueStore: Send + Sync {
+    /// Stores each series' points in its value segments, wherever they fall in time: a
+    /// point at a time the series already holds replaces that value (the last write wins,
+    /// InfluxDB's rule), and an exact duplicate changes nothing, so a retried call is
+    /// harmless. Several appends to the same series in one call are applied in order (the
+    /// later one wins at equal times).
+    ///
+    /// Every series must be registered: an unknown id fails the call with
+    /// [`BackendError::UnknownSeries`] (as on any `Err`, appends to other series of the call
+    /// may have been stored; the embedded and reference backends check before storing any).
+    ///
+    /// When this returns `Ok`, every point is durable (survives a crash of the process or
+    /// the machine) and readable by every handle. On `Err`, some points may have been
+    /// stored; storing them again is harmless.
+    async fn append(&self, appends: Vec<SeriesAppend>) -> Result<()>;
+
+    /// The segments of `series` that may hold points in `[start, end)`, the nearest point
+    /// before `start` or the nearest at or after `end` — see [`Segment::may_overlap`] —
+    /// sorted by `prev_end`. `start == end` reads just the two neighbours of `start`.
+    async fn read_segments(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>>;
+
+    /// The latest stored point of each series (`None` for a series with no point yet).
+    async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>>;
+
+    /// Sets the rollup resolutions the store keeps of each value-segment measurement
+    /// (`plan` names them by measurement); a later call replaces the plan. Every backend
+    /// derives these rollups itself, from the points it holds, off the write path, and a
+    /// crash never leaves a rollup that disagrees with the points: the engine writes no
+    /// rollup of value segments and reads them with
+    /// [`read_segment_rollup`](Self::read_segment_rollup).
+    fn derive_segment_rollups(&self, plan: SegmentRollupPlan);
+
+    /// The rollup slots of a value-segment series at `resolution` whose start lies in
+    /// `[start, end)` (both multiples of the resolution), by time; slots without a point
+    /// are absent. Each slot is exactly what `core::rollup::summarize_slots` gives over
+    /// the series' stored points, late and replaced points included, so an answer from
+    /// it is the raw answer bit for bit: where the derived rollup does not yet cover a
+    /// range (the store has not caught up, see [`StorageStats::rollup_lag_points`]), the
+    /// backend summarises the raw points of that range instead. A resolution the plan
+    /// does not keep is summarised from raw points too.
+    async fn read_segment_rollup(
+        &self,
+        series: SeriesId,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, Summary)>>;
+
+    /// Drops the derived rollup slots at `resolution` of `measurement` (see
+    /// [`derive_segment_rollups`](Self::derive_segment_rollups)) in whole time partitions
+    /// that end at or before `cutoff`, or with `dry_run` only lists them; returns the
+    /// partitions' `[start, end)`. [`drop_raw_before`](Self::drop_raw_before) keeps
+    /// them, so rollups can outlive raw points.
+    async fn drop_segment_rollup_before(
+        &self,
+        measurement: &str,
+        resolution: Resolution,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>>;
+
+    /// Drops the raw points of `measurement`'s value segments in whole time partitions
+    /// that end at or before `cutoff` (never a point at or after `cutoff`; points of a
+    /// partition that `cutoff` cuts are kept), or with `dry_run` only lists them. Returns
+    /// the partitions' `[start, end)`. Points that arrive for a dropped partition later, or
+    /// that the store still holds in memory, are kept until a later call drops them.
+    async fn drop_raw_before(
+        &self,
+        measurement: &str,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<Vec<(i64, i64)>>;
+}
