@@ -135,4 +135,24 @@ pub async fn derived_rollups_equal_the_raw_slots(f: &dyn StoreFactory) {
         bits(&before[1]),
         "after reopen"
     );
+    // A late point into a dropped partition is stored, and that partition's slots are
+    // then its points' again (raw points win over what retention set aside).
+    let late = SeriesAppend::new(s, vec![Point::new(10, 2.5)]).expect("one point");
+    b.append(vec![late]).await.expect("late append");
+    let raw = read_all(&*b, s).await;
+    assert!(
+        raw.contains(&Point::new(10, 2.5)),
+        "the late point is stored"
+    );
+    b.compact().await.expect("compact");
+    assert_eq!(
+        bits(&rollup(&*b, s, resolution(8), 0, 16).await),
+        bits(&summarize_slots(
+            &[Point::new(10, 2.5)],
+            0,
+            16,
+            resolution(8)
+        )),
+        "a dropped partition written again answers from its points"
+    );
 }
