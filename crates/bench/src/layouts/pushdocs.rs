@@ -213,7 +213,7 @@ fn seal_statement(document: &Document) -> Result<Option<Document>> {
 }
 
 /// `points` in write order → by time, the last write of each time.
-fn last_writes(mut points: Vec<Point>) -> Vec<Point> {
+pub(super) fn last_writes(mut points: Vec<Point>) -> Vec<Point> {
     // Stable: the points of one time keep their write order.
     points.sort_by_key(|p| p.time);
     let mut out: Vec<Point> = Vec::with_capacity(points.len());

@@ -13,6 +13,7 @@ use tickertape_core::schema::Schema;
 use tickertape_core::{Point, SeriesId};
 use tickertape_engine::Engine;
 
+use super::pushdocs::last_writes;
 use super::queries::engine_queries;
 use super::{mongo, ms, Ctx, Outcome, Row, Sealed};
 
@@ -108,29 +109,23 @@ async fn compact(
     })
 }
 
-/// One body as appends in its order: a series' points go into one append while their
-/// times increase, and a point at or before the last one starts the series' next append
-/// (a late point), which `Backend::append` applies after the earlier ones of the call.
+/// One body as one append per series, as the engine makes them (`write::group`): the
+/// series' points of the body by time, and of several at one time the last one (the
+/// body's own last write wins, as a later body's would).
 fn appends(rows: &[Row], ids: &[SeriesId]) -> Result<Vec<SeriesAppend>> {
-    let mut runs: Vec<(SeriesId, Vec<Point>)> = Vec::new();
-    // Series → index of its last append in `runs`.
-    let mut last: HashMap<SeriesId, usize> = HashMap::new();
+    let mut per_series: Vec<(SeriesId, Vec<Point>)> = Vec::new();
+    // Series → its index in `per_series`.
+    let mut index: HashMap<SeriesId, usize> = HashMap::new();
     for r in rows {
         let id = ids[r.series];
-        let point = Point::new(r.time, r.value);
-        let open = last
-            .get(&id)
-            .map(|&i| &mut runs[i].1)
-            .filter(|points| points.last().is_some_and(|p| p.time < r.time));
-        match open {
-            Some(points) => points.push(point),
-            None => {
-                last.insert(id, runs.len());
-                runs.push((id, vec![point]));
-            }
-        }
+        let i = *index.entry(id).or_insert_with(|| {
+            per_series.push((id, Vec::new()));
+            per_series.len() - 1
+        });
+        per_series[i].1.push(Point::new(r.time, r.value));
     }
-    runs.into_iter()
-        .map(|(id, points)| Ok(SeriesAppend::new(id, points)?))
+    per_series
+        .into_iter()
+        .map(|(id, points)| Ok(SeriesAppend::new(id, last_writes(points))?))
         .collect()
 }
