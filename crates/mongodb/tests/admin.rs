@@ -45,7 +45,7 @@ async fn shard_on_a_non_mongos_says_so_and_changes_nothing() {
     let client = Client::with_uri_str(&uri).await.expect("client");
     let before = shape(&client, &db).await;
     assert!(
-        before.iter().any(|(c, _)| c == "segments"),
+        before.iter().any(|(c, _)| c == "series"),
         "connect creates the collections: {before:?}"
     );
 

@@ -1,8 +1,7 @@
 //! What is MongoDB's own about registration and connections: several clients (handles)
-//! agree on series ids, a database keeps its protocol and capacity, write concerns are
-//! used, and an unreachable or lost server is `Unavailable`. Appends, refusals, range
-//! reads, heads and stats are checked on every backend (both protocols) by the
-//! conformance suite.
+//! agree on series ids, a database keeps its partition width and block size, write
+//! concerns are used, and an unreachable or lost server is `Unavailable`. Appends, range
+//! reads, heads, rollups and stats are checked on every backend by the conformance suite.
 
 mod common;
 
@@ -10,14 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tickertape_backend::{Backend, BackendError};
+use tickertape_backend::{Backend, BackendError, SeriesCatalog, ValueStore};
 use tickertape_core::SeriesKey;
-use tickertape_mongodb::{MongoBackend, MongoOptions, SegmentProtocol};
+use tickertape_mongodb::{MongoBackend, MongoOptions};
 
 #[tokio::test]
 async fn a_second_client_sees_the_same_series_ids() {
     let db = fresh_db("ids");
-    let backend = open(&db, SegmentProtocol::Reserve, 4).await;
+    let backend = open(&db, 4).await;
     let a = key("cpu", "a", "user");
     let b = key("cpu", "b", "user");
     // Tag order and odd characters do not matter / do not break field names.
@@ -33,7 +32,7 @@ async fn a_second_client_sees_the_same_series_ids() {
     assert_eq!(ids[0], ids[2]);
     assert_ne!(ids[0], ids[1]);
     assert_ne!(ids[3], ids[0]);
-    let again = open(&db, SegmentProtocol::Reserve, 4).await;
+    let again = open(&db, 4).await;
     let reordered = SeriesKey::new(
         "m$e.a",
         vec![("a".into(), "x,y=z".into()), ("z.$".into(), "1".into())],
@@ -48,8 +47,7 @@ async fn a_second_client_sees_the_same_series_ids() {
 #[tokio::test]
 async fn concurrent_registration_yields_one_id() {
     let db = fresh_db("reg");
-    let handles: Vec<MongoBackend> =
-        futures::future::join_all((0..4).map(|_| open(&db, SegmentProtocol::Conditional, 4))).await;
+    let handles: Vec<MongoBackend> = futures::future::join_all((0..4).map(|_| open(&db, 4))).await;
     let keys: Vec<SeriesKey> = (0..6)
         .map(|i| key("mem", &format!("h{i}"), "free"))
         .collect();
@@ -59,26 +57,24 @@ async fn concurrent_registration_yields_one_id() {
         assert_eq!(r.as_ref().unwrap(), &first);
     }
     // Every registered series accepts points.
-    let outcomes = handles[1]
+    handles[1]
         .append(first.iter().map(|&s| append(s, [1, 2])).collect())
         .await
         .unwrap();
-    assert!(outcomes.iter().all(|o| o.refused == 0));
+    for &s in &first {
+        assert_eq!(times(&read_all(&handles[2], s).await), vec![1, 2]);
+    }
     assert_eq!(handles[0].stats().await.unwrap().series, 6);
 }
 
 #[tokio::test]
-async fn a_database_keeps_its_protocol_and_capacity() {
+async fn a_database_keeps_its_partition_width_and_block_size() {
     let db = fresh_db("layout");
-    let _first = open(&db, SegmentProtocol::Reserve, 4).await;
-    for (protocol, capacity) in [
-        (SegmentProtocol::Conditional, 4),
-        (SegmentProtocol::Reserve, 8),
-    ] {
-        let err = MongoBackend::connect(options(&db, protocol, capacity))
-            .await
-            .err()
-            .expect("refused");
+    let _first = open(&db, 4).await;
+    for (partition_ns, block_points) in [(1_000, 4), (MongoOptions::new("").partition_ns, 8)] {
+        let mut opts = options(&db, block_points);
+        opts.partition_ns = partition_ns;
+        let err = MongoBackend::connect(opts).await.err().expect("refused");
         assert!(matches!(err, BackendError::Invalid(_)), "{err}");
     }
 }
@@ -86,7 +82,7 @@ async fn a_database_keeps_its_protocol_and_capacity() {
 #[tokio::test]
 async fn write_concern_options_are_used() {
     let db = fresh_db("wc");
-    let mut opts = options(&db, SegmentProtocol::Conditional, 4);
+    let mut opts = options(&db, 4);
     opts.w = Some("1".into());
     opts.journal = Some(false);
     let backend = MongoBackend::connect(opts).await.unwrap();
@@ -94,7 +90,7 @@ async fn write_concern_options_are_used() {
     backend.append(vec![append(s, 1..=9)]).await.unwrap();
     assert_eq!(read_all(&backend, s).await.len(), 9);
     // A write concern no deployment can meet is an error, never a stored write.
-    let mut opts = options(&db, SegmentProtocol::Conditional, 4);
+    let mut opts = options(&db, 4);
     opts.w = Some("noSuchTagSet".into());
     if let Ok(strict) = MongoBackend::connect(opts).await {
         let result = strict.append(vec![append(s, [10])]).await;
@@ -185,8 +181,7 @@ async fn a_lost_server_makes_calls_unavailable() {
         "mongodb://127.0.0.1:{}/{db}?directConnection=true",
         relay.port
     ));
-    opts.protocol = SegmentProtocol::Reserve;
-    opts.segment_capacity = 4;
+    opts.block_points = 4;
     opts.server_selection_timeout = Duration::from_millis(800);
     let backend = MongoBackend::connect(opts).await.unwrap();
     let s = backend

@@ -7,19 +7,17 @@
 mod common;
 
 use std::collections::BTreeMap;
-use tickertape_backend::BucketRange;
-use tickertape_backend::DocumentStart;
+use tickertape_backend::{BucketRange, BucketStore, DocumentStart};
 
 use common::*;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Client;
 use tickertape_backend::{
-    Backend, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, Partition, SlotChange,
-    SlotValue,
+    BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, Partition, SlotChange, SlotValue,
 };
 use tickertape_core::rollup::{rollup_updates, Resolution};
 use tickertape_core::{Point, SeriesId};
-use tickertape_mongodb::{uri_with_database, MongoBackend, SegmentProtocol};
+use tickertape_mongodb::{uri_with_database, MongoBackend};
 
 use BucketWriteOutcome::Applied;
 
@@ -65,7 +63,7 @@ async fn stored(
 
 #[tokio::test]
 async fn raw_documents_have_the_seed_shape() {
-    let b = open(&fresh_db("bk_shape"), SegmentProtocol::Reserve, 8).await;
+    let b = open(&fresh_db("bk_shape"), 8).await;
     let out = b
         .write_buckets(vec![
             set(1, 0, 0, 1.5),
@@ -95,7 +93,7 @@ async fn raw_documents_have_the_seed_shape() {
 /// place rather than grow it (seed 004).
 #[tokio::test]
 async fn shells_hold_every_slot_as_null() {
-    let b = open(&fresh_db("bk_shell"), SegmentProtocol::Reserve, 8).await;
+    let b = open(&fresh_db("bk_shell"), 8).await;
     b.preallocate(
         DocumentStart::new(raw_family(), 0).expect("a document start"),
         &[SeriesId(1)],
@@ -120,7 +118,7 @@ async fn shells_hold_every_slot_as_null() {
 /// document, leaves no temporary field (`_w`) in the stored document.
 #[tokio::test]
 async fn long_merges_leave_no_temporary_field() {
-    let b = open(&fresh_db("bk_long"), SegmentProtocol::Reserve, 8).await;
+    let b = open(&fresh_db("bk_long"), 8).await;
     let minute = BucketFamily::rollup(3, Resolution::MINUTE);
     b.preallocate(
         DocumentStart::new(minute, 0).expect("a document start"),
@@ -153,7 +151,7 @@ async fn racing_sets_apply_once_per_slot() {
     let db = fresh_db("bk_race");
     let mut tasks = Vec::new();
     for w in 0..4_u32 {
-        let b = open(&db, SegmentProtocol::Reserve, 8).await;
+        let b = open(&db, 8).await;
         tasks.push(tokio::spawn(async move {
             let mut applied = Vec::new();
             for round in 0..6_i64 {
@@ -180,7 +178,7 @@ async fn racing_sets_apply_once_per_slot() {
         }
     }
     assert_eq!(winners.len(), 60, "every slot applied once");
-    let b = open(&db, SegmentProtocol::Reserve, 8).await;
+    let b = open(&db, 8).await;
     for round in 0..6_i64 {
         let got = b
             .read_buckets(

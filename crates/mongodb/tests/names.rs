@@ -10,16 +10,16 @@ use std::sync::Arc;
 use common::*;
 use mongodb::bson::{doc, Document};
 use mongodb::Client;
-use tickertape_backend::{Backend, NameSpace, NAMES_PER_DOCUMENT};
+use tickertape_backend::{Backend, NameSpace, NameStore, NAMES_PER_DOCUMENT};
 use tickertape_conformance::{odd_names, tokenize_at_once};
-use tickertape_mongodb::{uri_with_database, SegmentProtocol};
+use tickertape_mongodb::uri_with_database;
 
 /// Names are stored as values, never field names, in capped documents
 /// `{_id: {ns, lv}, ns, lv, l: [names…]}` of `NAMES_PER_DOCUMENT` names each.
 #[tokio::test]
 async fn names_are_stored_as_values_in_capped_documents() {
     let db = fresh_db("names_stored");
-    let b = open(&db, SegmentProtocol::Reserve, 8).await;
+    let b = open(&db, 8).await;
     let names: Vec<String> = odd_names()
         .into_iter()
         .chain((0..NAMES_PER_DOCUMENT + 10).map(|i| format!("v{i}")))
@@ -55,7 +55,7 @@ async fn concurrent_handles_agree_on_every_token() {
     let db = fresh_db("names_race");
     let mut handles = Vec::new();
     for _ in 0..3 {
-        handles.push(Arc::new(open(&db, SegmentProtocol::Reserve, 8).await));
+        handles.push(Arc::new(open(&db, 8).await));
     }
     // Overlapping sets, more than two documents' worth, odd names among them.
     let all: Vec<String> = (0..NAMES_PER_DOCUMENT * 2 + 50)
@@ -70,7 +70,7 @@ async fn concurrent_handles_agree_on_every_token() {
     // Every handle, and a new one, reads the same tokens and names back.
     let names: Vec<String> = seen.keys().cloned().collect();
     let tokens: Vec<u64> = seen.values().copied().collect();
-    let fresh = open(&db, SegmentProtocol::Reserve, 8).await;
+    let fresh = open(&db, 8).await;
     for b in handles.iter().map(|h| &**h).chain([&fresh]) {
         assert_eq!(
             b.tokenize(NameSpace::TagKey, &names).await.expect("again"),

@@ -9,9 +9,9 @@ mod common;
 use common::*;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Client;
-use tickertape_backend::{Backend, NameQuery};
+use tickertape_backend::{NameQuery, SeriesCatalog, ValueStore};
 use tickertape_core::{MatchOp, SeriesId, SeriesKey, SeriesSelector, TagMatcher};
-use tickertape_mongodb::{uri_with_database, MongoBackend, SegmentProtocol};
+use tickertape_mongodb::{uri_with_database, MongoBackend};
 
 /// `cpu{dc=d<i % 3>, host=h<i>}` for field `usage`, and `mem{…}#free` for the first few.
 fn keys(n: usize) -> Vec<SeriesKey> {
@@ -86,7 +86,7 @@ fn examined(explained: &Document, what: &str) -> i64 {
 #[tokio::test]
 async fn a_tag_equality_is_an_index_scan() {
     let db = fresh_db("tag_ixscan");
-    let b = open(&db, SegmentProtocol::Conditional, 8).await;
+    let b = open(&db, 8).await;
     b.resolve_series(&keys(60)).await.expect("register");
     let mut by_host = selector(&[("host", "h007")], &[]);
     for field in [None, Some("usage")] {
@@ -124,7 +124,7 @@ async fn a_tag_equality_is_an_index_scan() {
 #[tokio::test]
 async fn every_selector_shape_answers_exactly() {
     let db = fresh_db("tag_shapes");
-    let b = open(&db, SegmentProtocol::Reserve, 8).await;
+    let b = open(&db, 8).await;
     let keys = keys(40);
     let ids = b.resolve_series(&keys).await.expect("register");
     use MatchOp::*;
@@ -174,8 +174,7 @@ async fn every_selector_shape_answers_exactly() {
 #[tokio::test]
 async fn old_series_documents_are_backfilled_at_connect() {
     let db = fresh_db("tag_backfill");
-    let protocol = SegmentProtocol::Conditional;
-    let b = open(&db, protocol, 8).await;
+    let b = open(&db, 8).await;
     let registered = b.resolve_series(&keys(1100)).await.expect("register");
     drop(b);
 
@@ -188,20 +187,11 @@ async fn old_series_documents_are_backfilled_at_connect() {
         .expect("issue an id")
         .expect("counter");
     let old_id = n.get_i64("n").expect("n");
-    raw_collection(&db, "segments")
-        .await
-        .insert_one(doc! {
-            "_id": { "s": old_id, "g": 0_i64 }, "s": old_id,
-            "pe": i64::MIN, "ns": i64::MAX, "t": [], "v": [], "c": 0_i64,
-        })
-        .await
-        .expect("insert segment");
     series
         .insert_one(doc! {
             "_id": old_id,
             "ck": r#"["cpu",[["dc","d9"],["host","old"]],"usage"]"#,
             "k": { "m": "cpu", "t": [["dc", "d9"], ["host", "old"]], "f": "usage" },
-            "sg": 0_i64,
         })
         .await
         .expect("insert old series document");
@@ -220,8 +210,8 @@ async fn old_series_documents_are_backfilled_at_connect() {
         .expect("drop tag_values");
 
     let (first, second) = tokio::join!(
-        MongoBackend::connect(options(&db, protocol, 8)),
-        MongoBackend::connect(options(&db, protocol, 8)),
+        MongoBackend::connect(options(&db, 8)),
+        MongoBackend::connect(options(&db, 8)),
     );
     let (first, _second) = (first.expect("connect"), second.expect("connect"));
     let missing = series
