@@ -90,7 +90,11 @@ pub async fn a_read_in_a_gap_opens_only_its_neighbours(f: &dyn StoreFactory) {
         // holding the neighbours: the nearest point on each side and none in the gap.
         let before = got.iter().filter(|&&t| t < 41).max();
         let after = got.iter().filter(|&&t| t >= 49).min();
-        assert_eq!((before, after), (Some(&40), Some(&50)), "{got:?} ({compacted})");
+        assert_eq!(
+            (before, after),
+            (Some(&40), Some(&50)),
+            "{got:?} ({compacted})"
+        );
         assert!(gap.len() <= 2, "{} segments ({compacted})", gap.len());
         b.compact().await.expect("compact");
     }

@@ -154,9 +154,9 @@ pub enum FaultPoint {
     /// An append inserted its documents into some partitions but not into the others
     /// (fires before the second partition's insert).
     BetweenPartitions,
-    /// A fold upserted the rollup documents and has not replaced the raw ones yet.
+    /// A fold upserted the rollup documents and has not inserted its merged documents yet.
     AfterRollups,
-    /// A fold replaced the first document of each run and has not deleted the others.
+    /// A fold inserted its merged documents and has not marked its inputs superseded.
     AfterReplace,
 }
 

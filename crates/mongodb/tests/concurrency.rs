@@ -272,9 +272,6 @@ impl Gate {
 /// replacements the two commands split has A = {10, 20} and B = {30, 40} rewritten and C
 /// = {40, 50} not yet: 60 is in no document a reader can find until the second command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "bug in values/fold.rs write_round: a replaced document holds another piece of \
-            the merge than the points it held, so a read between two replacements misses \
-            points; run with --ignored"]
 async fn reads_during_a_fold_of_several_documents_miss_no_point() {
     let db = fresh_db("race_read_fold");
     let (reader, series) = series_of_three_documents(&db).await;
@@ -314,8 +311,6 @@ async fn reads_during_a_fold_of_several_documents_miss_no_point() {
 /// moved), but D's succeeds: D becomes {15}, the last piece of fold 2's merge, and the
 /// point at 5 (in its failed first piece) is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "bug in values/fold.rs write_round: a fold that loses some replacements keeps the \
-            ones it won, and a document only it read loses its points; run with --ignored"]
 async fn racing_folds_of_several_documents_lose_no_point() {
     let db = fresh_db("race_fold_chunks");
     let writer = open(&db, 2).await;

@@ -270,9 +270,6 @@ async fn repeated_partial_appends() {
 /// replacements the cut splits has A = {10, 20} and B = {30, 40} rewritten and C = {40,
 /// 50} not: 60 was only in A and in the piece meant for C.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug in values/fold.rs write_round: a replaced document holds another piece of \
-            the merge than the points it held, so a replace step cut short loses points; run \
-            with --ignored"]
 async fn fold_stops_inside_its_replacements() {
     use mongodb::event::command::CommandEvent;
     use mongodb::event::EventHandler;

@@ -8,13 +8,15 @@
 //!   than what they summarise: the common case, cheap) or recompute them from all points.
 //! - **raw fold**: when `fold_docs` fresh documents wait, or one has waited `seal_idle`,
 //!   or a late point overlaps summarised ones (or on `compact`), merge every live
-//!   document into new ones that reuse the lowest `_id`s, each rewritten only if its
-//!   version `u` is still the one read; the rest are marked superseded (`x`) and deleted
-//!   after a grace, so a reader that saw a rewritten document's old version still finds
-//!   their points.
+//!   document into new ones of at most `block_points` points, under new write numbers
+//!   (each point keeps its own in `ws`); then mark the inputs superseded (`x`), to be
+//!   deleted by a later pass after a grace, so a reader that began before the marks still
+//!   finds their points. No document is ever overwritten with other points.
 //!
-//! Every write is conditional on the version read, so two folds (two handles) racing on
-//! a series leave duplicates at worst, which readers merge; a point is never lost.
+//! Two folds (two handles) racing on a series both insert their documents and both mark
+//! the inputs: duplicates at worst, which readers merge and the next pass folds (a fold's
+//! documents keep `d` until a check after its writes finds no other fold's document
+//! beside them); a point is never lost.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -335,129 +337,220 @@ impl Shared {
                 .filter_map(|m| read.get(&(plan.series, m.w)).cloned())
                 .collect()
         };
+        let merged: Vec<Vec<Written>> = plans
+            .iter()
+            .map(
+                |plan| match plan.fold_raw || matches!(plan.rollups, RollupWork::Full) {
+                    true => merge(pieces_of(plan, &plan.live)),
+                    false => Vec::new(),
+                },
+            )
+            .collect();
         let outputs: usize = plans
             .iter()
-            .filter(|p| p.fold_raw)
-            .map(|p| merge(pieces_of(p, &p.live)).len().div_ceil(block))
+            .zip(&merged)
+            .filter(|(p, _)| p.fold_raw)
+            .map(|(_, m)| m.len().div_ceil(block))
             .sum();
-        let mut next_u = match outputs {
+        // The fold's documents are new ones, under write numbers of their own (each point
+        // keeps its write number in `ws`), so no document is ever overwritten with other
+        // points: readers, a racing fold and a crash all see every input until it is
+        // marked superseded, after the outputs exist.
+        let mut next_w = match outputs {
             0 => 0,
             n => self.issue_writes(n as i64).await? - n as i64 + 1,
         };
         let start = name.start;
         let end = self.layout.partitioning.clamped_end_of(start);
-        let mut rollups: Vec<Vec<Update>> = resolutions.iter().map(|_| Vec::new()).collect();
-        let mut replaces: Vec<(i64, Update)> = Vec::new();
-        let mut supersede: Vec<(i64, Update)> = Vec::new();
-        let mut deletes: Vec<Document> = Vec::new();
+        let mut work = RoundWrites::new(resolutions.len());
         let mut left = Left::default();
-        for plan in &plans {
-            let merged = match plan.fold_raw || matches!(plan.rollups, RollupWork::Full) {
-                true => merge(pieces_of(plan, &plan.live)),
-                false => Vec::new(),
-            };
+        for (plan, merged) in plans.iter().zip(&merged) {
             let mut versions: Vec<(i64, i64)> = plan.live.iter().map(Meta::version).collect();
             if plan.fold_raw {
-                let chunks: Vec<&[Written]> = merged.chunks(block).collect();
                 versions.clear();
-                for (chunk, input) in chunks.iter().zip(&plan.live) {
-                    let u = next_u;
-                    next_u += 1;
-                    versions.push((input.w, u));
-                    replaces.push((
-                        plan.series,
-                        Update {
-                            q: doc! { "_id": id(plan.series, input.w), "u": input.u },
-                            u: folded(plan.series, input.w, u, chunk),
-                            conditional: true,
-                        },
-                    ));
+                for chunk in merged.chunks(block) {
+                    let w = next_w;
+                    next_w += 1;
+                    versions.push((w, w));
+                    let mut doc = folded(plan.series, w, w, chunk);
+                    // Waiting until the round has checked that it replaced everything.
+                    doc.insert("d", plan.series);
+                    work.inserts.push(doc);
                 }
-                for input in plan.live.iter().skip(chunks.len()) {
-                    supersede.push((
-                        plan.series,
-                        Update {
-                            q: doc! { "_id": id(plan.series, input.w), "u": input.u },
-                            u: doc! { "$set": { "x": now, "d": plan.series } },
-                            conditional: false,
-                        },
-                    ));
+                for input in &plan.live {
+                    work.supersede.push(Update {
+                        q: doc! { "_id": id(plan.series, input.w), "u": input.u },
+                        u: doc! { "$set": { "x": now, "d": plan.series } },
+                        conditional: false,
+                    });
                     left.waiting += 1;
                 }
+                work.outputs.insert(plan.series, versions.clone());
             }
             versions.sort_unstable();
-            match &plan.rollups {
-                RollupWork::None => {}
-                RollupWork::Full => {
-                    let all = points(&merged);
-                    for (i, r) in resolutions.iter().enumerate() {
-                        let doc = RollupDoc {
-                            series: plan.series,
-                            covers: versions.clone(),
-                            high: all.last().map_or(NO_PREVIOUS, |p| p.time),
-                            slots: summarize_slots(&all, start, end, *r),
-                        };
-                        rollups[i].push(rollup_upsert(&doc));
-                    }
-                }
-                RollupWork::Extend(docs, new) => {
-                    let fresh = points(&merge(pieces_of(plan, new)));
-                    for (i, (r, stored)) in resolutions.iter().zip(docs).enumerate() {
-                        let mut slots = stored.slots.clone();
-                        extend(&mut slots, &fresh, *r);
-                        let doc = RollupDoc {
-                            series: plan.series,
-                            covers: versions.clone(),
-                            high: fresh
-                                .last()
-                                .map_or(stored.high, |p| p.time.max(stored.high)),
-                            slots,
-                        };
-                        rollups[i].push(rollup_upsert(&doc));
-                    }
-                }
+            for (i, doc) in rollup_docs(plan, &versions, merged, resolutions, (start, end), |m| {
+                points(&merge(pieces_of(plan, m)))
+            })
+            .into_iter()
+            .enumerate()
+            {
+                work.rollups[i].push(rollup_upsert(&doc));
             }
             if !plan.fold_raw {
                 left.waiting += plan.live.iter().filter(|m| m.pending).count() as u64;
             }
             for m in &plan.superseded {
                 match m.superseded.is_some_and(|x| x <= now - SUPERSEDED_GRACE_MS) {
-                    true => {
-                        deletes.push(doc! { "_id": id(m.series, m.w), "u": m.u, "x": m.superseded })
-                    }
+                    true => work
+                        .deletes
+                        .push(doc! { "_id": id(m.series, m.w), "u": m.u, "x": m.superseded }),
                     false => left.waiting += 1,
                 }
             }
         }
-        for (r, updates) in resolutions.iter().zip(rollups) {
+        left.waiting += self.apply(name, resolutions, work).await?;
+        Ok(left)
+    }
+
+    /// Writes a round in its order: rollups, the fold's documents, the supersede marks,
+    /// the deletes; then clears `d` of the fold's documents of every series whose live
+    /// documents are now exactly those (a racing fold or a late write leaves them
+    /// waiting, so that the next pass merges again). Returns the documents left waiting.
+    async fn apply(
+        &self,
+        name: &PartitionName,
+        resolutions: &[Resolution],
+        work: RoundWrites,
+    ) -> Result<u64> {
+        for (r, updates) in resolutions.iter().zip(work.rollups) {
             if !updates.is_empty() {
-                let collection = rollup_collection(name.token, r.nanos(), start);
+                let collection = rollup_collection(name.token, r.nanos(), name.start);
                 bulk::update(&self.db, &self.write_concern, &collection, updates).await?;
             }
         }
         self.fault(FaultPoint::AfterRollups)?;
         let collection = name.collection();
-        let (series, updates): (Vec<i64>, Vec<Update>) = replaces.into_iter().unzip();
-        let applied = bulk::update(&self.db, &self.write_concern, &collection, updates).await?;
-        // A series another fold got to first keeps its other documents as they are.
-        let lost: BTreeSet<i64> = series
-            .iter()
-            .zip(&applied)
-            .filter(|(_, ok)| !**ok)
-            .map(|(s, _)| *s)
-            .collect();
-        self.fault(FaultPoint::AfterReplace)?;
-        let updates: Vec<Update> = supersede
-            .into_iter()
-            .filter(|(s, _)| !lost.contains(s))
-            .map(|(_, u)| u)
-            .collect();
-        bulk::update(&self.db, &self.write_concern, &collection, updates).await?;
-        bulk::delete(&self.db, &self.write_concern, &collection, deletes).await?;
-        for plan in plans.iter().filter(|p| lost.contains(&p.series)) {
-            left.uncovered += plan.live.iter().map(|m| m.n as u64).sum::<u64>();
+        let inserted =
+            bulk::insert(&self.db, &self.write_concern, &collection, work.inserts).await?;
+        if inserted.contains(&false) {
+            return Err(crate::error::corrupt(format!(
+                "{collection}: a fold's new document collided with an existing one"
+            )));
         }
-        Ok(left)
+        self.fault(FaultPoint::AfterReplace)?;
+        bulk::update(&self.db, &self.write_concern, &collection, work.supersede).await?;
+        bulk::delete(&self.db, &self.write_concern, &collection, work.deletes).await?;
+        if work.outputs.is_empty() {
+            return Ok(0);
+        }
+        let series: Vec<i64> = work.outputs.keys().copied().collect();
+        let metas = find_all(
+            self.collection(&collection)
+                .find(doc! { "s": { "$in": series }, "x": { "$exists": false } })
+                .projection(meta_projection()),
+            "check a fold",
+        )
+        .await?;
+        // Live beside the outputs may be fresh documents written since (they wait for
+        // the next pass as usual), but no other fold's document.
+        let mut others: HashMap<i64, usize> = HashMap::new();
+        for d in &metas {
+            let meta = parse_meta(d)?;
+            let ours = work
+                .outputs
+                .get(&meta.series)
+                .is_some_and(|o| o.contains(&meta.version()));
+            if !ours && meta.at.is_none() {
+                *others.entry(meta.series).or_default() += 1;
+            }
+        }
+        let mut settled = Vec::new();
+        let mut waiting = 0;
+        for (s, outputs) in work.outputs {
+            match !others.contains_key(&s) {
+                true => settled.extend(outputs.iter().map(|&(w, u)| Update {
+                    q: doc! { "_id": id(s, w), "u": u, "x": { "$exists": false } },
+                    u: doc! { "$unset": { "d": "" } },
+                    conditional: false,
+                })),
+                false => waiting += outputs.len() as u64,
+            }
+        }
+        bulk::update(&self.db, &self.write_concern, &collection, settled).await?;
+        Ok(waiting)
+    }
+}
+
+/// What a round writes, in the order [`Shared::apply`] writes it.
+struct RoundWrites {
+    /// Per resolution, the rollup upserts.
+    rollups: Vec<Vec<Update>>,
+    /// The fold's new documents.
+    inserts: Vec<Document>,
+    /// The fold's inputs, marked superseded.
+    supersede: Vec<Update>,
+    /// Superseded documents past their grace.
+    deletes: Vec<Document>,
+    /// Per folded series, the `(w, u)` of its new documents.
+    outputs: BTreeMap<i64, Vec<(i64, i64)>>,
+}
+
+impl RoundWrites {
+    fn new(resolutions: usize) -> Self {
+        Self {
+            rollups: (0..resolutions).map(|_| Vec::new()).collect(),
+            inserts: Vec::new(),
+            supersede: Vec::new(),
+            deletes: Vec::new(),
+            outputs: BTreeMap::new(),
+        }
+    }
+}
+
+/// The rollup documents a plan writes, one per resolution (none for `RollupWork::None`):
+/// recomputed from `merged` (all live points), or the stored ones extended with the
+/// points `fresh` gives of the uncovered documents; covering `versions`.
+fn rollup_docs(
+    plan: &Plan,
+    versions: &[(i64, i64)],
+    merged: &[Written],
+    resolutions: &[Resolution],
+    (start, end): (i64, i64),
+    fresh: impl Fn(&[Meta]) -> Vec<tickertape_core::Point>,
+) -> Vec<RollupDoc> {
+    match &plan.rollups {
+        RollupWork::None => Vec::new(),
+        RollupWork::Full => {
+            let all = points(merged);
+            resolutions
+                .iter()
+                .map(|r| RollupDoc {
+                    series: plan.series,
+                    covers: versions.to_vec(),
+                    high: all.last().map_or(NO_PREVIOUS, |p| p.time),
+                    slots: summarize_slots(&all, start, end, *r),
+                })
+                .collect()
+        }
+        RollupWork::Extend(docs, new) => {
+            let fresh = fresh(new);
+            resolutions
+                .iter()
+                .zip(docs)
+                .map(|(r, stored)| {
+                    let mut slots = stored.slots.clone();
+                    extend(&mut slots, &fresh, *r);
+                    RollupDoc {
+                        series: plan.series,
+                        covers: versions.to_vec(),
+                        high: fresh
+                            .last()
+                            .map_or(stored.high, |p| p.time.max(stored.high)),
+                        slots,
+                    }
+                })
+                .collect()
+        }
     }
 }
 
