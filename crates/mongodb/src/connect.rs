@@ -34,6 +34,7 @@ pub(crate) struct FoldSchedule {
     pub every: Duration,
     pub docs: usize,
     pub seal_idle: Duration,
+    pub grace: Duration,
 }
 
 /// Everything a handle works with; the background fold task holds a `Weak` of it, so it
@@ -141,6 +142,7 @@ impl Shared {
                 every: options.fold_every,
                 docs: options.fold_docs.max(1),
                 seal_idle: options.seal_idle,
+                grace: options.superseded_grace,
             },
             fault: options.fault.clone(),
             tokens: TokenCache::default(),

@@ -165,8 +165,12 @@ impl Backend for MongoBackend {
     }
 
     /// Folds every series of every partition into its final documents, with its rollups.
+    /// Waits out the superseded documents' grace and deletes them too, so that what it
+    /// leaves is the final form.
     async fn compact(&self) -> Result<()> {
-        self.shared.fold_pass(Scope::Compact).await
+        self.shared.fold_pass(Scope::Compact).await?;
+        tokio::time::sleep(self.shared.schedule.grace).await;
+        self.shared.fold_pass(Scope::Pending).await
     }
 }
 

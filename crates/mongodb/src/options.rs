@@ -90,6 +90,10 @@ pub struct MongoOptions {
     /// written ends up compressed in few documents. Also: a partition that ended this long
     /// ago has every fresh document folded at the next pass.
     pub seal_idle: Duration,
+    /// How long a document a fold superseded stays readable before a pass deletes it: far
+    /// longer than any one read of a partition takes, so that a read that began before
+    /// the fold still finds its points. `compact` waits this long and then deletes them.
+    pub superseded_grace: Duration,
     /// Write concern `w` override: `"majority"`, a tag set name, or a number of members.
     pub w: Option<String>,
     /// Write concern `j` override: wait for the journal.
@@ -133,6 +137,7 @@ impl MongoOptions {
             fold_every: Duration::from_secs(5),
             fold_docs: 32,
             seal_idle: Duration::from_secs(600),
+            superseded_grace: Duration::from_secs(15),
             w: None,
             journal: None,
             read_mode: None,

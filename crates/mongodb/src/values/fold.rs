@@ -40,10 +40,6 @@ use crate::Shared;
 /// Series planned and written together.
 const SERIES_PER_ROUND: usize = 200;
 
-/// How long a superseded document stays readable after the fold that replaced it: far
-/// longer than any one read of a partition takes.
-pub(crate) const SUPERSEDED_GRACE_MS: i64 = 60_000;
-
 /// What a pass looks at, and how eagerly it folds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Scope {
@@ -293,13 +289,19 @@ impl Shared {
         collection: &str,
         plans: &[Plan],
     ) -> Result<HashMap<(i64, i64), Vec<Written>>> {
+        // By series too: `_id` alone is a document equality, which some servers (the
+        // secantusdb test server) answer by a scan; `s` is the leading key of an index.
         let mut ids: Vec<Bson> = Vec::new();
+        let mut series: Vec<i64> = Vec::new();
         for plan in plans {
             let wanted: Vec<&Meta> = match (&plan.rollups, plan.fold_raw) {
                 (_, true) | (RollupWork::Full, _) => plan.live.iter().collect(),
                 (RollupWork::Extend(_, new), false) => new.iter().collect(),
                 (RollupWork::None, false) => Vec::new(),
             };
+            if !wanted.is_empty() {
+                series.push(plan.series);
+            }
             ids.extend(
                 wanted
                     .into_iter()
@@ -309,8 +311,9 @@ impl Shared {
         let mut out = HashMap::new();
         for chunk in ids.chunks(500) {
             let docs = find_all(
-                self.collection(collection)
-                    .find(doc! { "_id": { "$in": chunk.to_vec() } }),
+                self.collection(collection).find(
+                    doc! { "s": { "$in": series.clone() }, "_id": { "$in": chunk.to_vec() } },
+                ),
                 "read value documents to fold",
             )
             .await?;
@@ -379,7 +382,7 @@ impl Shared {
                 }
                 for input in &plan.live {
                     work.supersede.push(Update {
-                        q: doc! { "_id": id(plan.series, input.w), "u": input.u },
+                        q: doc! { "_id": id(plan.series, input.w), "s": plan.series, "u": input.u },
                         u: doc! { "$set": { "x": now, "d": plan.series } },
                         conditional: false,
                     });
@@ -400,10 +403,11 @@ impl Shared {
                 left.waiting += plan.live.iter().filter(|m| m.pending).count() as u64;
             }
             for m in &plan.superseded {
-                match m.superseded.is_some_and(|x| x <= now - SUPERSEDED_GRACE_MS) {
+                let grace = self.schedule.grace.as_millis() as i64;
+                match m.superseded.is_some_and(|x| x <= now - grace) {
                     true => work
                         .deletes
-                        .push(doc! { "_id": id(m.series, m.w), "u": m.u, "x": m.superseded }),
+                        .push(doc! { "_id": id(m.series, m.w), "s": m.series, "u": m.u, "x": m.superseded }),
                     false => left.waiting += 1,
                 }
             }
@@ -469,7 +473,7 @@ impl Shared {
         for (s, outputs) in work.outputs {
             match !others.contains_key(&s) {
                 true => settled.extend(outputs.iter().map(|&(w, u)| Update {
-                    q: doc! { "_id": id(s, w), "u": u, "x": { "$exists": false } },
+                    q: doc! { "_id": id(s, w), "s": s, "u": u, "x": { "$exists": false } },
                     u: doc! { "$unset": { "d": "" } },
                     conditional: false,
                 })),

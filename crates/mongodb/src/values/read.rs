@@ -136,7 +136,7 @@ impl Shared {
             .iter()
             .filter(|&&p| by.end_of(p) > i128::from(end))
         {
-            let filter = doc! { "s": s, "lo": { "$gte": end } };
+            let filter = doc! { "s": s, "hi": { "$gte": end }, "lo": { "$gte": end } };
             let sort = doc! { "lo": 1, "lw": -1 };
             let docs = self
                 .find_values(token, p, filter, Some(sort), Some(1))

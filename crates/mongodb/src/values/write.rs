@@ -143,9 +143,11 @@ impl Shared {
     }
 
     /// The indexes of a value partition, made once per collection per handle (an
-    /// existing index is not an error): by series and last time (ranges, heads, the
-    /// neighbour before), by series and first time (the neighbour after), and the fold's
-    /// work list (sparse: only documents waiting hold `d`).
+    /// existing index is not an error): by series and last time (ranges, heads, both
+    /// neighbours: the one after is among the documents whose last time is past the
+    /// range, a short list) and the fold's work list (sparse: only documents waiting hold
+    /// `d`). No index by first time: it would cost an entry per document for the rare
+    /// read of the neighbour after a range in the past.
     pub(crate) async fn ensure_value_indexes(&self, collection: &str) -> Result<()> {
         if self.indexed.has(collection) {
             return Ok(());
@@ -160,14 +162,6 @@ impl Shared {
                 .options(
                     IndexOptions::builder()
                         .name("series_last".to_owned())
-                        .build(),
-                )
-                .build(),
-            IndexModel::builder()
-                .keys(doc! { "s": 1, "lo": 1, "lw": -1 })
-                .options(
-                    IndexOptions::builder()
-                        .name("series_first".to_owned())
                         .build(),
                 )
                 .build(),

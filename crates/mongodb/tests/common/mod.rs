@@ -54,6 +54,9 @@ pub fn options(db: &str, block_points: usize) -> MongoOptions {
     let mut options = MongoOptions::new(uri_with_db(db));
     options.block_points = block_points;
     options.fold_every = Duration::from_secs(3600);
+    // Reads beside folds are what the grace protects: a second is ample here, and every
+    // `compact` waits it out.
+    options.superseded_grace = Duration::from_secs(1);
     options
 }
 
