@@ -7,7 +7,6 @@
 use mongodb::bson::{doc, Document};
 use tickertape_backend::{BackendError, Result};
 
-use crate::bucket_layout::collection_name;
 use crate::error::map_err;
 use crate::Shared;
 
@@ -17,18 +16,6 @@ const MONGOS_MSG: &str = "isdbgrid";
 /// Server error code `AlreadyInitialized`: `enableSharding` on a database that already has
 /// sharding enabled (MongoDB < 6.0; later versions accept the command as a no-op).
 const ALREADY_INITIALIZED: i32 = 23;
-
-/// The shard key of value and rollup partitions and of bucket partitions: `_id`, which is
-/// `{s: <series>, w: <write number>}` for values, the series id for rollups and
-/// `{series, start}` for buckets.
-///
-/// Ranged on the whole `_id`, whose embedded documents compare field by field, so chunks
-/// hold runs of one series' documents: seed 003's compound key `{series, time}`. `_id` is
-/// immutable and in every fold's and bucket write's filter (a sharded collection accepts an
-/// upsert only when its filter holds the full shard key), so those writes stay targeted.
-pub fn segments_shard_key() -> Document {
-    doc! { "_id": 1 }
-}
 
 /// What `shard` did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,14 +63,11 @@ fn check_mongos(hello: &Document, database: &str) -> Result<()> {
 }
 
 impl Shared {
-    /// Enables sharding on the store's database and shards every value, rollup and bucket
-    /// partition collection that exists now on [`segments_shard_key`] (`{_id: 1}`, which for
-    /// buckets is `{series, start}`); `series`, `meta`, `counters` and `names` stay on the
-    /// primary shard (see `docs/format/mongodb.md`, "Sharding").
-    ///
-    /// Partitions created later (the next period's shells, a new measurement) start
-    /// unsharded on the primary shard: run this again — it is idempotent — after
-    /// pre-allocation has created them, e.g. once a day.
+    /// Enables sharding on the store's database and shards every collection of the plan
+    /// ([`crate::shard_plan`]) that has a key and is not sharded yet, the next period's
+    /// partitions included (created by the command, so their first write already lands on
+    /// a sharded collection); the fixed collections stay on the primary shard (see
+    /// `docs/format/mongodb.md`, "Sharding"). Idempotent.
     ///
     /// On a server that is not a `mongos` it changes nothing and fails with
     /// [`BackendError::Invalid`] saying so. Running it again on a sharded store is harmless.
@@ -105,29 +89,21 @@ impl Shared {
             }
             Err(e) => return Err(map_err("enableSharding", e)),
         }
-        let value_partitions = self.partitions(None).await?;
-        for p in &value_partitions {
-            let namespace = format!("{name}.{}", p.collection());
-            // `{_id: 1}` is the built-in unique index, so no index has to be built first.
-            match admin
-                .run_command(doc! { "shardCollection": &namespace, "key": segments_shard_key() })
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if command_code(&e) == Some(ALREADY_INITIALIZED) => {}
-                Err(e) => return Err(map_err("shardCollection value partition", e)),
-            }
+        let plan = self.shard_plan().await?;
+        let mut count = 0;
+        for c in &plan.collections {
+            let Some(key) = c.key.as_ref().filter(|_| !c.sharded) else {
+                if c.key.is_none() {
+                    actions.push(format!("{name}.{}: left unsharded ({})", c.name, c.reason));
+                }
+                continue;
+            };
+            self.shard_collection(&name, &c.name, key, c.exists).await?;
+            count += 1;
         }
         actions.push(format!(
-            "shardCollection of {} value and rollup partition collection(s) on {}: ok (run \
-             again for partitions created later)",
-            value_partitions.len(),
-            segments_shard_key()
-        ));
-        self.shard_bucket_partitions(&name, &mut actions).await?;
-        actions.push(format!(
-            "{name}.series, .meta, .counters, .names: left unsharded on the primary shard (one small \
-             document per series; the unique {{ck: 1}} index must be prefixed by any shard key)"
+            "shardCollection of {count} collection(s), upcoming partitions included: ok (run \
+             again, or let `serve` do it, for partitions created later)"
         ));
         Ok(ShardReport {
             database: name,
@@ -137,29 +113,36 @@ impl Shared {
 }
 
 impl Shared {
-    /// `shardCollection` on `{_id: 1}` for every bucket partition collection.
-    async fn shard_bucket_partitions(&self, name: &str, actions: &mut Vec<String>) -> Result<()> {
-        let admin = self.client.database("admin");
-        let partitions = self.list_bucket_partitions().await?;
-        for p in &partitions {
-            let namespace = format!("{name}.{}", collection_name(*p));
-            match admin
-                .run_command(doc! { "shardCollection": &namespace, "key": segments_shard_key() })
+    /// `shardCollection` of one collection on `key`. A hashed key needs its index first on
+    /// a collection that holds documents; a collection that does not exist yet is created
+    /// by the command itself, already sharded.
+    async fn shard_collection(
+        &self,
+        database: &str,
+        collection: &str,
+        key: &Document,
+        exists: bool,
+    ) -> Result<()> {
+        let hashed = key.values().any(|v| v.as_str() == Some("hashed"));
+        if hashed && exists {
+            let index = mongodb::IndexModel::builder().keys(key.clone()).build();
+            self.collection(collection)
+                .create_index(index)
                 .await
-            {
-                Ok(_) => {}
-                // Versions before 5.0 refuse a collection that is sharded already.
-                Err(e) if command_code(&e) == Some(ALREADY_INITIALIZED) => {}
-                Err(e) => return Err(map_err("shardCollection bucket partition", e)),
-            }
+                .map_err(|e| map_err(&format!("create the shard key index of {collection}"), e))?;
         }
-        actions.push(format!(
-            "shardCollection of {} bucket partition collection(s) on {}: ok (run again for \
-             partitions created later)",
-            partitions.len(),
-            segments_shard_key()
-        ));
-        Ok(())
+        let namespace = format!("{database}.{collection}");
+        match self
+            .client
+            .database("admin")
+            .run_command(doc! { "shardCollection": &namespace, "key": key.clone() })
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Versions before 5.0 refuse a collection that is sharded already.
+            Err(e) if command_code(&e) == Some(ALREADY_INITIALIZED) => Ok(()),
+            Err(e) => Err(map_err(&format!("shardCollection {namespace}"), e)),
+        }
     }
 }
 

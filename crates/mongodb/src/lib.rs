@@ -40,6 +40,7 @@ pub mod options;
 mod selector;
 mod series;
 mod series_count;
+pub mod shard_plan;
 mod stats;
 mod tag_values;
 mod values;
@@ -58,11 +59,12 @@ use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
-pub use admin::{ensure_mongos, segments_shard_key, ShardReport};
+pub use admin::{ensure_mongos, ShardReport};
 pub use options::{
     uri_with_database, FaultPlan, FaultPoint, MongoOptions, ReadMode, DEFAULT_BLOCK_POINTS,
     MAX_BLOCK_POINTS,
 };
+pub use shard_plan::{shard_key_of, PlannedCollection, ShardPlan};
 
 use crate::error::map_err;
 use crate::values::Scope;
@@ -130,6 +132,12 @@ impl MongoBackend {
         selector: &SeriesSelector,
     ) -> Result<mongodb::bson::Document> {
         self.shared.explain_find_series(selector).await
+    }
+
+    /// Each collection, present and upcoming, with its shard key and whether it is sharded
+    /// (`tickertape admin shard --plan`). Changes nothing; works on any server.
+    pub async fn shard_plan(&self) -> Result<ShardPlan> {
+        self.shared.shard_plan().await
     }
 
     /// See `admin::shard`.

@@ -8,9 +8,10 @@ use crate::store::StoreArgs;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// MongoDB only: enable sharding on the store's database and shard the segments
-    /// collection on its `_id` {series, generation} (docs/format/mongodb.md, "Sharding").
-    /// Must be run through a mongos; on any other server it says so and changes nothing.
+    /// MongoDB only: enable sharding on the store's database and shard each partition
+    /// collection on its key, the next period's included (docs/format/mongodb.md,
+    /// "Sharding"); `--plan` prints the plan as JSON instead. Must be run through a mongos;
+    /// on any other server it says so and changes nothing.
     Shard(ShardArgs),
     /// Drop now every time partition past its retention (`retention` in --config): whole
     /// partitions whose newest possible point is older than the retention. `serve` does
@@ -21,10 +22,11 @@ pub enum Command {
     /// points when a writer died between its raw and its rollup write. Run it while
     /// nothing writes to the measurement.
     RebuildRollups(RebuildArgs),
-    /// Flush the points held in memory and the write-ahead log into part files and merge
-    /// every time partition into one file: the store's smallest form. `serve` merges in
-    /// the background as data arrives; a running server does this on
-    /// `POST /api/v1/admin/compact`. Run it while no server has the store open.
+    /// Bring the store to its smallest form: the embedded store flushes the points held in
+    /// memory and the write-ahead log into part files and merges every time partition into
+    /// one file; MongoDB folds every series' value documents, with their rollups. Both do
+    /// this in the background as data arrives; a running server does it on
+    /// `POST /api/v1/admin/compact`. Embedded: run it while no server has the store open.
     Compact(CompactArgs),
 }
 
@@ -62,6 +64,11 @@ pub struct RetentionArgs {
 pub struct ShardArgs {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Print the plan instead, as JSON: every collection (present, and the next period's
+    /// partitions) with its shard key, whether it is sharded, and why. Changes nothing;
+    /// works on any MongoDB server, a non-mongos included.
+    #[arg(long)]
+    pub plan: bool,
 }
 
 pub async fn run(command: Command) -> Result<()> {
@@ -142,6 +149,13 @@ async fn shard(args: ShardArgs) -> Result<()> {
              {} is an embedded store, nothing was changed",
             store.store
         );
+    }
+    if args.plan {
+        let backend = MongoBackend::connect(store.mongo_options()).await?;
+        let plan = backend.shard_plan().await;
+        backend.shutdown().await;
+        println!("{}", serde_json::to_string_pretty(&plan?.to_json())?);
+        return Ok(());
     }
     // Before connecting: `connect` creates the store's collections, and a refusal must
     // leave the server as it was.

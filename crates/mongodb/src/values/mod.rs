@@ -41,6 +41,7 @@ use std::sync::Mutex;
 pub(crate) use background::spawn as spawn_background;
 pub(crate) use fold::Scope;
 pub(crate) use measurements::MEASUREMENTS;
+pub(crate) use names::{value_collection, PartitionName};
 
 /// The `counters` document whose `n` is the last write number issued.
 pub(crate) const WRITES_COUNTER: &str = "writes";

@@ -1,0 +1,223 @@
+//! The sharding plan: each collection of a store, present and upcoming, with the shard
+//! key it gets and why (`tickertape admin shard --plan`). Pure except for the listing:
+//! it changes nothing, so it runs on any server.
+//!
+//! The keys, chosen for spread and routing (`docs/format/mongodb.md`, "Sharding"):
+//! - value partitions `sv.…`: `{s: "hashed"}`. Every value read and fold write filters on
+//!   one series (`s`), so it goes to the one shard holding that series; hashed, so series
+//!   ids issued in order (a new fleet of hosts) spread over every shard from their first
+//!   point, and the current partition's writes with them.
+//! - rollup partitions `sr.…`: `{_id: "hashed"}` (`_id` is the series id), for the same
+//!   reasons.
+//! - bucket partitions `bk.…`: `{_id: 1}` ranged on `{series, start}` (seed 003's
+//!   compound key): a read is an `_id` range of one series, a write an `_id` equality.
+//! - the fixed collections stay unsharded (each says why).
+
+use std::collections::BTreeSet;
+
+use futures::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use serde_json::{json, Value};
+use tickertape_backend::{Partition, Result};
+
+use crate::error::map_err;
+use crate::values::PartitionName;
+use crate::Shared;
+
+/// One collection of the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCollection {
+    pub name: String,
+    /// The shard key, `None` for a collection that stays unsharded.
+    pub key: Option<Document>,
+    /// Sharded now (registered in the cluster's `config.collections`).
+    pub sharded: bool,
+    /// Exists already (upcoming ones are the next period's partitions).
+    pub exists: bool,
+    pub reason: &'static str,
+}
+
+/// What `admin shard --plan` prints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardPlan {
+    pub database: String,
+    pub collections: Vec<PlannedCollection>,
+}
+
+impl ShardPlan {
+    /// `{"database", "collections": [{"name", "key", "sharded", "exists", "reason"}, …]}`.
+    pub fn to_json(&self) -> Value {
+        let collections: Vec<Value> = self
+            .collections
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "key": c.key.as_ref().map(|k| Bson::Document(k.clone()).into_relaxed_extjson()),
+                    "sharded": c.sharded,
+                    "exists": c.exists,
+                    "reason": c.reason,
+                })
+            })
+            .collect();
+        json!({ "database": self.database, "collections": collections })
+    }
+}
+
+/// The shard key of a collection of the store, and why.
+pub fn shard_key_of(name: &str) -> (Option<Document>, &'static str) {
+    if let Some(p) = PartitionName::parse(name) {
+        return match p.resolution {
+            None => (
+                Some(doc! { "s": "hashed" }),
+                "value points: every read and fold write names one series (s), so it goes to \
+                 the shard holding it; hashed, so series issued in order spread over every \
+                 shard, and the current partition's writes with them",
+            ),
+            Some(_) => (
+                Some(doc! { "_id": "hashed" }),
+                "rollups of one series (_id) in one partition, read by _id: hashed for the \
+                 same spread as the values",
+            ),
+        };
+    }
+    if name.starts_with(Partition::NAME_PREFIX) {
+        return (
+            Some(doc! { "_id": 1 }),
+            "bucket documents {series, start}: a read is an _id range of one series and a \
+             write an _id equality, both routed to one shard (seed 003's compound key)",
+        );
+    }
+    let reason = match name {
+        "series" => {
+            "one small document per series, read by _id; its unique {ck: 1} index (one id per \
+             key under concurrent registration) must be prefixed by any shard key"
+        }
+        "tag_values" | "names" | "measurements" => {
+            "one small document per distinct name, not per point: stays on the primary shard"
+        }
+        "meta" | "counters" | "pending" => "a handful of documents",
+        _ => "not a collection of the store's layout",
+    };
+    (None, reason)
+}
+
+impl Shared {
+    /// The plan for every collection that exists and for the next partition of each
+    /// value and bucket partition series (the period after the newest one).
+    pub(crate) async fn shard_plan(&self) -> Result<ShardPlan> {
+        let database = self.db.name().to_owned();
+        let mut names: BTreeSet<String> = self
+            .db
+            .list_collection_names()
+            .await
+            .map_err(|e| map_err("list collections", e))?
+            .into_iter()
+            .filter(|n| !n.starts_with("system."))
+            .collect();
+        let present = names.clone();
+        names.extend(self.upcoming_partitions(&present));
+        let sharded = self.sharded_collections(&database).await;
+        let collections = names
+            .into_iter()
+            .map(|name| {
+                let (key, reason) = shard_key_of(&name);
+                PlannedCollection {
+                    sharded: sharded.contains(&name),
+                    exists: present.contains(&name),
+                    name,
+                    key,
+                    reason,
+                }
+            })
+            .collect();
+        Ok(ShardPlan {
+            database,
+            collections,
+        })
+    }
+
+    /// The partition after the newest of each value token and bucket family.
+    fn upcoming_partitions(&self, present: &BTreeSet<String>) -> Vec<String> {
+        let by = self.layout.partitioning;
+        let mut newest_values: std::collections::BTreeMap<u64, i64> = Default::default();
+        let mut newest_buckets: std::collections::BTreeMap<String, Partition> = Default::default();
+        for name in present {
+            if let Some(p) = PartitionName::parse(name).filter(|p| p.resolution.is_none()) {
+                let newest = newest_values.entry(p.token).or_insert(p.start);
+                *newest = (*newest).max(p.start);
+            } else if let Some(p) = Partition::from_name(name) {
+                let key = format!("{:?}", p.family());
+                match newest_buckets.get(&key) {
+                    Some(q) if q.start() >= p.start() => {}
+                    _ => {
+                        newest_buckets.insert(key, p);
+                    }
+                }
+            }
+        }
+        let mut out: Vec<String> = newest_values
+            .into_iter()
+            .filter_map(|(token, start)| {
+                let next = by.clamped_end_of(start);
+                (next > start).then(|| crate::values::value_collection(token, next))
+            })
+            .collect();
+        for p in newest_buckets.into_values() {
+            let width = p.family().geometry().partition_ns();
+            if let Some(next) = p.start().checked_add(width) {
+                if let Ok(next) = Partition::new(p.family(), next) {
+                    out.push(next.name());
+                }
+            }
+        }
+        out
+    }
+
+    /// The collections of `database` the cluster has sharded (`config.collections`, as
+    /// read through a `mongos`); empty on any other server.
+    async fn sharded_collections(&self, database: &str) -> BTreeSet<String> {
+        let prefix = format!("{database}.");
+        let found = self
+            .client
+            .database("config")
+            .collection::<Document>("collections")
+            .find(doc! { "_id": { "$regex": format!("^{}", regex_escape(&prefix)) } })
+            .await;
+        let Ok(cursor) = found else {
+            return BTreeSet::new();
+        };
+        let docs: Vec<Document> = cursor.try_collect().await.unwrap_or_default();
+        docs.iter()
+            .filter(|d| !matches!(d.get("dropped"), Some(Bson::Boolean(true))))
+            .filter_map(|d| d.get_str("_id").ok())
+            .filter_map(|id| id.strip_prefix(&prefix).map(str::to_owned))
+            .collect()
+    }
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c.is_ascii_alphanumeric() || c == '_' {
+            true => vec![c],
+            false => vec!['\\', c],
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_collection_kind_has_its_key() {
+        assert_eq!(shard_key_of("sv.3.0").0, Some(doc! { "s": "hashed" }));
+        assert_eq!(
+            shard_key_of("sr.3.3600.0").0,
+            Some(doc! { "_id": "hashed" })
+        );
+        assert!(shard_key_of("series").0.is_none());
+        assert!(shard_key_of("series").1.contains("ck"));
+        assert!(shard_key_of("pending").0.is_none());
+    }
+}
