@@ -40,6 +40,12 @@ pub struct Args {
     /// with `preallocate = true`; `0s` turns it off.
     #[arg(long, default_value = "1m", value_parser = duration)]
     pub preallocate_every: Duration,
+    /// MongoDB through a mongos (a sharded cluster): how often to apply the sharding plan
+    /// (`tickertape admin shard`), which shards the partitions that appeared and creates
+    /// the next period's already sharded; `0s` turns it off. Nothing happens on any other
+    /// store.
+    #[arg(long, default_value = "1h", value_parser = duration)]
+    pub shard_every: Duration,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -75,11 +81,12 @@ pub async fn run(args: Args) -> Result<()> {
     tracing::info!(store = %args.store.store, backend = backend.kind(), "listening on http://{address}");
     let retention = schedule(engine.clone(), args.retention_every, Task::Retention);
     let preallocation = schedule(engine.clone(), args.preallocate_every, Task::Preallocation);
+    let sharding = shard_schedule(&args.store, args.shard_every).await;
     let config = ServerConfig {
         max_body_bytes: args.max_body_bytes,
     };
     let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;
-    for task in [retention, preallocation].into_iter().flatten() {
+    for task in [retention, preallocation, sharding].into_iter().flatten() {
         task.abort();
     }
     served?;
@@ -132,6 +139,37 @@ fn schedule(engine: Engine, every: Duration, task: Task) -> Option<tokio::task::
                     Ok(_) => {}
                     Err(e) => tracing::warn!("pre-allocation failed: {e}"),
                 },
+            }
+        }
+    }))
+}
+
+/// On a store reached through a `mongos`: applies the sharding plan now and then every
+/// `every`, on a handle of its own that does not fold (the engine's handle does). `None`
+/// elsewhere: a store that is not a sharded cluster has nothing to shard.
+async fn shard_schedule(store: &StoreArgs, every: Duration) -> Option<tokio::task::JoinHandle<()>> {
+    if every.is_zero() || !store.is_mongodb() {
+        return None;
+    }
+    tickertape_mongodb::ensure_mongos(&store.store).await.ok()?;
+    let mut options = store.mongo_options();
+    options.fold_every = Duration::from_secs(365 * 86_400);
+    let backend = match tickertape_mongodb::MongoBackend::connect(options).await {
+        Ok(backend) => backend,
+        Err(e) => {
+            tracing::warn!("sharding schedule off: cannot open a second handle: {e}");
+            return None;
+        }
+    };
+    tracing::info!(every = ?every, "sharding the store's partitions on a schedule");
+    Some(tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match backend.shard().await {
+                Ok(report) => tracing::info!(actions = report.actions.len(), "sharding pass"),
+                Err(e) => tracing::warn!("sharding pass failed: {e}"),
             }
         }
     }))
