@@ -20,6 +20,19 @@ use tickertape_mongodb::{uri_with_database, MongoBackend, MongoOptions};
 const ADMIN: &str = "tt_admin";
 const ADMIN_PASSWORD: &str = "s3cret:p@ss/word";
 /// Short, so that the failures below come back quickly; ample for a server on loopback.
+/// The actions on its database that `docs/format/mongodb.md`, "Security", lists as all
+/// tickertape needs outside `admin shard` (and `drop_database`, for tests and benchmarks).
+const LEAST_ACTIONS: [&str; 9] = [
+    "find",
+    "insert",
+    "update",
+    "remove",
+    "createCollection",
+    "createIndex",
+    "dropCollection",
+    "listCollections",
+    "dbStats",
+];
 const SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A test server this test started; dropping it kills the server by its PID and removes
@@ -139,32 +152,47 @@ async fn credentials_in_the_uri_authenticate_and_a_wrong_or_missing_password_is_
         .unwrap_or_else(|e| panic!("connect with credentials: {e}"));
     round_trip(&backend, true).await;
 
-    // The least privileges docs/format/mongodb.md names: readWrite + dbAdmin on the one
-    // database, a user defined in that database (so its URI needs no authSource).
-    let app_db = "tt_sec_app";
+    // The least privileges docs/format/mongodb.md names, each for a user defined in the
+    // store's own database (so its URI needs no authSource): the built-in `readWrite`, and
+    // a custom role with exactly the actions listed there. `stats` and `compact` run too.
+    let admin = admin_client(&server.uri).await;
     let app_password = "app-pw-0123";
-    backend_client(&server.uri)
-        .await
-        .database(app_db)
-        .run_command(doc! {
-            "createUser": "tt_app",
-            "pwd": app_password,
-            "roles": [
-                { "role": "readWrite", "db": app_db },
-                { "role": "dbAdmin", "db": app_db },
-            ],
-        })
-        .await
-        .expect("createUser tt_app");
-    let app_uri = uri_with_database(
-        &with_credentials(&without_credentials(&server.uri), "tt_app", app_password),
-        app_db,
-    );
-    let app = MongoBackend::connect(options(app_uri))
-        .await
-        .unwrap_or_else(|e| panic!("connect as readWrite + dbAdmin user: {e}"));
-    round_trip(&app, true).await;
-    app.shutdown().await;
+    for (db, user, role) in [
+        ("tt_sec_rw", "tt_rw", "readWrite"),
+        ("tt_sec_custom", "tt_custom", "tickertape"),
+    ] {
+        let database = admin.database(db);
+        if role == "tickertape" {
+            database
+                .run_command(doc! {
+                    "createRole": role,
+                    "privileges": [{
+                        "resource": { "db": db, "collection": "" },
+                        "actions": LEAST_ACTIONS.to_vec(),
+                    }],
+                    "roles": [],
+                })
+                .await
+                .expect("createRole");
+        }
+        database
+            .run_command(doc! {
+                "createUser": user,
+                "pwd": app_password,
+                "roles": [{ "role": role, "db": db }],
+            })
+            .await
+            .unwrap_or_else(|e| panic!("createUser {user}: {e}"));
+        let uri = uri_with_database(
+            &with_credentials(&without_credentials(&server.uri), user, app_password),
+            db,
+        );
+        let app = MongoBackend::connect(options(uri))
+            .await
+            .unwrap_or_else(|e| panic!("connect as {user} (role {role}): {e}"));
+        round_trip(&app, true).await;
+        app.shutdown().await;
+    }
 
     // A wrong password: refused at connect, quickly, and the message names the server but
     // not the password (neither the wrong one nor the right one).
@@ -215,7 +243,7 @@ async fn credentials_in_the_uri_authenticate_and_a_wrong_or_missing_password_is_
 }
 
 /// A driver client as the admin user, for what tickertape itself never does (createUser).
-async fn backend_client(uri: &str) -> mongodb::Client {
+async fn admin_client(uri: &str) -> mongodb::Client {
     mongodb::Client::with_uri_str(uri)
         .await
         .expect("admin client")
