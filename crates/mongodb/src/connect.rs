@@ -118,7 +118,14 @@ impl Shared {
                 .build(),
         );
         db.run_command(doc! { "ping": 1 }).await.map_err(|e| {
-            BackendError::Unavailable(format!("cannot reach MongoDB at {shown}: {e}"))
+            // Wrong credentials will not get better by retrying: say what it is.
+            if matches!(*e.kind, mongodb::error::ErrorKind::Authentication { .. }) {
+                BackendError::Invalid(format!(
+                    "MongoDB at {shown} refused the credentials (authentication failed): {e}"
+                ))
+            } else {
+                BackendError::Unavailable(format!("cannot reach MongoDB at {shown}: {e}"))
+            }
         })?;
         let write_concern = mongodb::bson::to_document(&write_concern)
             .map_err(|e| BackendError::Invalid(format!("write concern: {e}")))?;

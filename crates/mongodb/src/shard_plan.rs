@@ -117,7 +117,7 @@ impl Shared {
             .collect();
         let present = names.clone();
         names.extend(self.upcoming_partitions(&present));
-        let sharded = self.sharded_collections(&database).await;
+        let sharded = self.sharded_collections(&database).await?;
         let collections = names
             .into_iter()
             .map(|name| {
@@ -175,24 +175,34 @@ impl Shared {
     }
 
     /// The collections of `database` the cluster has sharded (`config.collections`, as
-    /// read through a `mongos`); empty on any other server.
-    async fn sharded_collections(&self, database: &str) -> BTreeSet<String> {
+    /// read through a `mongos`); none on any other server, which shards nothing.
+    async fn sharded_collections(&self, database: &str) -> Result<BTreeSet<String>> {
+        let hello = self
+            .client
+            .database("admin")
+            .run_command(doc! { "hello": 1 })
+            .await
+            .map_err(|e| map_err("hello", e))?;
+        if hello.get_str("msg").ok() != Some("isdbgrid") {
+            return Ok(BTreeSet::new());
+        }
         let prefix = format!("{database}.");
-        let found = self
+        let docs: Vec<Document> = self
             .client
             .database("config")
             .collection::<Document>("collections")
             .find(doc! { "_id": { "$regex": format!("^{}", regex_escape(&prefix)) } })
-            .await;
-        let Ok(cursor) = found else {
-            return BTreeSet::new();
-        };
-        let docs: Vec<Document> = cursor.try_collect().await.unwrap_or_default();
-        docs.iter()
+            .await
+            .map_err(|e| map_err("read config.collections", e))?
+            .try_collect()
+            .await
+            .map_err(|e| map_err("read config.collections", e))?;
+        Ok(docs
+            .iter()
             .filter(|d| !matches!(d.get("dropped"), Some(Bson::Boolean(true))))
             .filter_map(|d| d.get_str("_id").ok())
             .filter_map(|id| id.strip_prefix(&prefix).map(str::to_owned))
-            .collect()
+            .collect())
     }
 }
 

@@ -205,6 +205,10 @@ async fn credentials_in_the_uri_authenticate_and_a_wrong_or_missing_password_is_
     .await
     .err()
     .expect("a wrong password must be refused");
+    assert!(
+        matches!(err, BackendError::Invalid(_)),
+        "wrong credentials are the caller's to fix, not a server to retry: {err:?}"
+    );
     let message = err.to_string();
     assert!(
         started.elapsed() < SELECTION_TIMEOUT + Duration::from_secs(5),
