@@ -220,10 +220,17 @@ try {
 
   // The dark theme, where the system asks for it: the chart redraws in its colours.
   await page.emulateMedia({ colorScheme: 'dark' });
-  const darkCorner = await page.locator('#chart canvas').evaluate((canvas) => {
+  // The redraw follows the media change asynchronously: wait for it (at most 5 s), so a
+  // slow machine is not taken for a light chart.
+  const corner = () => page.locator('#chart canvas').evaluate((canvas) => {
     const [r, g, b] = canvas.getContext('2d').getImageData(2, 2, 1, 1).data;
     return r + g + b;
   });
+  let darkCorner = await corner();
+  for (let waited = 0; darkCorner >= 150 && waited < 5000; waited += 100) {
+    await page.waitForTimeout(100);
+    darkCorner = await corner();
+  }
   const darkBlue = await pixelsOfColour('#4e79a7');
   check(darkCorner < 150 && darkBlue > 150, 'with a dark system theme the chart is dark, its series drawn',
     { darkCorner, darkBlue });
