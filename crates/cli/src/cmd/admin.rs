@@ -28,6 +28,12 @@ pub enum Command {
     /// this in the background as data arrives; a running server does it on
     /// `POST /api/v1/admin/compact`. Embedded: run it while no server has the store open.
     Compact(CompactArgs),
+    /// Write every stored raw point as InfluxDB line protocol (ns timestamps), one line per
+    /// point, to --out (a file, or `-` for standard output); `tickertape import` reads it
+    /// back into any store (docs/scale-out.md). Stale markers are left out; rollups are
+    /// not exported (the importing store derives its own). Embedded: run it while no
+    /// server has the store open.
+    Export(super::export::Args),
 }
 
 #[derive(clap::Args, Debug)]
@@ -77,6 +83,7 @@ pub async fn run(command: Command) -> Result<()> {
         Command::Retention(args) => retention(args).await,
         Command::RebuildRollups(args) => rebuild_rollups(args).await,
         Command::Compact(args) => compact(args).await,
+        Command::Export(args) => super::export::run(args).await,
     }
 }
 
