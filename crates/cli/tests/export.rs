@@ -140,6 +140,15 @@ fn an_embedded_store_moves_to_mongodb_through_export_and_import() {
     expected.push(late_line);
     expected.sort();
 
+    // Without the config the bucket measurement would be read as value segments: refused.
+    let out = tickertape(&["admin", "export", "--store", embedded]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(r#"measurement "room" is stored in buckets of 10s slots"#),
+        "{}",
+        text(&out.stderr)
+    );
+
     let from_embedded = dir.path().join("embedded.lp");
     let first_export = export(embedded, &config, &from_embedded, expected.len());
     assert_eq!(first_export, expected, "the embedded store's export");

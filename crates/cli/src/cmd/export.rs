@@ -12,12 +12,14 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
 use std::io::Write;
-use tickertape_backend::SeriesInfo;
+use tickertape_backend::{NameSpace, SeriesInfo, SlotKind};
 use tickertape_core::lineproto::{
     escape_field_key, escape_measurement, escape_tag_key, escape_tag_value, format_field_value,
     FieldValue, MAX_TIMESTAMP, MIN_TIMESTAMP,
 };
 use tickertape_core::model::is_stale_marker;
+use tickertape_core::schema::Layout;
+use tickertape_core::time::format_duration;
 use tickertape_core::SeriesSelector;
 use tickertape_engine::{Engine, QueryLimits};
 
@@ -53,6 +55,7 @@ pub async fn run(args: Args) -> Result<()> {
         max_points: usize::MAX,
     });
     let measurements = measurements(&engine, &args.measurement).await?;
+    check_layouts(&engine, &measurements).await?;
     let mut series = Vec::new();
     for m in &measurements {
         let selector = SeriesSelector {
@@ -123,6 +126,42 @@ async fn measurements(engine: &Engine, asked: &[String]) -> Result<Vec<String>> 
         bail!("--measurement {missing:?}: the store has no series of this measurement");
     }
     Ok(asked.into_iter().collect())
+}
+
+/// Refuses a measurement whose raw points lie in bucket documents that the schema does
+/// not read as such (no `layout = "buckets"`, or another interval): the store does not
+/// record a measurement's layout, `--config` says it, and without it those points would be
+/// missing from the export without a word.
+async fn check_layouts(engine: &Engine, measurements: &[String]) -> Result<()> {
+    let backend = engine.backend();
+    let mut raw: Vec<(u64, i64)> = backend
+        .list_partitions()
+        .await?
+        .into_iter()
+        .filter_map(|p| match p.family().slots() {
+            SlotKind::Raw { interval_ns } => Some((p.family().measurement(), interval_ns)),
+            SlotKind::Rollup(_) => None,
+        })
+        .collect();
+    raw.sort_unstable();
+    raw.dedup();
+    let tokens: Vec<u64> = raw.iter().map(|(token, _)| *token).collect();
+    let names = backend.names_of(NameSpace::Measurement, &tokens).await?;
+    for ((_, interval_ns), name) in raw.into_iter().zip(names) {
+        let Some(name) = name.filter(|n| measurements.contains(n)) else {
+            continue;
+        };
+        match engine.schema().for_measurement(&name).layout {
+            Layout::Buckets { interval_ns: i } if i == interval_ns => {}
+            _ => bail!(
+                "measurement {name:?} is stored in buckets of {} slots, which the schema does \
+                 not say (layout = \"buckets\", interval = \"{0}\"): give the --config the store \
+                 is written with; nothing was exported",
+                format_duration(interval_ns)
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// One line per point: `measurement,tag=v,… field=value time`. Stale markers (Prometheus'
