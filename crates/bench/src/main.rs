@@ -10,6 +10,7 @@
 //! - `remote_write.rs`: the dataset as Prometheus remote-write bodies, ingested
 //!   alternately with line protocol (issue 11).
 //! - `disk.rs`: allocated bytes of a directory.
+//! - `shards.rs`: a simulated sharded MongoDB cluster under an MMS-sized load (issue 23).
 //! - `layouts/`: seed 003's schema simulator (`tickertape-bench layouts`), one file per
 //!   family of layouts.
 //! - `candidates/`: storage designs for the embedded engine's part files (issue 9): own
@@ -24,6 +25,7 @@ mod layouts;
 mod promql;
 mod queries;
 mod remote_write;
+mod shards;
 mod store;
 
 use clap::Parser;
@@ -102,6 +104,15 @@ enum Command {
     /// the ratio; every point is counted back after each ingest.
     #[command(verbatim_doc_comment)]
     RemoteWrite(remote_write::Args),
+    /// Issue 23's scale-out check: a simulated sharded MongoDB cluster (--shards) under an
+    /// MMS-sized load (25,000 hosts × 100 metrics every 10 s for two days, 5% of the hosts
+    /// replaced every 6 hours), fed with the store's own partition names, shard keys
+    /// (`shard_key_of`: {s: "hashed"}) and MongoDB's md5-based hash of each series id.
+    /// Pre-split chunks, splits at the chunk size, a data-size balancer. Prints per hour
+    /// each shard's share of the writes and of the chunks (max/mean), and the shards a
+    /// one-series query touches. Simulated: no server is involved.
+    #[command(verbatim_doc_comment)]
+    Shards(shards::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -114,6 +125,7 @@ fn main() -> std::process::ExitCode {
             Command::Cardinality(args) => cardinality::run(args).await,
             Command::Promql(args) => promql::run(args).await,
             Command::RemoteWrite(args) => remote_write::run(args).await,
+            Command::Shards(args) => shards::run(args).await,
         }
     })
 }
