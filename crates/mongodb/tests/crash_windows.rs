@@ -1,13 +1,14 @@
 //! The crash windows of layout v2 (`docs/format/mongodb.md`, "Crash windows"): a writer
 //! stops after taking its write numbers, or between the partitions of one call; a fold
-//! stops after upserting the rollups, or after replacing the first document of each run.
+//! stops after upserting the rollups, or after inserting its merged documents (before it
+//! marks its inputs superseded).
 //! Every acknowledged point reads back with its last acknowledged value (a failed call's
 //! points with their old or their new value, or absent where they had none) and the
 //! rollups equal the raw slots bit for bit, right after the stop; then a fresh handle
 //! (another process) reads the same, its writes go on, and after its `compact` the rollup
 //! documents cover every live document (`rollup_lag_points` 0) and still equal the raw
-//! slots. A fold stopped inside its replacements is `fold_stops_inside_its_replacements`
-//! (ignored: it loses points).
+//! slots. A fold stopped between its write commands is
+//! `fold_stops_inside_its_replacements`.
 
 mod common;
 
