@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | collection | `bk.<m>.<raw\|roll>.<slot ns>.<start ns>` | one partition of a family: measurement token `m`, slot width, partition start |
 //! | both | `_id` | `{s: series, b: bucket start ns}` (field order fixed: `_id` ranges compare field by field) |
+//! | both | `s` | the series id again: the shard key (`{s: "hashed"}`), named by every read and write filter |
 //! | raw | `v` | `{"<minute>": {"<second>": value \| null}}`: slot `i` is `v.<i / 60>.<i % 60>` |
 //! | raw | `n`, `sum` | values (or increments) written, their sum in write order |
 //! | raw | `mn`, `mx` | smallest and largest value written (`+inf`/`-inf` in a shell) |

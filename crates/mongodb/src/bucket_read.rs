@@ -35,10 +35,14 @@ impl Shared {
         };
         let family = range.family;
         let series = sid(range.series)?;
-        let filter = doc! { "_id": {
-            "$gte": bucket_id(series, span.first()),
-            "$lt": bucket_id(series, span.end()),
-        }};
+        let filter = doc! {
+            "_id": {
+                "$gte": bucket_id(series, span.first()),
+                "$lt": bucket_id(series, span.end()),
+            },
+            // The shard key: the read goes to the one shard holding the series.
+            "s": series,
+        };
         // A find on a collection that does not exist is cheap and returns nothing; past a
         // few partitions, one `listCollections` saves more round trips than it costs.
         let partitions = match span.named_partitions() {
@@ -125,6 +129,7 @@ impl Shared {
             .map(|&s| {
                 let mut d = template.clone();
                 d.insert("_id", bucket_id(sid(s)?, bucket_start));
+                d.insert("s", sid(s)?);
                 Ok(d)
             })
             .collect::<Result<Vec<_>>>()?;

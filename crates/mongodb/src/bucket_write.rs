@@ -188,16 +188,18 @@ impl Shared {
             })
             .collect();
         let mut ids: Vec<Bson> = Vec::new();
+        let mut series: Vec<Bson> = Vec::new();
         let mut seen = HashSet::new();
         for (_, id, _) in &sets {
             if seen.insert(id.to_string()) {
                 ids.push(Bson::Document((*id).clone()));
+                series.extend(id.get("s").cloned());
             }
         }
         let docs = find_all(
             self.db
                 .collection::<Document>(collection)
-                .find(doc! { "_id": { "$in": ids } })
+                .find(doc! { "_id": { "$in": ids }, "s": { "$in": series } })
                 .projection(doc! { "v": 1 }),
             "read taken slots",
         )
@@ -294,7 +296,7 @@ fn pipeline_statement(
 ) -> Statement {
     Statement {
         update: doc! {
-            "q": { "_id": id.clone() },
+            "q": with_series(&id),
             "u": multi_slot_update(pipelines),
             "upsert": true,
             "multi": false,
@@ -322,9 +324,20 @@ fn prefix_invalid(e: BackendError, context: &str) -> BackendError {
     }
 }
 
+/// The filter of one bucket document: its `_id` and its series `s` (the shard key, which
+/// a sharded upsert must name; an upsert copies it into the document it creates).
+fn with_series(id: &Document) -> Document {
+    let mut q = doc! { "_id": id.clone() };
+    if let Some(s) = id.get("s") {
+        q.insert("s", s.clone());
+    }
+    q
+}
+
 /// `Set`: seed 001's operators, on the condition that the slot holds no value.
 fn set_update(id: &Document, path: &str, v: f64) -> (Document, Bson) {
-    let q = doc! { "_id": id.clone(), path: Bson::Null };
+    let mut q = with_series(id);
+    q.insert(path, Bson::Null);
     let u = doc! {
         "$set": { path: v },
         "$inc": { "n": 1_i64, "sum": v },

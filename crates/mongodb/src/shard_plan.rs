@@ -9,8 +9,8 @@
 //!   point, and the current partition's writes with them.
 //! - rollup partitions `sr.…`: `{_id: "hashed"}` (`_id` is the series id), for the same
 //!   reasons.
-//! - bucket partitions `bk.…`: `{_id: 1}` ranged on `{series, start}` (seed 003's
-//!   compound key): a read is an `_id` range of one series, a write an `_id` equality.
+//! - bucket partitions `bk.…`: `{s: "hashed"}` as the values: every bucket read and write
+//!   names its series `s` beside the `_id` `{s, b}`.
 //! - the fixed collections stay unsharded (each says why).
 
 use std::collections::BTreeSet;
@@ -83,9 +83,10 @@ pub fn shard_key_of(name: &str) -> (Option<Document>, &'static str) {
     }
     if name.starts_with(Partition::NAME_PREFIX) {
         return (
-            Some(doc! { "_id": 1 }),
-            "bucket documents {series, start}: a read is an _id range of one series and a \
-             write an _id equality, both routed to one shard (seed 003's compound key)",
+            Some(doc! { "s": "hashed" }),
+            "bucket documents of one series (s) and start: every read (an _id range of one \
+             series) and every write (an _id upsert) also names s, so it goes to the shard \
+             holding the series; hashed, so new series spread over every shard",
         );
     }
     let reason = match name {
