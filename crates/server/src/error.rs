@@ -13,6 +13,9 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     TooLarge(String),
+    /// A body in a format this endpoint does not take (HTTP 415); the message names it.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -22,6 +25,7 @@ impl ApiError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Engine(EngineError::BadQuery(_)) => StatusCode::BAD_REQUEST,
             Self::Engine(EngineError::OverLimit(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Engine(EngineError::Backend(e)) => match e {

@@ -202,6 +202,44 @@ async fn a_write_is_stored_and_answered_204() {
     );
 }
 
+/// Remote write 2.0's message is refused with 415 (the 2.0 specification's answer for a
+/// message the receiver does not take), and stores nothing; 1.0 named explicitly is taken.
+#[tokio::test]
+async fn remote_write_2_is_refused_with_415_and_1_named_explicitly_is_taken() {
+    let server = Server::default().await;
+    let body = encode_request(&request(vec![series("up", "a", &[(T0, 1.0)])])).unwrap();
+    let post = |content_type: &'static str, body: Vec<u8>| {
+        server
+            .client
+            .post(format!("{}/prometheus/api/v1/write", server.url))
+            .header("Content-Type", content_type)
+            .header("Content-Encoding", "snappy")
+            .body(body)
+            .send()
+    };
+    let response = post(
+        "application/x-protobuf;proto=io.prometheus.write.v2.Request",
+        body.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status().as_u16(), 415);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("io.prometheus.write.v2.Request"), "{text}");
+    assert!(
+        server.stored("up").await.is_empty(),
+        "a refused body stored points"
+    );
+    let response = post(
+        "application/x-protobuf; proto=prometheus.WriteRequest",
+        body,
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+    assert_eq!(server.stored("up").await.len(), 1);
+}
+
 #[tokio::test]
 async fn a_body_without_content_encoding_is_taken_as_snappy() {
     let server = Server::default().await;

@@ -4,8 +4,8 @@
 //! Statuses follow what Prometheus does with them: it drops a batch for good on a 4xx and
 //! retries it on a 5xx. So 400 only for a body that cannot be decoded (nothing of it is
 //! stored); 5xx when the store fails (retrying may succeed); and 204 once every series
-//! that could be stored is, even when some were refused (a series limit, a late sample on
-//! a store that refuses them): refusing the whole batch would lose the good series too
+//! that could be stored is, even when some were refused (a series limit): refusing the
+//! whole batch would lose the good series too
 //! and a retry would be refused the same way. Refusals are logged and counted in
 //! `/metrics` instead.
 
@@ -39,6 +39,7 @@ pub(crate) async fn write(
         )));
     }
     check_encoding(&headers)?;
+    check_message(&headers)?;
     let protobuf = decompress_write_request(&body, MAX_DECODED_BYTES).map_err(bad_request)?;
     let request = BorrowedWriteRequest::parse(&protobuf).map_err(bad_request)?;
     let points: Vec<Point> = request
@@ -65,6 +66,31 @@ pub(crate) async fn write(
         log_refusals(&report, request.len());
     }
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The message a body holds, from its `Content-Type`'s `proto` parameter (remote write
+/// 2.0): version 1's `prometheus.WriteRequest` when it names none (Prometheus 2.x sends
+/// plain `application/x-protobuf`). Version 2's `io.prometheus.write.v2.Request`, or any
+/// other, is refused with 415, as the 2.0 specification asks of a receiver that does not
+/// take it, so the sender falls back to 1.0 instead of getting 204 for nothing stored.
+fn check_message(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    let proto = text.split(';').skip(1).find_map(|parameter| {
+        let (name, value) = parameter.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("proto")
+            .then(|| value.trim().trim_matches('"').to_owned())
+    });
+    match proto.as_deref() {
+        None | Some("prometheus.WriteRequest") => Ok(()),
+        Some(other) => Err(ApiError::UnsupportedMediaType(format!(
+            "Content-Type proto={other} is not supported: this endpoint takes remote write 1.0 \
+             (proto=prometheus.WriteRequest, or application/x-protobuf without proto)"
+        ))),
+    }
 }
 
 /// Prometheus 2.x sends `Content-Encoding: snappy`; a body without the header is taken
