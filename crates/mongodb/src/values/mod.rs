@@ -18,8 +18,8 @@
 //! - `write`: `append`, two requests for a body in one partition.
 //! - `read`: `read_segments` (the points of a range and their neighbours) and `heads`.
 //! - `fold`: merging a series' documents and deriving its rollups, off the write path.
-//! - `rollup_doc`, `rollups`: the rollup documents; `read_segment_rollup`, rollup retention.
-//! - `retention`: `drop_raw_before`, whole collections at once.
+//! - `rollup_doc`, `rollups`: the rollup documents; `read_segment_rollup`.
+//! - `retention`: `drop_raw_before` and `drop_segment_rollup_before`, whole collections at once.
 //! - `background`: the task that folds every few seconds.
 
 mod background;

@@ -149,33 +149,6 @@ impl Shared {
         ))
     }
 
-    /// Drops `measurement`'s rollup partitions at `resolution` that end at or before
-    /// `cutoff` (whole collections), or lists them.
-    pub(crate) async fn drop_rollups_before(
-        &self,
-        measurement: &str,
-        resolution: Resolution,
-        cutoff: i64,
-        dry_run: bool,
-    ) -> Result<Vec<(i64, i64)>> {
-        let Some(token) = self.measurement_token(measurement).await? else {
-            return Ok(Vec::new());
-        };
-        let by = self.layout.partitioning;
-        let mut spans = Vec::new();
-        for p in self.partitions(Some(token)).await? {
-            let end = by.clamped_end_of(p.start);
-            if p.resolution != Some(resolution.nanos()) || end > cutoff {
-                continue;
-            }
-            if !dry_run {
-                self.drop_collection(&p).await?;
-            }
-            spans.push((p.start, end));
-        }
-        Ok(spans)
-    }
-
     pub(crate) async fn drop_collection(&self, p: &PartitionName) -> Result<()> {
         let name = p.collection();
         self.collection(&name)
