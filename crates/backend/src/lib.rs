@@ -27,10 +27,12 @@ pub mod catalog;
 pub mod listing;
 pub mod names;
 pub mod partitions;
+pub mod tokens;
 pub mod value_store;
 
 pub use bucket_store::BucketStore;
 pub use catalog::SeriesCatalog;
+pub use tokens::TokenStore;
 pub use value_store::ValueStore;
 
 pub use buckets::{

@@ -4,9 +4,9 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use std::sync::Arc;
-use tickertape_backend::Backend;
+use tickertape_backend::{Backend, TokenStore};
 use tickertape_core::schema::Schema;
-use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
+use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions, TokenFile};
 use tickertape_engine::Engine;
 use tickertape_mongodb::{MongoBackend, MongoOptions, ReadMode};
 
@@ -115,6 +115,22 @@ fn parse_width(text: &str) -> Result<i64, String> {
         Ok(ns) if ns > 0 => Ok(ns),
         Ok(_) => Err("a partition must be longer than 0".into()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+impl StoreArgs {
+    /// The store's API tokens, without opening its data: the embedded store's token file
+    /// can be changed while a server holds the store. On MongoDB, a connection of its own
+    /// that does not fold in the background.
+    pub async fn token_store(&self) -> Result<Arc<dyn TokenStore>> {
+        if !self.is_mongodb() {
+            return Ok(Arc::new(TokenFile::new(&self.store)));
+        }
+        let mut options = self.mongo_options();
+        options.fold_every = std::time::Duration::from_secs(365 * 86_400);
+        let backend = MongoBackend::connect(options).await?;
+        // Dropping the handle stops its background task; the tokens keep its connection.
+        Ok(Arc::new(backend.token_store()))
     }
 }
 

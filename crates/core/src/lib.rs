@@ -10,10 +10,12 @@
 //! - [`query`]: neighbor selection and windowed aggregation over sorted points.
 //! - [`hold`]: how a change-only series answers (the value holds until the next change).
 //! - [`rollup`], [`schema`]: rollup arithmetic; the per-measurement config.
+//! - [`auth`]: API tokens' scopes and how a store keeps them (hashed).
 //!
 //! Every function here is deterministic and free of I/O, so it is tested by itself,
 //! including property tests.
 
+pub mod auth;
 pub mod codec;
 pub mod hold;
 pub mod lineproto;

@@ -18,6 +18,7 @@
 //! - `names`: the name ↔ token tables;
 //! - `writer`: the single writer thread every change goes through;
 //! - `catalog`: the in-memory series catalog;
+//! - `tokens`: the API tokens, hashed, in `tokens.json` ([`TokenFile`]);
 //! - `faults`: I/O fault injection for tests.
 //!
 //! The byte layout of every table is in `docs/format/embedded.md`.
@@ -29,6 +30,7 @@ mod file;
 mod names;
 mod series_keys;
 mod tables;
+mod tokens;
 mod values;
 mod writer;
 
@@ -60,6 +62,7 @@ use writer::{Job, Writer, WriterParts};
 pub use values::DEFAULT_PARTITION_NS;
 
 pub use faults::IoFaults;
+pub use tokens::{TokenFile, TOKEN_FILE};
 
 /// The file inside the store directory.
 pub const DATA_FILE: &str = "tickertape.redb";

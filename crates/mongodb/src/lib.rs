@@ -23,9 +23,11 @@
 //! - `bucket_layout`, `bucket_write`, `bucket_read`: time buckets in time-partitioned
 //!   collections (seeds 001, 003, 004): names, slot paths, shells, writes, reads.
 //! - `names`: the name store (seed 002).
+//! - `api_tokens`: the API tokens, hashed ([`MongoTokens`]).
 //! - `error`: driver errors mapped to [`BackendError`].
 
 mod admin;
+mod api_tokens;
 mod backfill;
 mod bucket_layout;
 mod bucket_read;
@@ -60,6 +62,7 @@ use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 
 pub use admin::{ensure_mongos, ShardReport};
+pub use api_tokens::MongoTokens;
 pub use options::{
     uri_with_database, FaultPlan, FaultPoint, MongoOptions, ReadMode, DEFAULT_BLOCK_POINTS,
     MAX_BLOCK_POINTS,
@@ -118,6 +121,13 @@ impl MongoBackend {
     /// Points per value document at most (the database's own).
     pub fn block_points(&self) -> usize {
         self.shared.layout.block_points
+    }
+
+    /// The store's API tokens (`api_tokens`), on this handle's connection.
+    pub fn token_store(&self) -> MongoTokens {
+        MongoTokens {
+            shared: self.shared.clone(),
+        }
     }
 
     /// The database this handle works in.

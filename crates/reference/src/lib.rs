@@ -12,7 +12,8 @@
 //! - `segments`: one sorted list of points per series, value segments derived on read;
 //! - `rollups`: derived rollups of value segments, and those that outlive raw retention;
 //! - `buckets`: bucket documents in partitions, slot writes, shells;
-//! - `names`: the name store.
+//! - `names`: the name store;
+//! - `tokens`: API tokens ([`MemoryTokens`]).
 //!
 //! All state is plain `BTreeMap`s behind one `std::sync::Mutex` (never held across an
 //! `.await`), so every call is atomic. [`ReferenceBackend::reopen`] hands out another
@@ -24,6 +25,9 @@ mod names;
 mod registry;
 mod rollups;
 mod segments;
+mod tokens;
+
+pub use tokens::MemoryTokens;
 
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -10,10 +10,13 @@
 //!   clients ask before they write ([`influx`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
 //!
+//! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
+//!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
 //! status codes.
 
 pub mod admin;
+pub mod auth;
 pub mod binary;
 pub mod dashboard;
 pub mod error;
@@ -38,12 +41,15 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub max_body_bytes: usize,
+    /// `--auth`: the store's tokens; `None` lets every request through.
+    pub auth: Option<Arc<auth::Authenticator>>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            auth: None,
         }
     }
 }
@@ -79,6 +85,11 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .nest("/prometheus", prometheus::routes())
         .merge(dashboard::routes())
         .merge(influx::routes())
+        // Inside `track`, so refused requests are counted under their route and status.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

@@ -34,6 +34,10 @@ pub enum Command {
     /// not exported (the importing store derives its own). Embedded: run it while no
     /// server has the store open.
     Export(super::export::Args),
+    /// API tokens for `serve --auth`: create (prints the token once), list, revoke. Works
+    /// while a server runs on the store; it takes a change into account within a second.
+    #[command(subcommand)]
+    Token(super::token::Command),
 }
 
 #[derive(clap::Args, Debug)]
@@ -84,6 +88,7 @@ pub async fn run(command: Command) -> Result<()> {
         Command::RebuildRollups(args) => rebuild_rollups(args).await,
         Command::Compact(args) => compact(args).await,
         Command::Export(args) => super::export::run(args).await,
+        Command::Token(command) => super::token::run(command).await,
     }
 }
 

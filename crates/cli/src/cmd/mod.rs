@@ -6,3 +6,4 @@ pub mod import;
 pub mod plot;
 pub mod query;
 pub mod serve;
+pub mod token;

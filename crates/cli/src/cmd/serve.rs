@@ -2,9 +2,11 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
+use std::sync::Arc;
 use std::time::Duration;
 use tickertape_core::time::parse_duration;
 use tickertape_engine::{Engine, QueryLimits, SeriesLimits};
+use tickertape_server::auth::Authenticator;
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(clap::Args, Debug)]
@@ -46,6 +48,11 @@ pub struct Args {
     /// store.
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub shard_every: Duration,
+    /// Require an API token on every request but /health and /ping (401 without one, 403
+    /// when its scope is short). Make tokens with `tickertape admin token create`; the
+    /// server refuses to start with --auth while the store has none.
+    #[arg(long)]
+    pub auth: bool,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -61,6 +68,13 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 pub async fn run(args: Args) -> Result<()> {
+    // Before the store opens: a refusal should not wait for MongoDB's background start.
+    let auth = match args.auth {
+        true => Some(Arc::new(
+            Authenticator::load(args.store.token_store().await?).await?,
+        )),
+        false => None,
+    };
     let engine = args
         .store
         .engine()
@@ -78,12 +92,13 @@ pub async fn run(args: Args) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
-    tracing::info!(store = %args.store.store, backend = backend.kind(), "listening on http://{address}");
+    tracing::info!(store = %args.store.store, backend = backend.kind(), auth = args.auth, "listening on http://{address}");
     let retention = schedule(engine.clone(), args.retention_every, Task::Retention);
     let preallocation = schedule(engine.clone(), args.preallocate_every, Task::Preallocation);
     let sharding = shard_schedule(&args.store, args.shard_every).await;
     let config = ServerConfig {
         max_body_bytes: args.max_body_bytes,
+        auth,
     };
     let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;
     for task in [retention, preallocation, sharding].into_iter().flatten() {

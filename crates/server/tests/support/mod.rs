@@ -32,6 +32,11 @@ impl TestServer {
     /// A server on a fresh embedded store whose engine uses the TOML schema `schema` (as
     /// `--config` gives it).
     pub async fn start_with_schema(schema: &str) -> Self {
+        Self::start_with(schema, ServerConfig::default()).await
+    }
+
+    /// A server on a fresh embedded store with the schema `schema` and `config`.
+    pub async fn start_with(schema: &str, config: ServerConfig) -> Self {
         let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let dir = tempfile::tempdir().expect("temp dir");
         let backend =
@@ -44,7 +49,7 @@ impl TestServer {
         let task = tokio::spawn(tickertape_server::serve(
             listener,
             Engine::new(Arc::new(backend)).with_schema(schema),
-            ServerConfig::default(),
+            config,
             async {
                 let _ = stopped.await;
             },
