@@ -14,6 +14,7 @@ mod rollup_merges;
 mod selection;
 mod series;
 mod stale_markers;
+mod tokens;
 
 pub use bucket_ranges::bucket_reads_select_documents_overlapping_the_range;
 pub use buckets::{
@@ -39,6 +40,7 @@ pub use series::{
     unknown_series_are_refused,
 };
 pub use stale_markers::stale_markers_come_back_bit_for_bit;
+pub use tokens::tokens_are_kept_replaced_and_revoked;
 
 use async_trait::async_trait;
 use rand::{rngs::StdRng, Rng, SeedableRng};

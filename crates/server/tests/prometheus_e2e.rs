@@ -116,6 +116,136 @@ async fn prometheus_round_trip() {
     tickertape.stop().await;
 }
 
+/// `serve --auth` with a real Prometheus: one `remote_write` block with `basic_auth`, one
+/// with an `authorization` block (Bearer), both with a write token, and one with a
+/// read-only token; each labels its samples `via`. The first two arrive, the third is
+/// refused (403) and nothing of it is stored; a Prometheus remote-reading with a read
+/// token through `basic_auth` gets the samples back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_round_trip_with_tokens() {
+    if !Path::new(PROMETHEUS).exists() {
+        eprintln!(
+            "SKIPPED: prometheus binary not found — install Debian's prometheus package \
+             (scripts/test does)"
+        );
+        return;
+    }
+    use std::sync::Arc;
+    use tickertape_backend::TokenStore;
+    use tickertape_core::auth::{Scope, Scopes, TokenHash, TokenRecord};
+    const WRITE: &str = "tt_prometheus_write_0000000000000000000000000000000";
+    const READ: &str = "tt_prometheus_read_00000000000000000000000000000000";
+    let tokens = Arc::new(tickertape_reference::MemoryTokens::default());
+    for (secret, scope) in [(WRITE, Scope::Write), (READ, Scope::Read)] {
+        let record = TokenRecord {
+            name: secret.into(),
+            scopes: Scopes::new([scope]).unwrap(),
+            hash: TokenHash::of(secret),
+            created: 0,
+        };
+        tokens.add_token(record).await.unwrap();
+    }
+    let config = tickertape_server::ServerConfig {
+        auth: Some(Arc::new(
+            tickertape_server::auth::Authenticator::load(tokens)
+                .await
+                .unwrap(),
+        )),
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tickertape = TestServer::start_with("", config).await;
+    let url = tickertape.url.clone();
+    let writer = Prometheus::start(dir.path(), "writer", |own| {
+        format!(
+            "global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: prometheus
+    static_configs:
+      - targets: ['{own}']
+remote_write:
+  - url: {url}/prometheus/api/v1/write
+    basic_auth: {{username: prometheus, password: {WRITE}}}
+    write_relabel_configs: [{{target_label: via, replacement: basic}}]
+    queue_config: {{batch_send_deadline: 200ms}}
+  - url: {url}/prometheus/api/v1/write
+    authorization: {{credentials: {WRITE}}}
+    write_relabel_configs: [{{target_label: via, replacement: bearer}}]
+    queue_config: {{batch_send_deadline: 200ms}}
+  - url: {url}/prometheus/api/v1/write
+    authorization: {{credentials: {READ}}}
+    write_relabel_configs: [{{target_label: via, replacement: readonly}}]
+    queue_config: {{batch_send_deadline: 200ms}}
+"
+        )
+    })
+    .await;
+    let count_via = |via: &'static str| {
+        let (client, url) = (tickertape.client.clone(), tickertape.url.clone());
+        async move {
+            let answer: Value = client
+                .get(format!("{url}/api/v1/query"))
+                .bearer_auth(READ)
+                .query(&[
+                    ("measurement", "up"),
+                    ("tag", &format!("via:{via}")),
+                    ("start", "0"),
+                ])
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            answer["series"]
+                .get(0)
+                .and_then(|s| s["points"].as_array())
+                .map_or(0, |p| p.len())
+        }
+    };
+    let deadline = Instant::now() + DATA_WAIT;
+    loop {
+        let (basic, bearer) = (count_via("basic").await, count_via("bearer").await);
+        if basic >= 5 && bearer >= 5 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "basic {basic}, bearer {bearer} samples of `up` after {DATA_WAIT:?}; Prometheus' log:\n{}",
+            writer.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(count_via("readonly").await, 0, "a read token wrote");
+    let log = writer.log_tail();
+    assert!(log.contains("403"), "Prometheus logged no refusal:\n{log}");
+
+    let reader = Prometheus::start(dir.path(), "reader", |_| {
+        format!(
+            "remote_read:
+  - url: {url}/prometheus/api/v1/read
+    read_recent: true
+    basic_auth: {{username: grafana, password: {READ}}}
+"
+        )
+    })
+    .await;
+    let end_s = now_ms() / 1000;
+    let range = Range {
+        start: end_s - 60,
+        end: end_s,
+    };
+    let read_back = reader.query_range("up{via=\"basic\"}", &range).await;
+    assert!(
+        !read_back.is_empty(),
+        "remote read with basic_auth answered nothing"
+    );
+    drop(reader);
+    drop(writer);
+    tickertape.stop().await;
+}
+
 /// A Prometheus that scrapes itself (`own` is its own address) every second and
 /// remote-writes to tickertape with a short batch deadline, so that samples arrive fast.
 fn scraping_config(own: &str, tickertape: &str) -> String {
