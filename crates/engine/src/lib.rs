@@ -13,9 +13,12 @@
 //! - [`series_limits`]: `--max-series` and `--max-series-per-measurement`, checked before
 //!   a body registers new series.
 //! - `samples_read`: raw points over a closed range with stale markers, for PromQL.
+//! - [`key_limits`]: `--max-line-bytes`, `--max-tags`, `--max-name-bytes`,
+//!   `--max-tag-value-bytes`: what one line and one new series may be.
 //! - [`names`]: the name store's tokens, cached (seed 002).
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 
+pub mod key_limits;
 mod listing;
 pub mod maintenance;
 pub mod names;
@@ -33,6 +36,7 @@ mod stored;
 mod windows;
 pub mod write;
 
+pub use key_limits::KeyLimits;
 use names::NameCache;
 use series_cache::SeriesCache;
 pub use series_limits::SeriesLimits;
@@ -136,6 +140,7 @@ pub struct Engine {
     schema: Arc<Schema>,
     limits: QueryLimits,
     series_limits: SeriesLimits,
+    key_limits: KeyLimits,
 }
 
 impl Engine {
@@ -152,6 +157,7 @@ impl Engine {
             schema: Arc::new(Schema::default()),
             limits: QueryLimits::default(),
             series_limits: SeriesLimits::default(),
+            key_limits: KeyLimits::default(),
         }
         .offer_segment_rollups()
     }
@@ -170,6 +176,12 @@ impl Engine {
     /// Refuses lines that would register series past `limits` (the defaults otherwise).
     pub fn with_series_limits(mut self, limits: SeriesLimits) -> Self {
         self.series_limits = limits;
+        self
+    }
+
+    /// Refuses lines and new series past `limits` (the defaults otherwise).
+    pub fn with_key_limits(mut self, limits: KeyLimits) -> Self {
+        self.key_limits = limits;
         self
     }
 

@@ -21,13 +21,15 @@ const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
 
 /// Every line of `body` parsed and converted, with its 1-based number, in line order.
 /// A long body is cut at line ends into one piece per core, parsed side by side.
+/// Lines longer than `max_line_bytes` are refused unscanned.
 pub(crate) fn parse_lines<'a>(
     body: &'a str,
     precision: Precision,
     now: i64,
+    max_line_bytes: usize,
 ) -> Vec<(usize, Result<Parsed<'a>, String>)> {
     let parse = |piece: &'a str, first_number: usize| {
-        lineproto::parse_body(piece, precision, now)
+        lineproto::parse_body_within(piece, precision, now, max_line_bytes)
             .map(|(number, result)| {
                 let number = number + first_number - 1;
                 let result = result.map_err(|e| e.to_string()).and_then(|line| {
@@ -170,7 +172,7 @@ mod tests {
                 )
             })
             .collect();
-        let parallel = parse_lines(&body, Precision::Nanoseconds, 0);
+        let parallel = parse_lines(&body, Precision::Nanoseconds, 0, usize::MAX);
         assert_eq!(summary(parallel), summary(sequential));
     }
 }

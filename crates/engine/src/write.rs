@@ -9,6 +9,7 @@
 
 mod group;
 
+use crate::key_limits::KeyLimits;
 use crate::parse::{parse_lines, Parsed};
 use crate::rollup_source::{nothing_refused, stored_count, RollupGroup, RollupSource};
 use crate::series_limits::admit;
@@ -177,7 +178,7 @@ impl Engine {
         let now = self.clock.now_nanos();
         let mut errors = Errors::new();
         let mut parsed = Vec::new();
-        for (number, result) in parse_lines(body, precision, now) {
+        for (number, result) in parse_lines(body, precision, now, self.key_limits.line_bytes()) {
             match result {
                 Ok(p) => parsed.push(p),
                 Err(message) => errors.entry(number).or_default().push(message),
@@ -394,7 +395,7 @@ impl Engine {
                         errors
                             .entry(number)
                             .or_default()
-                            .push(format!("{message} ({key})"));
+                            .push(format!("{message} ({})", short_key(&key)));
                     }
                 }
             }
@@ -413,19 +414,33 @@ impl Engine {
         Ok(ids)
     }
 
-    /// For each key, why registering it would pass a series limit (`None`: it may be
-    /// registered, or is already). Asks the backend only when limits are set.
+    /// For each key, why registering it would pass a [`KeyLimits`] or a series limit
+    /// (`None`: it may be registered, or is already: a stored series is never refused).
+    /// Asks the backend only when limits are set.
     async fn over_limits(&self, keys: &[SeriesKey]) -> Result<Vec<Option<String>>, EngineError> {
-        if self.series_limits.is_none() {
+        if self.series_limits.is_none() && self.key_limits == KeyLimits::NONE {
             return Ok(vec![None; keys.len()]);
         }
-        let known = self.backend.lookup_series(keys).await?;
+        let mut known: Vec<Option<Result<(), String>>> = self
+            .backend
+            .lookup_series(keys)
+            .await?
+            .into_iter()
+            .zip(keys)
+            .map(|(id, key)| match id {
+                Some(_) => None,
+                None => Some(self.key_limits.refuse(key).map_or(Ok(()), Err)),
+            })
+            .collect();
         let new: Vec<&str> = keys
             .iter()
             .zip(&known)
-            .filter(|(_, id)| id.is_none())
+            .filter(|(_, verdict)| matches!(verdict, Some(Ok(()))))
             .map(|(k, _)| k.measurement.as_str())
             .collect();
+        if self.series_limits.is_none() || new.is_empty() {
+            return Ok(known.into_iter().map(|v| v.and_then(Result::err)).collect());
+        }
         if new.is_empty() {
             return Ok(vec![None; keys.len()]);
         }
@@ -434,13 +449,23 @@ impl Engine {
         measurements.dedup();
         let count = self.backend.count_series(&measurements).await?;
         let mut verdicts = admit(self.series_limits, &count, &measurements, &new).into_iter();
-        Ok(known
-            .iter()
-            .map(|id| match id {
-                Some(_) => None,
-                None => verdicts.next().and_then(Result::err),
-            })
-            .collect())
+        for verdict in &mut known {
+            if matches!(verdict, Some(Ok(()))) {
+                *verdict = verdicts.next();
+            }
+        }
+        Ok(known.into_iter().map(|v| v.and_then(Result::err)).collect())
+    }
+}
+
+/// A series key for a message, cut at 120 characters: a key refused for its size must
+/// not make a message of its size.
+fn short_key(key: &SeriesKey) -> String {
+    const SHOWN: usize = 120;
+    let text = key.to_string();
+    match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 

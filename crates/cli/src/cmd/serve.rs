@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use std::sync::Arc;
 use std::time::Duration;
 use tickertape_core::time::parse_duration;
-use tickertape_engine::{Engine, QueryLimits, SeriesLimits};
+use tickertape_engine::{Engine, KeyLimits, QueryLimits, SeriesLimits};
 use tickertape_server::auth::Authenticator;
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
@@ -34,6 +34,21 @@ pub struct Args {
     /// Most series one measurement may hold, as --max-series. 0: no limit.
     #[arg(long, default_value_t = SeriesLimits::DEFAULT_MAX_SERIES_PER_MEASUREMENT)]
     pub max_series_per_measurement: u64,
+    /// Longest line of line protocol, in bytes; a longer line is refused (400, naming this
+    /// flag, its line number given) while the rest of its body is stored. 0: no limit.
+    #[arg(long, default_value_t = KeyLimits::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// Most tags (Prometheus: labels besides the name) a new series may have; a line or
+    /// remote-write series with more is refused, naming this flag. Series already stored
+    /// are never refused. 0: no limit.
+    #[arg(long, default_value_t = KeyLimits::DEFAULT_MAX_TAGS)]
+    pub max_tags: usize,
+    /// Longest measurement, tag key or field key of a new series, in bytes, as --max-tags.
+    #[arg(long, default_value_t = KeyLimits::DEFAULT_MAX_NAME_BYTES)]
+    pub max_name_bytes: usize,
+    /// Longest tag value of a new series, in bytes, as --max-tags.
+    #[arg(long, default_value_t = KeyLimits::DEFAULT_MAX_TAG_VALUE_BYTES)]
+    pub max_tag_value_bytes: usize,
     /// How often to drop the partitions past their retention (`retention` in --config);
     /// `0s` turns the schedule off (`tickertape admin retention` still works).
     #[arg(long, default_value = "1h", value_parser = duration)]
@@ -86,6 +101,12 @@ pub async fn run(args: Args) -> Result<()> {
         .with_series_limits(SeriesLimits {
             max_series: args.max_series,
             max_series_per_measurement: args.max_series_per_measurement,
+        })
+        .with_key_limits(KeyLimits {
+            max_line_bytes: args.max_line_bytes,
+            max_tags: args.max_tags,
+            max_name_bytes: args.max_name_bytes,
+            max_tag_value_bytes: args.max_tag_value_bytes,
         });
     let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)

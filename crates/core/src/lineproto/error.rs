@@ -57,6 +57,9 @@ pub enum LineError {
     TimestampOutOfRange { text: String },
     #[error("unexpected text {text:?} after the timestamp")]
     TrailingText { text: String },
+    /// Longer than the caller's limit ([`super::parse_body_within`]); not parsed.
+    #[error("line is {bytes} bytes long, over the limit of {max} bytes (--max-line-bytes)")]
+    TooLong { bytes: usize, max: usize },
 }
 
 /// Why a name or value cannot be written as line protocol: the protocol has no way to

@@ -116,11 +116,29 @@ pub fn parse_body<'a>(
     precision: Precision,
     default_time: i64,
 ) -> impl Iterator<Item = (usize, Result<Line<'a>, LineError>)> + 'a {
+    parse_body_within(body, precision, default_time, usize::MAX)
+}
+
+/// [`parse_body`], refusing every line longer than `max_line_bytes` (without its `\n`)
+/// with [`LineError::TooLong`] before scanning it: a server's bound on what one line may
+/// cost, whatever it holds.
+pub fn parse_body_within<'a>(
+    body: &'a str,
+    precision: Precision,
+    default_time: i64,
+    max_line_bytes: usize,
+) -> impl Iterator<Item = (usize, Result<Line<'a>, LineError>)> + 'a {
     body.split('\n')
         .enumerate()
         .filter_map(move |(index, line)| {
-            parse_line(line, precision, default_time)
-                .transpose()
-                .map(|result| (index + 1, result))
+            let result = if line.len() > max_line_bytes {
+                Err(LineError::TooLong {
+                    bytes: line.len(),
+                    max: max_line_bytes,
+                })
+            } else {
+                parse_line(line, precision, default_time).transpose()?
+            };
+            Some((index + 1, result))
         })
 }

@@ -526,3 +526,26 @@ fn check_invariants(text: &str, precision: Precision) {
         }
     }
 }
+
+#[test]
+fn a_line_over_the_limit_is_refused_and_the_others_parse() {
+    let long = format!("m,t={} v=1 1", "x".repeat(100));
+    let body = format!("m v=1 1\n{long}\n\nm v=2 2\r\n");
+    let results: Vec<_> = super::parse_body_within(&body, Precision::Nanoseconds, 0, 64).collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].1.is_ok());
+    assert_eq!(
+        results[1],
+        (
+            2,
+            Err(LineError::TooLong {
+                bytes: long.len(),
+                max: 64
+            })
+        )
+    );
+    assert_eq!(results[2].0, 4);
+    assert!(results[2].1.is_ok());
+    let message = results[1].1.clone().unwrap_err().to_string();
+    assert!(message.contains("--max-line-bytes"), "{message}");
+}
