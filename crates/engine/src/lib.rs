@@ -16,8 +16,10 @@
 //! - [`key_limits`]: `--max-line-bytes`, `--max-tags`, `--max-name-bytes`,
 //!   `--max-tag-value-bytes`: what one line and one new series may be.
 //! - [`names`]: the name store's tokens, cached (seed 002).
+//! - [`cardinality`]: series counts by measurement, field, tag key and tag pair.
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 
+pub mod cardinality;
 pub mod key_limits;
 mod listing;
 pub mod maintenance;
@@ -46,6 +48,7 @@ use tickertape_backend::{Backend, BackendError, SegmentRollupPlan};
 use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{Clock, SystemClock};
 
+pub use cardinality::Cardinality;
 pub use listing::Listing;
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use query::{CounterDisplay, Query};

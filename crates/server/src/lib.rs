@@ -4,6 +4,7 @@
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
 //! - `GET /api/v1/measurements`, `fields`, `tag_keys`, `tag_values`: the pickers' names
 //!   ([`listing`]).
+//! - `GET /api/v1/status/cardinality`: what makes the series count ([`cardinality`]).
 //! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
 //! - `/ping`, and `/query` for `CREATE DATABASE`/`SHOW DATABASES`: what InfluxDB 1.x
@@ -18,6 +19,7 @@
 pub mod admin;
 pub mod auth;
 pub mod binary;
+pub mod cardinality;
 pub mod dashboard;
 pub mod error;
 pub mod influx;
@@ -79,6 +81,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/fields", get(listing::fields))
         .route("/api/v1/tag_keys", get(listing::tag_keys))
         .route("/api/v1/tag_values", get(listing::tag_values))
+        .route("/api/v1/status/cardinality", get(cardinality::cardinality))
         .route("/api/v1/admin/compact", post(admin::compact))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))

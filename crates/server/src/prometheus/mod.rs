@@ -3,7 +3,7 @@
 //!
 //! - `api`: the query API; `params`: its parameters; `json`: its answers; `error`: its
 //!   error shape; `select`: label matchers → stored series and their samples; `read`:
-//!   remote read.
+//!   remote read; `status`: `/status/tsdb`, the cardinality counts.
 
 mod api;
 mod error;
@@ -11,6 +11,7 @@ mod json;
 mod params;
 mod read;
 mod select;
+mod status;
 mod write;
 
 use crate::AppState;
@@ -30,6 +31,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/labels", get(api::labels).post(api::labels))
         .route("/api/v1/label/{name}/values", get(api::label_values))
         .route("/api/v1/status/buildinfo", get(api::buildinfo))
+        .route("/api/v1/status/tsdb", get(status::tsdb))
         .route("/api/v1/metadata", get(api::metadata))
         .route(
             "/api/v1/query_exemplars",
