@@ -1,0 +1,174 @@
+//! The accept loop: plain HTTP or TLS on one listener, the connection limit, and graceful
+//! shutdown; each connection is then served by [`connection`] on hyper.
+//!
+//! # Layout
+//! - `mod.rs`: accepting, the connection slots, shutdown.
+//! - `tls.rs`: the rustls configuration from PEM files; plain HTTP on the TLS port.
+//! - `limits.rs`: the connection slots and the body-read timeout.
+//! - `connection.rs`: one connection on hyper, its timers and its requests.
+
+mod connection;
+mod limits;
+mod tls;
+
+pub use tls::{Tls, TlsError};
+
+use axum::Router;
+use connection::Protocol;
+use hyper_util::rt::TokioIo;
+use limits::ConnectionSlots;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit};
+
+/// After an accept error other than a client's (out of descriptors, mostly), wait this
+/// long before the next: retrying at once would spin while nothing can change.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// The time bounds of a connection (see [`connection`] for where each applies); `None`
+/// turns one off.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub header_read_timeout: Option<Duration>,
+    pub body_read_timeout: Option<Duration>,
+    /// An HTTP/2 connection with no request in flight is closed after this (HTTP/1.1's
+    /// idle keep-alive is bounded by `header_read_timeout`).
+    pub idle_timeout: Option<Duration>,
+}
+
+/// Accepts on `listener` and serves `router` on each connection (through TLS when `tls`
+/// is given) until `shutdown` completes; then stops accepting, lets the requests in
+/// flight finish and returns when every connection is closed.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    max_connections: usize,
+    tls: Option<Tls>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    // Connections watch `stop` (closed when the signal comes); `closed` lives until the
+    // last connection task ends, which is what the end of `serve` waits for.
+    let (stop, stop_receiver) = watch::channel(());
+    tokio::spawn(async move {
+        shutdown.await;
+        drop(stop_receiver);
+    });
+    let (done, closed) = watch::channel(());
+    let slots = ConnectionSlots::new(max_connections);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    on_accept_error(e).await;
+                    continue;
+                }
+            },
+            _ = stop.closed() => break,
+        };
+        let Some(slot) = slots.take(peer) else {
+            // Closed at once: the client sees its connection end rather than wait.
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let task = Accepted {
+            stream,
+            peer,
+            router: router.clone(),
+            limits,
+            tls: tls.clone(),
+            stop: stop.clone(),
+            _slot: slot,
+            _open: closed.clone(),
+        };
+        tokio::spawn(task.serve());
+    }
+    drop(closed);
+    drop(listener);
+    done.closed().await;
+    Ok(())
+}
+
+async fn on_accept_error(e: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    // A client that gave up before its connection was accepted: nothing to wait for.
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::warn!("accepting a connection failed: {e}");
+    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+}
+
+/// An accepted connection and what it holds until it closes.
+struct Accepted {
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    limits: Limits,
+    tls: Option<Tls>,
+    stop: watch::Sender<()>,
+    /// Its place among `--max-connections`.
+    _slot: OwnedSemaphorePermit,
+    /// Keeps `serve` waiting until this connection is closed.
+    _open: watch::Receiver<()>,
+}
+
+impl Accepted {
+    async fn serve(self) {
+        let Some(tls) = self.tls.clone() else {
+            let io = TokioIo::new(self.stream);
+            connection::serve(
+                io,
+                Protocol::Http1,
+                self.peer,
+                self.router,
+                self.limits,
+                self.stop,
+            )
+            .await;
+            return;
+        };
+        // The TLS handshake counts as reading the request's head.
+        let wait = self.limits.header_read_timeout.unwrap_or(Duration::MAX);
+        match tls::starts_tls(&self.stream, wait).await {
+            Some(true) => {}
+            Some(false) => {
+                tracing::debug!(peer = %self.peer, "plain HTTP on the TLS port: answered 400");
+                tls::refuse_plaintext(self.stream).await;
+                return;
+            }
+            None => return,
+        }
+        let stream = match tokio::time::timeout(wait, tls.acceptor().accept(self.stream)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                tracing::debug!(peer = %self.peer, "TLS handshake failed: {e}");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(peer = %self.peer, "TLS handshake timed out");
+                return;
+            }
+        };
+        let protocol = match stream.get_ref().1.alpn_protocol() {
+            Some(b"h2") => Protocol::Http2,
+            _ => Protocol::Http1,
+        };
+        connection::serve(
+            TokioIo::new(stream),
+            protocol,
+            self.peer,
+            self.router,
+            self.limits,
+            self.stop,
+        )
+        .await;
+    }
+}
