@@ -16,6 +16,8 @@ use tokio::task::JoinHandle;
 pub struct TestServer {
     /// `http://127.0.0.1:PORT`, no trailing slash.
     pub url: String,
+    /// The address the server listens on (for raw TCP clients).
+    pub addr: std::net::SocketAddr,
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
@@ -32,6 +34,16 @@ impl TestServer {
     /// A server on a fresh embedded store whose engine uses the TOML schema `schema` (as
     /// `--config` gives it).
     pub async fn start_with_schema(schema: &str) -> Self {
+        Self::launch(schema, ServerConfig::default(), client()).await
+    }
+
+    /// A server on a fresh embedded store with `config` (timeouts, limits, TLS), spoken
+    /// to with `client`; `url` is `https://…` when `config` has TLS.
+    pub async fn start_with_config(config: ServerConfig, client: reqwest::Client) -> Self {
+        Self::launch("", config, client).await
+    }
+
+    async fn launch(schema: &str, config: ServerConfig, client: reqwest::Client) -> Self {
         let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let dir = tempfile::tempdir().expect("temp dir");
         let backend =
@@ -39,19 +51,26 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let addr = listener.local_addr().expect("addr");
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let url = format!("{scheme}://{addr}");
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(tickertape_server::serve(
             listener,
             Engine::new(Arc::new(backend)).with_schema(schema),
-            ServerConfig::default(),
+            config,
             async {
                 let _ = stopped.await;
             },
         ));
         Self {
             url,
-            client: client(),
+            addr,
+            client,
             stop: Some(stop),
             task: Some(task),
             _dir: dir,
