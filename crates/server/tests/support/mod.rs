@@ -5,6 +5,8 @@
 // Each test binary includes this module and uses a part of it.
 #![allow(dead_code)]
 
+pub mod certs;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
