@@ -22,7 +22,7 @@ const PLAINTEXT_ANSWER_WRITE: Duration = Duration::from_secs(1);
 /// Why the TLS configuration could not be made; each names the file at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read TLS file {path}: {source}")]
+    #[error("cannot read TLS file {path}")]
     Read {
         path: PathBuf,
         #[source]
@@ -32,7 +32,7 @@ pub enum TlsError {
     NotCertificatePem { path: PathBuf, reason: String },
     #[error("{path} is not a PEM private key file (PKCS#8, PKCS#1 or SEC1): {reason}")]
     NotKeyPem { path: PathBuf, reason: String },
-    #[error("the certificate {cert} and the key {key} do not make a TLS configuration: {source}")]
+    #[error("the certificate {cert} and the key {key} do not make a TLS configuration")]
     Config {
         cert: PathBuf,
         key: PathBuf,
