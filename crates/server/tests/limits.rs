@@ -229,3 +229,42 @@ async fn past_the_connection_limit_a_connection_is_closed_at_once() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_finishes_the_request_in_flight() {
+    let server = TestServer::start_with_config(ServerConfig::default(), support::client()).await;
+    let addr = server.addr;
+    let mut writer = TcpStream::connect(addr).await.expect("connect");
+    let body = "m value=1 1\n";
+    writer
+        .write_all(
+            format!(
+                "POST /write?precision=s HTTP/1.1\r\nHost: tt\r\nContent-Length: {}\r\n\r\nm va",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("head and part of the body");
+    // The handler is reading the body when the shutdown comes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stopping = tokio::spawn(server.stop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!stopping.is_finished(), "stopped with a request in flight");
+    writer
+        .write_all(&body.as_bytes()[4..])
+        .await
+        .expect("the rest of the body");
+    let (answer, _) = read_until_closed(&mut writer, Instant::now())
+        .await
+        .expect("answered, then closed");
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer:?}");
+    tokio::time::timeout(GIVE_UP, stopping)
+        .await
+        .expect("stopped once the request was answered")
+        .expect("stop task");
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "a stopped server accepts no connection"
+    );
+}

@@ -135,28 +135,15 @@ impl Accepted {
             .await;
             return;
         };
-        // The TLS handshake counts as reading the request's head.
-        let wait = self.limits.header_read_timeout.unwrap_or(Duration::MAX);
-        match tls::starts_tls(&self.stream, wait).await {
-            Some(true) => {}
-            Some(false) => {
-                tracing::debug!(peer = %self.peer, "plain HTTP on the TLS port: answered 400");
-                tls::refuse_plaintext(self.stream).await;
-                return;
-            }
-            None => return,
-        }
-        let stream = match tokio::time::timeout(wait, tls.acceptor().accept(self.stream)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => {
-                tracing::debug!(peer = %self.peer, "TLS handshake failed: {e}");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(peer = %self.peer, "TLS handshake timed out");
-                return;
-            }
+        // Before hyper serves it, the connection is not told of a shutdown: waiting for
+        // the handshake must not hold the shutdown up.
+        let handshake = tls_handshake(self.stream, self.peer, &tls, self.limits);
+        let stop = self.stop.clone();
+        let stream = tokio::select! {
+            stream = handshake => stream,
+            _ = stop.closed() => None,
         };
+        let Some(stream) = stream else { return };
         let protocol = match stream.get_ref().1.alpn_protocol() {
             Some(b"h2") => Protocol::Http2,
             _ => Protocol::Http1,
@@ -170,5 +157,33 @@ impl Accepted {
             self.stop,
         )
         .await;
+    }
+}
+
+/// The TLS connection of a client that starts a handshake and completes it within the
+/// header-read timeout (the handshake counts as reading the request's head); a plain-HTTP
+/// client is answered 400 instead. `None`: nothing to serve.
+async fn tls_handshake(
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: &Tls,
+    limits: Limits,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let wait = limits.header_read_timeout.unwrap_or(Duration::MAX);
+    if !tls::starts_tls(&stream, wait).await? {
+        tracing::debug!(%peer, "plain HTTP on the TLS port: answered 400");
+        tls::refuse_plaintext(stream).await;
+        return None;
+    }
+    match tokio::time::timeout(wait, tls.acceptor().accept(stream)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, "TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            None
+        }
     }
 }
