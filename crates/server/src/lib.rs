@@ -58,6 +58,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Serve HTTPS only, with this certificate; `None`: plain HTTP.
     pub tls: Option<listen::Tls>,
+    /// Where the listener counts connections, for `/metrics` (a clone shares them).
+    pub connection_stats: Arc<listen::ConnectionStats>,
 }
 
 impl Default for ServerConfig {
@@ -68,6 +70,7 @@ impl Default for ServerConfig {
             body_read_timeout: Some(DEFAULT_BODY_READ_TIMEOUT),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             tls: None,
+            connection_stats: Arc::default(),
         }
     }
 }
@@ -120,13 +123,15 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let limits = listen::Limits {
-        header_read_timeout: config.header_read_timeout,
-        body_read_timeout: config.body_read_timeout,
-        idle_timeout: config.header_read_timeout,
+    let settings = listen::Settings {
+        limits: listen::Limits {
+            header_read_timeout: config.header_read_timeout,
+            body_read_timeout: config.body_read_timeout,
+            idle_timeout: config.header_read_timeout,
+        },
+        max_connections: config.max_connections.max(1),
+        tls: config.tls.clone(),
+        stats: Arc::clone(&config.connection_stats),
     };
-    let max_connections = config.max_connections.max(1);
-    let tls = config.tls.clone();
-    let router = router(engine, config);
-    listen::serve(listener, router, limits, max_connections, tls, shutdown).await
+    listen::serve(listener, router(engine, config), settings, shutdown).await
 }

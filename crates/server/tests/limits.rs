@@ -52,6 +52,27 @@ async fn health(server: &TestServer) -> u16 {
         .as_u16()
 }
 
+/// `GET /metrics`' text, retried while the server has no free slot for the request.
+async fn metrics(server: &TestServer) -> String {
+    let deadline = Instant::now() + GIVE_UP;
+    loop {
+        let answer = server
+            .client
+            .get(format!("{}/metrics", server.url))
+            .send()
+            .await;
+        if let Ok(response) = answer {
+            return response.text().await.expect("the metrics' text");
+        }
+        assert!(Instant::now() < deadline, "/metrics never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn has_line(text: &str, line: &str) -> bool {
+    text.lines().any(|l| l == line)
+}
+
 fn assert_closed_in_time(closed: Option<(String, Duration)>, what: &str) -> String {
     let (answer, after) = closed.unwrap_or_else(|| panic!("{what}: still open after {GIVE_UP:?}"));
     assert!(
@@ -86,6 +107,11 @@ async fn a_stalled_body_is_answered_408_and_closed_while_others_are_served() {
     );
     assert!(answer.contains("--body-read-timeout"), "{answer:?}");
     assert_eq!(health(&server).await, 200);
+    let text = metrics(&server).await;
+    assert!(
+        has_line(&text, "tickertape_request_bodies_stalled_total 1"),
+        "{text}"
+    );
     server.stop().await;
 }
 
@@ -227,6 +253,13 @@ async fn past_the_connection_limit_a_connection_is_closed_at_once() {
         assert!(Instant::now() < deadline, "the freed slot was never reused");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let text = metrics(&server).await;
+    assert!(
+        has_line(&text, "tickertape_connections_refused_total 1"),
+        "{text}"
+    );
+    // `_second` and the one asking.
+    assert!(has_line(&text, "tickertape_connections_open 2"), "{text}");
     server.stop().await;
 }
 

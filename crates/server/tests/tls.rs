@@ -110,6 +110,15 @@ async fn plain_http_to_the_tls_port_gets_a_400_that_says_https() {
     assert_eq!(response.status().as_u16(), 400);
     let text = response.text().await.expect("body");
     assert!(text.contains("speaks HTTPS"), "{text}");
+    let (status, metrics) = server.get("/metrics", &[]).await;
+    assert_eq!(status, 200);
+    let metrics = metrics.as_str().expect("text");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "tickertape_plaintext_on_tls_total 2"),
+        "{metrics}"
+    );
     server.stop().await;
 }
 

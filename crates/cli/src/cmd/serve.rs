@@ -146,6 +146,7 @@ pub async fn run(args: Args) -> Result<()> {
         body_read_timeout: optional(args.body_read_timeout),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         tls,
+        ..ServerConfig::default()
     };
     let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;
     for task in [retention, preallocation, sharding].into_iter().flatten() {

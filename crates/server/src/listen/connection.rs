@@ -12,7 +12,8 @@
 //! - Either: the shutdown signal, after the requests in flight are answered.
 
 use super::limits::{Stalled, TimedBody};
-use super::Limits;
+use super::stats::ConnectionStats;
+use super::Shared;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderValue, Request, Response, StatusCode, Version};
@@ -26,7 +27,7 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 /// HTTP/2 pings every this often, and the connection closes when one is not answered
 /// within it: a peer that vanished without a FIN does not hold its connection forever.
@@ -54,16 +55,16 @@ struct Activity {
 
 /// Serves `io` until the client closes, a bound closes it, or `shutdown` is closed (then
 /// the requests in flight are answered first).
-pub(crate) async fn serve<I>(
-    io: I,
-    protocol: Protocol,
-    peer: SocketAddr,
-    router: Router,
-    limits: Limits,
-    shutdown: watch::Sender<()>,
-) where
+pub(crate) async fn serve<I>(io: I, protocol: Protocol, peer: SocketAddr, shared: Shared)
+where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
+    let Shared {
+        router,
+        limits,
+        stats,
+        stop,
+    } = shared;
     let activity = Arc::new(Activity::default());
     let service = {
         let activity = Arc::clone(&activity);
@@ -74,6 +75,7 @@ pub(crate) async fn serve<I>(
                 peer,
                 limits.body_read_timeout,
                 Arc::clone(&activity),
+                Arc::clone(&stats),
             )
         })
     };
@@ -92,7 +94,7 @@ pub(crate) async fn serve<I>(
         Protocol::Http2 => builder.http2_only(),
     };
     let mut connection = pin!(builder.serve_connection(io, service));
-    let mut shutdown = pin!(shutdown.closed());
+    let mut shutdown = pin!(stop.closed());
     // Off (`None`), the watch ticks once a century and never finds the connection idle.
     let idle_timeout = limits
         .idle_timeout
@@ -138,6 +140,7 @@ async fn answer(
     peer: SocketAddr,
     body_read_timeout: Option<Duration>,
     activity: Arc<Activity>,
+    stats: Arc<ConnectionStats>,
 ) -> Result<Response<Body>, Infallible> {
     let in_flight = InFlight::start(Arc::clone(&activity));
     let version = request.version();
@@ -156,6 +159,7 @@ async fn answer(
             })
         }));
     }
+    ConnectionStats::count(&stats.stalled_bodies);
     activity.close.notify_one();
     Ok(stalled_answer(version))
 }

@@ -2,12 +2,13 @@
 //! the body-read timeout (`--body-read-timeout`) on each request body. The head-read
 //! timeout is hyper's own (`header_read_timeout`, set in [`super::connection`]).
 
+use super::stats::ConnectionStats;
 use axum::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -22,28 +23,46 @@ const REFUSAL_WARNING_EVERY: Duration = Duration::from_secs(10);
 pub(crate) struct ConnectionSlots {
     slots: Arc<Semaphore>,
     max: usize,
-    refused: AtomicU64,
+    stats: Arc<ConnectionStats>,
     /// When the last warning was logged, and the refusals counted at that time.
     last_warning: Mutex<Option<(Instant, u64)>>,
 }
 
+/// A connection's place among `--max-connections`, given back when dropped.
+pub(crate) struct Slot {
+    _permit: OwnedSemaphorePermit,
+    stats: Arc<ConnectionStats>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.stats.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl ConnectionSlots {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, stats: Arc<ConnectionStats>) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(max)),
             max,
-            refused: AtomicU64::new(0),
+            stats,
             last_warning: Mutex::new(None),
         }
     }
 
     /// A slot for a new connection, or `None` (counted, and warned about now and then)
     /// when all are taken. Never waits.
-    pub(crate) fn take(&self, peer: SocketAddr) -> Option<OwnedSemaphorePermit> {
+    pub(crate) fn take(&self, peer: SocketAddr) -> Option<Slot> {
         match Arc::clone(&self.slots).try_acquire_owned() {
-            Ok(permit) => Some(permit),
+            Ok(permit) => {
+                self.stats.open.fetch_add(1, Ordering::Relaxed);
+                Some(Slot {
+                    _permit: permit,
+                    stats: Arc::clone(&self.stats),
+                })
+            }
             Err(_) => {
-                let refused = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+                let refused = self.stats.refused.fetch_add(1, Ordering::Relaxed) + 1;
                 self.warn(peer, refused);
                 None
             }

@@ -6,22 +6,26 @@
 //! - `tls.rs`: the rustls configuration from PEM files; plain HTTP on the TLS port.
 //! - `limits.rs`: the connection slots and the body-read timeout.
 //! - `connection.rs`: one connection on hyper, its timers and its requests.
+//! - `stats.rs`: the counters `/metrics` shows.
 
 mod connection;
 mod limits;
+mod stats;
 mod tls;
 
+pub use stats::ConnectionStats;
 pub use tls::{Tls, TlsError};
 
 use axum::Router;
 use connection::Protocol;
 use hyper_util::rt::TokioIo;
-use limits::ConnectionSlots;
+use limits::{ConnectionSlots, Slot};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::sync::watch;
 
 /// After an accept error other than a client's (out of descriptors, mostly), wait this
 /// long before the next: retrying at once would spin while nothing can change.
@@ -38,15 +42,32 @@ pub(crate) struct Limits {
     pub idle_timeout: Option<Duration>,
 }
 
-/// Accepts on `listener` and serves `router` on each connection (through TLS when `tls`
-/// is given) until `shutdown` completes; then stops accepting, lets the requests in
-/// flight finish and returns when every connection is closed.
+/// How the listener treats connections, from [`crate::ServerConfig`].
+pub(crate) struct Settings {
+    pub limits: Limits,
+    /// At least 1.
+    pub max_connections: usize,
+    pub tls: Option<Tls>,
+    pub stats: Arc<ConnectionStats>,
+}
+
+/// What every connection's task gets.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub router: Router,
+    pub limits: Limits,
+    pub stats: Arc<ConnectionStats>,
+    /// Closed when the shutdown comes: stop taking requests, answer those in flight.
+    pub stop: watch::Sender<()>,
+}
+
+/// Accepts on `listener` and serves `router` on each connection (through TLS when
+/// `settings` has it) until `shutdown` completes; then stops accepting, lets the requests
+/// in flight finish and returns when every connection is closed.
 pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
-    limits: Limits,
-    max_connections: usize,
-    tls: Option<Tls>,
+    settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     // Connections watch `stop` (closed when the signal comes); `closed` lives until the
@@ -57,7 +78,13 @@ pub(crate) async fn serve(
         drop(stop_receiver);
     });
     let (done, closed) = watch::channel(());
-    let slots = ConnectionSlots::new(max_connections);
+    let slots = ConnectionSlots::new(settings.max_connections, Arc::clone(&settings.stats));
+    let shared = Shared {
+        router,
+        limits: settings.limits,
+        stats: settings.stats,
+        stop,
+    };
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -67,7 +94,7 @@ pub(crate) async fn serve(
                     continue;
                 }
             },
-            _ = stop.closed() => break,
+            _ = shared.stop.closed() => break,
         };
         let Some(slot) = slots.take(peer) else {
             // Closed at once: the client sees its connection end rather than wait.
@@ -78,10 +105,8 @@ pub(crate) async fn serve(
         let task = Accepted {
             stream,
             peer,
-            router: router.clone(),
-            limits,
-            tls: tls.clone(),
-            stop: stop.clone(),
+            shared: shared.clone(),
+            tls: settings.tls.clone(),
             _slot: slot,
             _open: closed.clone(),
         };
@@ -110,35 +135,25 @@ async fn on_accept_error(e: std::io::Error) {
 struct Accepted {
     stream: TcpStream,
     peer: SocketAddr,
-    router: Router,
-    limits: Limits,
+    shared: Shared,
     tls: Option<Tls>,
-    stop: watch::Sender<()>,
     /// Its place among `--max-connections`.
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
     /// Keeps `serve` waiting until this connection is closed.
     _open: watch::Receiver<()>,
 }
 
 impl Accepted {
     async fn serve(self) {
-        let Some(tls) = self.tls.clone() else {
+        let Some(tls) = self.tls else {
             let io = TokioIo::new(self.stream);
-            connection::serve(
-                io,
-                Protocol::Http1,
-                self.peer,
-                self.router,
-                self.limits,
-                self.stop,
-            )
-            .await;
+            connection::serve(io, Protocol::Http1, self.peer, self.shared).await;
             return;
         };
         // Before hyper serves it, the connection is not told of a shutdown: waiting for
         // the handshake must not hold the shutdown up.
-        let handshake = tls_handshake(self.stream, self.peer, &tls, self.limits);
-        let stop = self.stop.clone();
+        let handshake = tls_handshake(self.stream, self.peer, &tls, &self.shared);
+        let stop = self.shared.stop.clone();
         let stream = tokio::select! {
             stream = handshake => stream,
             _ = stop.closed() => None,
@@ -148,15 +163,7 @@ impl Accepted {
             Some(b"h2") => Protocol::Http2,
             _ => Protocol::Http1,
         };
-        connection::serve(
-            TokioIo::new(stream),
-            protocol,
-            self.peer,
-            self.router,
-            self.limits,
-            self.stop,
-        )
-        .await;
+        connection::serve(TokioIo::new(stream), protocol, self.peer, self.shared).await;
     }
 }
 
@@ -167,11 +174,12 @@ async fn tls_handshake(
     stream: TcpStream,
     peer: SocketAddr,
     tls: &Tls,
-    limits: Limits,
+    shared: &Shared,
 ) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
-    let wait = limits.header_read_timeout.unwrap_or(Duration::MAX);
+    let wait = shared.limits.header_read_timeout.unwrap_or(Duration::MAX);
     if !tls::starts_tls(&stream, wait).await? {
         tracing::debug!(%peer, "plain HTTP on the TLS port: answered 400");
+        ConnectionStats::count(&shared.stats.plaintext_on_tls);
         tls::refuse_plaintext(stream).await;
         return None;
     }
