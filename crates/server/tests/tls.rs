@@ -122,13 +122,14 @@ async fn plain_http_to_the_tls_port_gets_a_400_that_says_https() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn alpn_h2_gets_http2() {
-    let certs = Certificates::make();
-    let server = tls_server(&certs).await;
+/// A TLS connection to `server` that asked for `h2` by ALPN, trusting the test CA.
+async fn h2_connection(
+    server: &TestServer,
+    certs: &Certificates,
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     let ca = std::fs::read(certs.ca()).expect("read ca.pem");
-    use rustls::pki_types::pem::PemObject;
     roots
         .add(rustls::pki_types::CertificateDer::from_pem_slice(&ca).expect("CA PEM"))
         .expect("add the CA");
@@ -141,23 +142,87 @@ async fn alpn_h2_gets_http2() {
     config.alpn_protocols = vec![b"h2".to_vec()];
     let tcp = TcpStream::connect(server.addr).await.expect("connect");
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
         .expect("TLS handshake");
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-    // The HTTP/2 preface and an empty SETTINGS frame; the server's first frame is its
-    // SETTINGS (RFC 9113 §3.4): type 0x4.
-    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
-        .await
-        .expect("preface");
-    let mut frame_head = [0u8; 9];
-    tokio::time::timeout(GIVE_UP, tls.read_exact(&mut frame_head))
+    tls
+}
+
+/// The HTTP/2 preface and an empty SETTINGS frame (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+const SETTINGS: u8 = 0x4;
+const PING: u8 = 0x6;
+const GOAWAY: u8 = 0x7;
+
+/// The next HTTP/2 frame's type, flags and payload; `None` at the end of the connection.
+async fn read_frame<S: AsyncReadExt + Unpin>(stream: &mut S) -> Option<(u8, u8, Vec<u8>)> {
+    let mut head = [0u8; 9];
+    stream.read_exact(&mut head).await.ok()?;
+    let length = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let mut payload = vec![0u8; length];
+    stream.read_exact(&mut payload).await.ok()?;
+    Some((head[3], head[4], payload))
+}
+
+#[tokio::test]
+async fn alpn_h2_gets_http2() {
+    let certs = Certificates::make();
+    let server = tls_server(&certs).await;
+    let mut tls = h2_connection(&server, &certs).await;
+    tls.write_all(H2_PREFACE).await.expect("preface");
+    // The server's first frame is its SETTINGS.
+    let (kind, _, _) = tokio::time::timeout(GIVE_UP, read_frame(&mut tls))
         .await
         .expect("an answer in time")
         .expect("a frame");
-    assert_eq!(frame_head[3], 0x4, "first frame {frame_head:?}");
+    assert_eq!(kind, SETTINGS);
     drop(tls);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed() {
+    let certs = Certificates::make();
+    let idle = Duration::from_secs(1);
+    let tls = Tls::from_pem_files(&certs.cert(), &certs.key()).expect("TLS configuration");
+    let config = ServerConfig {
+        tls: Some(tls),
+        header_read_timeout: Some(idle),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with_config(config, trusting(&certs)).await;
+    let mut tls = h2_connection(&server, &certs).await;
+    tls.write_all(H2_PREFACE).await.expect("preface");
+    let opened_at = Instant::now();
+    // A well-behaved idle client: it acknowledges SETTINGS and PINGs, and sends nothing
+    // else; the server says GOAWAY and closes.
+    let mut saw_goaway = false;
+    let closed = tokio::time::timeout(GIVE_UP, async {
+        while let Some((kind, flags, payload)) = read_frame(&mut tls).await {
+            let ack = flags & 0x1 != 0;
+            match kind {
+                SETTINGS if !ack => tls.write_all(b"\0\0\0\x04\x01\0\0\0\0").await?,
+                PING if !ack => {
+                    tls.write_all(b"\0\0\x08\x06\x01\0\0\0\0").await?;
+                    tls.write_all(&payload).await?;
+                }
+                GOAWAY => saw_goaway = true,
+                _ => {}
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    })
+    .await;
+    let after = opened_at.elapsed();
+    assert!(closed.is_ok(), "an idle HTTP/2 connection was kept");
+    assert!(saw_goaway, "closed without GOAWAY");
+    // The idle watch looks every `idle`: closed after one to two of them.
+    assert!(
+        after >= idle && after <= 2 * idle + Duration::from_secs(4),
+        "closed after {after:?}"
+    );
     server.stop().await;
 }
 
