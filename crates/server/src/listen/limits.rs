@@ -117,8 +117,10 @@ pub(crate) struct TimedBody<B> {
     timeout: Duration,
     peer: SocketAddr,
     stalled: Stalled,
-    /// The deadline of the current wait; `None` between waits.
+    /// The deadline of the current wait (made at the first wait, moved for each later one).
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Whether a wait is under way: the last poll found no frame.
+    waiting: bool,
 }
 
 impl<B> TimedBody<B> {
@@ -129,6 +131,7 @@ impl<B> TimedBody<B> {
             peer,
             stalled,
             deadline: None,
+            waiting: false,
         }
     }
 }
@@ -150,13 +153,19 @@ where
             return Poll::Ready(Some(Err(BodyStalled(this.timeout).into())));
         }
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
-            this.deadline = None;
+            this.waiting = false;
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         let timeout = this.timeout;
         let deadline = this
             .deadline
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if !this.waiting {
+            this.waiting = true;
+            deadline
+                .as_mut()
+                .reset(tokio::time::Instant::now() + timeout);
+        }
         if deadline.as_mut().poll(cx).is_pending() {
             return Poll::Pending;
         }
