@@ -93,14 +93,32 @@ fn duration(text: &str) -> Result<Duration, String> {
 /// share, within 64..=10000.
 fn default_max_connections() -> u64 {
     let cap = DEFAULT_MAX_CONNECTIONS as u64;
+    match descriptor_limit() {
+        Some(limit) => limit.saturating_sub(DESCRIPTORS_KEPT).clamp(64, cap),
+        None => cap,
+    }
+}
+
+/// The process' soft RLIMIT_NOFILE; `None` where unknown or unlimited.
+fn descriptor_limit() -> Option<u64> {
     #[cfg(target_os = "linux")]
-    {
-        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-        if let Some(limit) = limit {
-            return limit.saturating_sub(DESCRIPTORS_KEPT).clamp(64, cap);
+    return rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// A `--max-connections` the descriptor limit cannot hold is allowed (the limit may be
+/// raised later for the process' children, or the store may need few descriptors), but
+/// said: past the limit, accepting fails with "too many open files" instead.
+fn warn_if_beyond_descriptors(max_connections: u64) {
+    if let Some(limit) = descriptor_limit() {
+        if max_connections.saturating_add(DESCRIPTORS_KEPT) > limit {
+            tracing::warn!(
+                "--max-connections {max_connections} with a descriptor limit (ulimit -n) of \
+                 {limit}: connections may fail with \"too many open files\" before the limit"
+            );
         }
     }
-    cap
 }
 
 fn optional(timeout: Duration) -> Option<Duration> {
@@ -125,6 +143,7 @@ pub async fn run(args: Args) -> Result<()> {
             max_series: args.max_series,
             max_series_per_measurement: args.max_series_per_measurement,
         });
+    warn_if_beyond_descriptors(args.max_connections);
     let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
