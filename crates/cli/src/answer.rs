@@ -2,6 +2,7 @@
 //! selectors `tickertape query` and `tickertape plot` share, and the one way both obtain
 //! the answer.
 
+use crate::remote::{Remote, RemoteArgs};
 use crate::store::StoreArgs;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -12,9 +13,8 @@ use tickertape_core::time::{format_rfc3339, parse_time, parse_timestamp, Clock, 
 pub struct QueryArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Ask a running server instead of opening the store (e.g. http://127.0.0.1:8086).
-    #[arg(long)]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// Measurement to read.
     #[arg(long, short)]
     pub measurement: String,
@@ -133,8 +133,8 @@ impl QueryArgs {
 
     /// The answer: from the server of `--url`, or from the store opened here.
     pub async fn fetch(&self) -> Result<Answer> {
-        match &self.url {
-            Some(url) => ask_server(url, &self.query_string()).await,
+        match self.remote.remote()? {
+            Some(remote) => ask_server(&remote, &self.query_string()).await,
             None => self.ask_store().await,
         }
     }
@@ -159,9 +159,12 @@ impl QueryArgs {
     }
 }
 
-async fn ask_server(url: &str, query: &str) -> Result<Answer> {
-    let url = format!("{}/api/v1/query?{query}", url.trim_end_matches('/'));
-    let response = reqwest::get(&url)
+async fn ask_server(remote: &Remote, query: &str) -> Result<Answer> {
+    let url = remote.endpoint(&format!("/api/v1/query?{query}"));
+    let response = remote
+        .client
+        .get(&url)
+        .send()
         .await
         .with_context(|| format!("cannot reach {url}"))?;
     let status = response.status();

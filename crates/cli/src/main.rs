@@ -3,12 +3,14 @@
 //! # Layout
 //! - `store.rs`: `--store PATH | mongodb://…` → a backend.
 //! - `answer.rs`: a query's answer from a store or a server (`query` and `plot` share it).
+//! - `remote.rs`: `--url`, `--ca-cert`, `--token` → the HTTP client of a running server.
 //! - `chart/`: line charts drawn into PNG or SVG files (`plot`).
 //! - `cmd/`: one file per subcommand.
 
 mod answer;
 mod chart;
 mod cmd;
+mod remote;
 mod store;
 
 use clap::{Parser, Subcommand};

@@ -14,7 +14,8 @@
 //! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
 //!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
-//! status codes.
+//! status codes. [`serve`] accepts the connections ([`listen`]: TLS, timeouts, the
+//! connection limit).
 
 pub mod admin;
 pub mod auth;
@@ -23,6 +24,7 @@ pub mod cardinality;
 pub mod dashboard;
 pub mod error;
 pub mod influx;
+pub mod listen;
 pub mod listing;
 pub mod metrics;
 pub mod prometheus;
@@ -34,17 +36,37 @@ use axum::Router;
 use metrics::Metrics;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 use tickertape_engine::Engine;
 use tokio::net::TcpListener;
 
 /// Bodies above this are refused with 413 (before and after gzip decoding).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// A connection that has not sent a complete request head this long after it opened, or
+/// after its previous answer (an idle keep-alive connection), is closed.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request whose body sends no bytes for this long is answered 408 and its connection
+/// closed.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections served at once when nothing says otherwise (the CLI derives its default
+/// from the descriptor limit); more are closed as they are accepted.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// `--auth`: the store's tokens; `None` lets every request through.
     pub auth: Option<Arc<auth::Authenticator>>,
+    /// See [`DEFAULT_HEADER_READ_TIMEOUT`]; `None`: no bound (and no idle bound).
+    pub header_read_timeout: Option<Duration>,
+    /// See [`DEFAULT_BODY_READ_TIMEOUT`]; `None`: no bound.
+    pub body_read_timeout: Option<Duration>,
+    /// Connections served at once, at least 1.
+    pub max_connections: usize,
+    /// Serve HTTPS only, with this certificate; `None`: plain HTTP.
+    pub tls: Option<listen::Tls>,
+    /// Where the listener counts connections, for `/metrics` (a clone shares them).
+    pub connection_stats: Arc<listen::ConnectionStats>,
 }
 
 impl Default for ServerConfig {
@@ -52,6 +74,11 @@ impl Default for ServerConfig {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             auth: None,
+            header_read_timeout: Some(DEFAULT_HEADER_READ_TIMEOUT),
+            body_read_timeout: Some(DEFAULT_BODY_READ_TIMEOUT),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            tls: None,
+            connection_stats: Arc::default(),
         }
     }
 }
@@ -110,7 +137,15 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(engine, config))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let settings = listen::Settings {
+        limits: listen::Limits {
+            header_read_timeout: config.header_read_timeout,
+            body_read_timeout: config.body_read_timeout,
+            idle_timeout: config.header_read_timeout,
+        },
+        max_connections: config.max_connections.max(1),
+        tls: config.tls.clone(),
+        stats: Arc::clone(&config.connection_stats),
+    };
+    listen::serve(listener, router(engine, config), settings, shutdown).await
 }

@@ -121,6 +121,7 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
 
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
     let mut text = state.metrics.render();
+    text.push_str(&state.config.connection_stats.render());
     match state.engine.backend().stats().await {
         Ok(stats) => text.push_str(&store_gauges(&stats)),
         // The counters above still answer; the store's figures are left out this time.

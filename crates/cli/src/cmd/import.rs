@@ -1,6 +1,7 @@
 //! `tickertape import FILE…`: line-protocol files into a store, or to a server's `/write`,
 //! in batches, with a progress bar and a summary. Refused lines are reported as FILE:LINE.
 
+use crate::remote::RemoteArgs;
 use crate::store::StoreArgs;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -19,9 +20,8 @@ pub struct Args {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Send to a running server instead of opening the store (e.g. http://127.0.0.1:8086).
-    #[arg(long)]
-    pub url: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// Unit of the timestamps in the files: ns, us, ms or s.
     #[arg(long, default_value = "ns")]
     pub precision: String,
@@ -76,15 +76,14 @@ pub async fn run(args: Args) -> Result<()> {
     if args.batch_lines == 0 {
         bail!("--batch-lines must be at least 1");
     }
-    let sink = match &args.url {
-        Some(url) => Sink::Server {
-            client: reqwest::Client::new(),
-            url: format!(
-                "{}/write?precision={}&mode={}",
-                url.trim_end_matches('/'),
+    let sink = match args.remote.remote()? {
+        Some(remote) => Sink::Server {
+            url: remote.endpoint(&format!(
+                "/write?precision={}&mode={}",
                 args.precision,
                 args.mode.name()
-            ),
+            )),
+            client: remote.client,
         },
         None => Sink::Store(args.store.engine().await?, args.mode.write_mode()),
     };

@@ -2,12 +2,18 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tickertape_core::time::parse_duration;
 use tickertape_engine::{Engine, KeyLimits, QueryLimits, SeriesLimits};
 use tickertape_server::auth::Authenticator;
-use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
+use tickertape_server::listen::Tls;
+use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS};
+
+/// Descriptors `--max-connections`' default leaves to the store (segment and log files,
+/// MongoDB's connection pool) and the process, out of RLIMIT_NOFILE.
+const DESCRIPTORS_KEPT: u64 = 256;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -16,6 +22,29 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8086")]
     pub listen: String,
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first);
+    /// needs --tls-key. Plain-HTTP requests to the port are answered 400 with a body
+    /// saying to use https://.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// A connection that has not sent a complete request head this long after it opened
+    /// or after its previous answer (an idle keep-alive connection) is closed without an
+    /// answer; also bounds the TLS handshake and an idle HTTP/2 connection. `0s`: no bound.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub header_read_timeout: Duration,
+    /// A request whose body sends no bytes for this long is answered 408 (Request
+    /// Timeout) and its connection closed; the log names the client. `0s`: no bound.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub body_read_timeout: Duration,
+    /// Connections served at once; one more is closed as soon as it is accepted (the
+    /// client sees its connection closed, not a wait) and a warning is logged. Default:
+    /// the descriptor limit (RLIMIT_NOFILE) less 256 for the store, at most 10000.
+    #[arg(long, default_value_t = default_max_connections(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
     /// Largest accepted request body, in bytes (also after gzip decoding); larger get 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
@@ -82,7 +111,48 @@ fn duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(ns.unsigned_abs()))
 }
 
+/// `--max-connections`' default: what the descriptor limit leaves after the store's
+/// share, within 64..=10000.
+fn default_max_connections() -> u64 {
+    let cap = DEFAULT_MAX_CONNECTIONS as u64;
+    match descriptor_limit() {
+        Some(limit) => limit.saturating_sub(DESCRIPTORS_KEPT).clamp(64, cap),
+        None => cap,
+    }
+}
+
+/// The process' soft RLIMIT_NOFILE; `None` where unknown or unlimited.
+fn descriptor_limit() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    return rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// A `--max-connections` the descriptor limit cannot hold is allowed (the limit may be
+/// raised later for the process' children, or the store may need few descriptors), but
+/// said: past the limit, accepting fails with "too many open files" instead.
+fn warn_if_beyond_descriptors(max_connections: u64) {
+    if let Some(limit) = descriptor_limit() {
+        if max_connections.saturating_add(DESCRIPTORS_KEPT) > limit {
+            tracing::warn!(
+                "--max-connections {max_connections} with a descriptor limit (ulimit -n) of \
+                 {limit}: connections may fail with \"too many open files\" before the limit"
+            );
+        }
+    }
+}
+
+fn optional(timeout: Duration) -> Option<Duration> {
+    (!timeout.is_zero()).then_some(timeout)
+}
+
 pub async fn run(args: Args) -> Result<()> {
+    // Before the store opens: a bad certificate is the first thing to hear about.
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key)?),
+        _ => None,
+    };
     // Before the store opens: a refusal should not wait for MongoDB's background start.
     let auth = match args.auth {
         true => Some(Arc::new(
@@ -108,18 +178,31 @@ pub async fn run(args: Args) -> Result<()> {
             max_name_bytes: args.max_name_bytes,
             max_tag_value_bytes: args.max_tag_value_bytes,
         });
+    warn_if_beyond_descriptors(args.max_connections);
     let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
-    tracing::info!(store = %args.store.store, backend = backend.kind(), auth = args.auth, "listening on http://{address}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(
+        store = %args.store.store,
+        backend = backend.kind(),
+        max_connections = args.max_connections,
+        auth = args.auth,
+        "listening on {scheme}://{address}"
+    );
     let retention = schedule(engine.clone(), args.retention_every, Task::Retention);
     let preallocation = schedule(engine.clone(), args.preallocate_every, Task::Preallocation);
     let sharding = shard_schedule(&args.store, args.shard_every).await;
     let config = ServerConfig {
         max_body_bytes: args.max_body_bytes,
         auth,
+        header_read_timeout: optional(args.header_read_timeout),
+        body_read_timeout: optional(args.body_read_timeout),
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        tls,
+        ..ServerConfig::default()
     };
     let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;
     for task in [retention, preallocation, sharding].into_iter().flatten() {

@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 
 /// Starts `tickertape serve` on a free loopback port; returns the child and its base URL.
 pub fn serve(store: &std::path::Path) -> (Child, String) {
+    serve_with(store, &[])
+}
+
+/// `serve` with more flags (`--tls-cert …`); the URL is `https://…` with TLS.
+pub fn serve_with(store: &std::path::Path, flags: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickertape"))
         .args([
             "serve",
@@ -19,6 +24,7 @@ pub fn serve(store: &std::path::Path) -> (Child, String) {
             "--store",
             store.to_str().unwrap(),
         ])
+        .args(flags)
         .env("TICKERTAPE_LOG", "info")
         .env("NO_COLOR", "1")
         .stderr(Stdio::piped())
@@ -29,7 +35,7 @@ pub fn serve(store: &std::path::Path) -> (Child, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         let Some(Ok(line)) = lines.next() else { break };
-        if let Some(at) = line.find("listening on http://") {
+        if let Some(at) = line.find("listening on http") {
             let rest = &line[at + "listening on ".len()..];
             let url = rest
                 .split_whitespace()

@@ -5,6 +5,8 @@
 // Each test binary includes this module and uses a part of it.
 #![allow(dead_code)]
 
+pub mod certs;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
@@ -16,6 +18,8 @@ use tokio::task::JoinHandle;
 pub struct TestServer {
     /// `http://127.0.0.1:PORT`, no trailing slash.
     pub url: String,
+    /// The address the server listens on (for raw TCP clients).
+    pub addr: std::net::SocketAddr,
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
@@ -32,11 +36,21 @@ impl TestServer {
     /// A server on a fresh embedded store whose engine uses the TOML schema `schema` (as
     /// `--config` gives it).
     pub async fn start_with_schema(schema: &str) -> Self {
-        Self::start_with(schema, ServerConfig::default()).await
+        Self::launch(schema, ServerConfig::default(), client()).await
     }
 
     /// A server on a fresh embedded store with the schema `schema` and `config`.
     pub async fn start_with(schema: &str, config: ServerConfig) -> Self {
+        Self::launch(schema, config, client()).await
+    }
+
+    /// A server on a fresh embedded store with `config` (timeouts, limits, TLS), spoken
+    /// to with `client`; `url` is `https://…` when `config` has TLS.
+    pub async fn start_with_config(config: ServerConfig, client: reqwest::Client) -> Self {
+        Self::launch("", config, client).await
+    }
+
+    async fn launch(schema: &str, config: ServerConfig, client: reqwest::Client) -> Self {
         let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let dir = tempfile::tempdir().expect("temp dir");
         let backend =
@@ -44,7 +58,13 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let addr = listener.local_addr().expect("addr");
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let url = format!("{scheme}://{addr}");
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(tickertape_server::serve(
             listener,
@@ -56,7 +76,8 @@ impl TestServer {
         ));
         Self {
             url,
-            client: client(),
+            addr,
+            client,
             stop: Some(stop),
             task: Some(task),
             _dir: dir,
