@@ -170,12 +170,12 @@ export class CardinalityView {
         button.type = 'button';
         button.className = 'pick';
         button.textContent = name;
-        button.title = list.hint(item);
+        button.title = `${name}: ${list.hint(item)}`;
         button.addEventListener('click', () => list.pick(this.picks, item));
         nameCell.append(button);
       } else {
         nameCell.textContent = name;
-        if (list.needsMeasurement) nameCell.title = 'pick a measurement to filter by this';
+        nameCell.title = list.needsMeasurement ? `${name}: pick a measurement to filter by this` : name;
       }
       barCell.className = 'bar-cell';
       barCell.append(bar(count, largest, list.count === 'series' ? this.answer.series : null));
