@@ -40,6 +40,7 @@ const ASSETS: &[Asset] = &[
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("app.js", JAVASCRIPT),
     asset!("api.js", JAVASCRIPT),
+    asset!("cardinality.js", JAVASCRIPT),
     asset!("chart.js", JAVASCRIPT),
     asset!("chart-axes.js", JAVASCRIPT),
     asset!("controls.js", JAVASCRIPT),

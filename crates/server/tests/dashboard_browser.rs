@@ -1,24 +1,37 @@
 //! The dashboard (`GET /`) in a real browser: a server on the embedded store, filled with
 //! a few hours of cpu data (four hosts in two regions) and a counter, then
 //! `tests/browser/dashboard.test.mjs` drives Debian's chromium through playwright-core
-//! against it (what it checks is listed there); then `tests/browser/axes.test.mjs` checks
-//! the time axis' ticks around summer-time changes in node.
+//! against it (what it checks is listed there), and `tests/browser/series-view.test.mjs`
+//! the Series (cardinality) view; then `tests/browser/axes.test.mjs` checks the time axis'
+//! ticks around summer-time changes in node. `dashboard_in_a_browser_with_auth` runs the
+//! same data behind `serve --auth`: the page refused without a token, and with a read
+//! token as the Basic password the page, its charts and the Series view.
 //!
 //! Needs `node` and playwright-core: scripts/test installs them (scripts/browser-test-deps)
 //! and sets `TICKERTAPE_NODE` and `TICKERTAPE_PLAYWRIGHT_DIR`; where it cannot, it leaves
-//! this test out by name (`--skip dashboard_in_a_browser`) and counts it as skipped. Run on
-//! its own without them, the test fails and says what is missing. The page's and assets'
+//! these tests out by name (`--skip dashboard_in_a_browser`, which matches both) and
+//! counts them as skipped. Run on their own without them, they fail and say what is missing. The page's and assets'
 //! headers are also checked without a browser (`dashboard_page_and_assets_are_served`).
 
 mod support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::TestServer;
+use tickertape_backend::TokenStore;
+use tickertape_core::auth::{Scope, Scopes, TokenHash, TokenRecord};
+use tickertape_reference::MemoryTokens;
+use tickertape_server::auth::Authenticator;
+use tickertape_server::ServerConfig;
 
-/// The whole browser run; it takes about 30 s on a quiet machine.
+/// One browser script's run; dashboard.test.mjs takes about 30 s on a quiet machine.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// The tokens of the server with `--auth`: the browser reads, the test writes the data.
+const READ_TOKEN: &str = "tt_dashboard_read_0000000000000000000000000000000000";
+const WRITE_TOKEN: &str = "tt_dashboard_write_000000000000000000000000000000000";
 
 const SCHEMA: &str = "[measurements.http_requests]
 layout = \"buckets\"
@@ -65,14 +78,16 @@ fn request_lines(now_s: i64) -> String {
     body
 }
 
-async fn write(server: &TestServer, query: &str, body: String) {
-    let response = server
+/// `POST /write?{query}`, with `token` as Bearer when the server runs with `--auth`.
+async fn write(server: &TestServer, query: &str, body: String, token: Option<&str>) {
+    let mut request = server
         .client
         .post(format!("{}/write?{query}", server.url))
-        .body(body)
-        .send()
-        .await
-        .expect("POST /write");
+        .body(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("POST /write");
     let status = response.status().as_u16();
     let text = response.text().await.unwrap_or_default();
     assert_eq!(status, 204, "writing the test data: {text}");
@@ -92,60 +107,88 @@ fn required_env(name: &str) -> String {
         })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dashboard_in_a_browser() {
-    let node = required_env("TICKERTAPE_NODE");
-    let playwright_dir = required_env("TICKERTAPE_PLAYWRIGHT_DIR");
-    let chromium =
-        std::env::var("TICKERTAPE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        PathBuf::from(&chromium).exists(),
-        "no browser at {chromium}: install Debian's chromium (scripts/test does, as root)"
-    );
-
-    let server = TestServer::start_with_schema(SCHEMA).await;
+/// The cpu and counter data of three hours up to now (see the top of this file).
+async fn fill(server: &TestServer, token: Option<&str>) {
     let now_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("a clock after 1970")
         .as_secs() as i64;
     let now_s = now_s - now_s % 10;
-    write(&server, "precision=s", cpu_lines(now_s)).await;
-    write(&server, "precision=s&mode=inc", request_lines(now_s)).await;
+    write(server, "precision=s", cpu_lines(now_s), token).await;
+    write(server, "precision=s&mode=inc", request_lines(now_s), token).await;
+}
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser/dashboard.test.mjs");
-    let url = server.url.clone();
-    let run = tokio::task::spawn_blocking(move || {
-        let child = Command::new(&node)
-            .arg(&script)
-            .arg(&url)
-            .env("TICKERTAPE_PLAYWRIGHT_DIR", &playwright_dir)
-            .env("TICKERTAPE_CHROMIUM", &chromium)
+/// What a browser run needs: node, playwright-core's directory, the browser.
+struct BrowserEnv {
+    node: String,
+    playwright_dir: String,
+    chromium: String,
+}
+
+impl BrowserEnv {
+    fn required() -> Self {
+        let chromium =
+            std::env::var("TICKERTAPE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        assert!(
+            PathBuf::from(&chromium).exists(),
+            "no browser at {chromium}: install Debian's chromium (scripts/test does, as root)"
+        );
+        Self {
+            node: required_env("TICKERTAPE_NODE"),
+            playwright_dir: required_env("TICKERTAPE_PLAYWRIGHT_DIR"),
+            chromium,
+        }
+    }
+
+    /// Runs `tests/browser/{script}` with `args` and asserts that all its checks passed.
+    async fn run(&self, script: &str, args: &[&str]) {
+        let mut command = Command::new(&self.node);
+        command
+            .arg(
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/browser")
+                    .join(script),
+            )
+            .args(args)
+            .env("TICKERTAPE_PLAYWRIGHT_DIR", &self.playwright_dir)
+            .env("TICKERTAPE_CHROMIUM", &self.chromium)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {node}: {e}"));
-        wait_bounded(child, BROWSER_TIMEOUT)
-    })
-    .await
-    .expect("the browser run's thread");
+            .stderr(Stdio::piped());
+        let node = self.node.clone();
+        let (status, stdout, stderr) = tokio::task::spawn_blocking(move || {
+            let child = command
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {node}: {e}"));
+            wait_bounded(child, BROWSER_TIMEOUT)
+        })
+        .await
+        .expect("the browser run's thread");
+        println!("{script}:\n{stdout}");
+        eprintln!("{stderr}");
+        assert!(
+            status == Some(0),
+            "{script} failed (exit {status:?}, None = killed after {BROWSER_TIMEOUT:?}):\n{stderr}"
+        );
+        assert!(
+            stdout.contains("checks passed"),
+            "{script} ended without its summary line:\n{stdout}"
+        );
+    }
+}
 
-    let (status, stdout, stderr) = run;
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    assert!(
-        status == Some(0),
-        "the browser test failed (exit {status:?}, None = killed after {BROWSER_TIMEOUT:?}):\n{stderr}"
-    );
-    assert!(
-        stdout.contains("checks passed"),
-        "the browser test ended without its summary line:\n{stdout}"
-    );
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_in_a_browser() {
+    let browser = BrowserEnv::required();
+    let server = TestServer::start_with_schema(SCHEMA).await;
+    fill(&server, None).await;
+    browser.run("dashboard.test.mjs", &[&server.url]).await;
+    browser.run("series-view.test.mjs", &[&server.url]).await;
     server.stop().await;
 
     // The time axis around summer-time changes, in node: the browser's zone above has none.
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let child = Command::new(required_env("TICKERTAPE_NODE"))
+    let child = Command::new(&browser.node)
         .arg(manifest.join("tests/browser/axes.test.mjs"))
         .arg(manifest.join("assets/dashboard"))
         .env("TZ", "Europe/Berlin")
@@ -160,6 +203,42 @@ async fn dashboard_in_a_browser() {
         status == Some(0) && stdout.contains("checks passed"),
         "the time-axis test failed (exit {status:?}):\n{stdout}\n{stderr}"
     );
+}
+
+fn token(secret: &str, scope: Scope) -> TokenRecord {
+    TokenRecord {
+        name: secret.into(),
+        scopes: Scopes::new([scope]).expect("one scope"),
+        hash: TokenHash::of(secret),
+        created: 0,
+    }
+}
+
+/// The dashboard behind `serve --auth`, with a read token given as a browser gives it:
+/// Basic auth after the page's 401 (what series-view.test.mjs checks with a token).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_in_a_browser_with_auth() {
+    let browser = BrowserEnv::required();
+    let tokens = Arc::new(MemoryTokens::default());
+    for record in [
+        token(READ_TOKEN, Scope::Read),
+        token(WRITE_TOKEN, Scope::Write),
+    ] {
+        tokens.add_token(record).await.expect("add a token");
+    }
+    let auth = Authenticator::load(tokens).await.expect("the tokens");
+    let config = ServerConfig {
+        auth: Some(Arc::new(auth)),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with(SCHEMA, config).await;
+    let (status, _) = server.get("/", &[]).await;
+    assert_eq!(status, 401, "the page without a token");
+    fill(&server, Some(WRITE_TOKEN)).await;
+    browser
+        .run("series-view.test.mjs", &[&server.url, READ_TOKEN])
+        .await;
+    server.stop().await;
 }
 
 /// Without a browser: the page and its assets, their content types and cache headers, and

@@ -1,5 +1,7 @@
 // The HTTP API the page talks to, on its own origin: the listing endpoints for the
-// pickers, the schema (which measurements are counters) and the query.
+// pickers, the schema (which measurements are counters), the query, and the series counts
+// of the Series view. Plain same-origin fetches: behind `serve --auth` the browser sends
+// the Basic credentials it was asked for when the page loaded.
 
 import { isoUtc, parseDurationMs } from './time-format.js';
 
@@ -72,6 +74,15 @@ export async function counterMeasurements(signal) {
     if (schema && schema.kind === 'counter') counters.add(name);
   }
   return counters;
+}
+
+/**
+ * `GET /api/v1/status/cardinality?limit=N`: the totals (series, measurements, fields,
+ * tag_pairs) and the `limit` largest of series_by_measurement, series_by_field,
+ * values_by_tag_key and series_by_tag, largest first.
+ */
+export async function cardinality(limit, signal) {
+  return getJson('/api/v1/status/cardinality', [['limit', String(limit)]], signal);
 }
 
 /** The range a state stands for, in milliseconds; `end` is "now" for a "last N" view. */

@@ -2,12 +2,15 @@
 // names none), MMS's controls above them, shared by all: measurement, tags, range,
 // resolution, aggregate, display. Each chart (panel.js) has its own legend and points and
 // runs its own query, all in parallel. Zooming any chart zooms them all, as they share
-// the range; hovering one shows the crosshair on the others.
+// the range; hovering one shows the crosshair on the others. The Series view
+// (cardinality.js), opened from the header, counts what the store holds; its names put
+// themselves into the pickers above.
 //
 // The state lives in the URL (url-state.js): every change the user makes is a new history
 // entry, so Back returns to the previous view and a link reproduces one.
 
 import { counterMeasurements, listNames, viewRange } from './api.js';
+import { CardinalityView } from './cardinality.js';
 import { Controls } from './controls.js';
 import { Panel } from './panel.js';
 import { Picker } from './pickers.js';
@@ -74,6 +77,19 @@ class Dashboard {
       onChange: (tags) => this.change({ tags }),
     });
     byId('selection').addEventListener('submit', (event) => event.preventDefault());
+    this.cardinality = new CardinalityView({
+      onClose: () => this.setCardinality(false),
+      pickMeasurement: (name) => this.change({ measurement: name, fields: [], tags: [], display: '' }),
+      pickField: (measurement, field) => this.change(measurement === this.state.measurement
+        ? { fields: [field] }
+        : { measurement, fields: [field], tags: [], display: '' }),
+      pickTagKey: (key) => this.tagFilters.startWith(key),
+      pickTag: (condition) => {
+        if (!this.state.tags.includes(condition)) this.change({ tags: [...this.state.tags, condition] });
+      },
+    });
+    byId('cardinality-toggle').addEventListener('click',
+      () => this.setCardinality(this.state.cardinality !== 'open'));
 
     window.addEventListener('popstate', () => {
       this.state = readState(window.location.search);
@@ -103,6 +119,16 @@ class Dashboard {
   setRefresh(choice) {
     this.state = withChanges(this.state, { refresh: choice });
     window.history.replaceState(null, '', `${window.location.pathname}${writeState(this.state)}`);
+    this.sync();
+  }
+
+  /**
+   * The Series view opened or closed: a history entry of its own (Back closes it again),
+   * but no query of the charts, which show the same as before.
+   */
+  setCardinality(open) {
+    this.state = withChanges(this.state, { cardinality: open ? 'open' : '' });
+    window.history.pushState(null, '', `${window.location.pathname}${writeState(this.state)}`);
     this.sync();
   }
 
@@ -170,6 +196,8 @@ class Dashboard {
       refresh: refreshPolicy(state),
     });
     this.syncPanels();
+    this.cardinality.sync(state);
+    byId('cardinality-toggle').setAttribute('aria-pressed', String(state.cardinality === 'open'));
     const fields = state.fields.length > 1 ? `{${state.fields.join(',')}}` : state.fields[0];
     const name = [state.measurement, fields].filter(Boolean).join('.');
     document.title = name ? `${name} · tickertape` : 'tickertape';

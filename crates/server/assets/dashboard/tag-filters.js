@@ -33,6 +33,13 @@ export class TagFilters {
     this.valueInput.focus();
   }
 
+  /** A filter begun from elsewhere (the Series view): `key` chosen, its values offered. */
+  startWith(key) {
+    if (this.keyInput.disabled) return;
+    this.keyInput.value = key;
+    this.pickKey(key);
+  }
+
   addCondition(condition) {
     this.keyInput.value = '';
     this.valueInput.value = '';

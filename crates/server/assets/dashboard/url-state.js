@@ -1,12 +1,14 @@
 // The view's state and its URL query string. The parameter names are a public contract
 // (bookmarks, shared links and tests use them): measurement, field (repeatable: one chart
 // per field, in order), tag (repeatable K:V), range or start/end, resolution, agg, display,
-// refresh (on/off: auto-refresh as the user chose it; absent, the range's default), and
-// tz (local: times in the browser's zone; absent, UTC).
+// refresh (on/off: auto-refresh as the user chose it; absent, the range's default),
+// tz (local: times in the browser's zone; absent, UTC), and cardinality (open: the Series
+// view is shown; absent, closed).
 //
 // Values are kept as the URL has them, even unknown ones: a bad `agg` in a link is sent
-// to the API, whose error message is then shown, rather than silently replaced. `refresh`
-// and `tz` are the exception, as no API reads them: an unknown value means the default.
+// to the API, whose error message is then shown, rather than silently replaced. `refresh`,
+// `tz` and `cardinality` are the exception, as no API reads them: an unknown value means
+// the default.
 
 export const RANGE_PRESETS = ['1h', '6h', '12h', '24h', '7d', '30d'];
 export const RESOLUTIONS = ['auto', '1m', '5m', '1h', '1d'];
@@ -15,6 +17,8 @@ export const DISPLAYS = ['avg_per_sec', 'total'];
 export const REFRESH_CHOICES = ['on', 'off'];
 /** Time zones of the axis besides UTC, the default. */
 export const TIME_ZONES = ['local'];
+/** The Series (cardinality) view: open, or closed when absent. */
+export const CARDINALITY_CHOICES = ['open'];
 
 export const DEFAULT_RANGE = '1h';
 export const DEFAULT_RESOLUTION = 'auto';
@@ -37,6 +41,7 @@ export function emptyState() {
     display: '',
     refresh: '',
     tz: '',
+    cardinality: '',
   };
 }
 
@@ -57,6 +62,8 @@ export function readState(search) {
   state.refresh = REFRESH_CHOICES.includes(refresh) ? refresh : '';
   const tz = params.get('tz') || '';
   state.tz = TIME_ZONES.includes(tz) ? tz : '';
+  const cardinality = params.get('cardinality') || '';
+  state.cardinality = CARDINALITY_CHOICES.includes(cardinality) ? cardinality : '';
   return state;
 }
 
@@ -77,6 +84,7 @@ export function writeState(state) {
   if (state.display) params.set('display', state.display);
   if (state.refresh) params.set('refresh', state.refresh);
   if (state.tz) params.set('tz', state.tz);
+  if (state.cardinality) params.set('cardinality', state.cardinality);
   const text = params.toString();
   return text ? `?${text}` : '';
 }

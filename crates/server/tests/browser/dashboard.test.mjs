@@ -4,70 +4,22 @@
 //
 //   node dashboard.test.mjs http://127.0.0.1:PORT
 //
-// Environment: TICKERTAPE_PLAYWRIGHT_DIR, a directory whose node_modules holds
-// playwright-core (scripts/test installs it into .cache/browser-test); TICKERTAPE_CHROMIUM,
-// the browser (default /usr/bin/chromium). Prints one line per check; exits 1 on the first
-// failed one, with what was expected and what was seen.
+// Environment: see harness.mjs. Prints one line per check; exits 1 on the first failed
+// one, with what was expected and what was seen.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { check, checksPassed, openBrowser, serverUrl, WAIT_MS } from './harness.mjs';
 
-const base = (process.argv[2] || '').replace(/\/$/, '');
-const playwrightDir = process.env.TICKERTAPE_PLAYWRIGHT_DIR;
-const chromiumPath = process.env.TICKERTAPE_CHROMIUM || '/usr/bin/chromium';
-if (!base || !playwrightDir) {
-  console.error('usage: TICKERTAPE_PLAYWRIGHT_DIR=DIR node dashboard.test.mjs SERVER_URL');
-  process.exit(2);
-}
-const { chromium } = createRequire(join(resolve(playwrightDir), 'package.json'))('playwright-core');
-
-// The flags this machine needs (its network is closed); a fresh profile every run.
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-  '--no-first-run', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync'];
-const WAIT_MS = 15000;
+const base = serverUrl('dashboard.test.mjs SERVER_URL');
 
 // What the data written by dashboard_browser.rs holds.
 const HOSTS_IN_EU = ['host_0', 'host_1'];
 
-let checks = 0;
-function check(condition, what, seen) {
-  if (!condition) {
-    throw new Error(`FAILED: ${what}${seen === undefined ? '' : `\n  seen: ${JSON.stringify(seen)}`}`);
-  }
-  checks += 1;
-  console.log(`ok ${checks} - ${what}`);
-}
-
-function isLoopback(url) {
-  const { protocol, hostname } = new URL(url);
-  if (protocol === 'data:' || protocol === 'blob:') return true;
-  return ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(hostname);
-}
-
-const profile = mkdtempSync(join(tmpdir(), 'tickertape-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: chromiumPath,
-  headless: true,
-  args: CHROMIUM_ARGS,
-  viewport: { width: 1280, height: 900 },
+const { page, offsite, close } = await openBrowser({
   acceptDownloads: true,
   // A zone 5:45 off UTC: its round times are nobody else's (see the time zone checks).
   timezoneId: 'Asia/Kathmandu',
 });
-
-// Anything beyond loopback is refused and remembered: the page must need nothing else.
-const offsite = [];
-await context.route('**/*', (route) => {
-  const url = route.request().url();
-  if (isLoopback(url)) return route.continue();
-  offsite.push(url);
-  return route.abort();
-});
-
-const page = context.pages()[0] || (await context.newPage());
 const consoleErrors = [];
 const expectedHttpErrors = []; // "Failed to load resource" of a 4xx the test asked for
 let expectingHttpError = false;
@@ -599,12 +551,11 @@ try {
   check(offsite.length === 0, 'no request left loopback', offsite);
   check(consoleErrors.length === 0, 'no console errors and no page errors', consoleErrors);
   check(expectedHttpErrors.length >= 2, 'the error views came from 4xx answers', expectedHttpErrors);
-  console.log(`all ${checks} checks passed`);
+  console.log(`all ${checksPassed()} checks passed`);
 } catch (error) {
   console.error(error.message);
   if (consoleErrors.length) console.error(`console errors so far: ${JSON.stringify(consoleErrors)}`);
   process.exitCode = 1;
 } finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
+  await close();
 }
