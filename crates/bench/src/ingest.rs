@@ -187,7 +187,7 @@ async fn run_bounded(args: Args) -> Result<()> {
     }
 }
 
-async fn prepare(args: &Args) -> Result<Arc<Dataset>> {
+pub(crate) async fn prepare(args: &Args) -> Result<Arc<Dataset>> {
     let (file, batch_lines, clients) = (args.file.clone(), args.batch_lines, args.clients);
     let shape = Shape {
         hosts: args.hosts,
@@ -404,7 +404,33 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
 /// Sends every stream of bodies to `url`, one client per stream, concurrently.
 async fn ingest(url: &str, dataset: &Dataset) -> Result<IngestOutcome> {
     let streams = Arc::new(dataset.streams.clone());
-    send_streams(url, streams, dataset.points, BodyKind::LineProtocol).await
+    send_streams(
+        url,
+        streams,
+        dataset.points,
+        BodyKind::LineProtocol,
+        &Connect::default(),
+    )
+    .await
+}
+
+/// How the write clients reach the server: a CA to trust for `https://`, a token to send.
+#[derive(Clone, Default)]
+pub(crate) struct Connect {
+    pub(crate) ca: Option<reqwest::Certificate>,
+    pub(crate) token: Option<String>,
+}
+
+impl Connect {
+    fn client(&self) -> Result<reqwest::Client> {
+        let mut builder = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1);
+        if let Some(ca) = &self.ca {
+            builder = builder.add_root_certificate(ca.clone());
+        }
+        builder.build().context("building an HTTP client")
+    }
 }
 
 /// What the bodies hold, for the request's headers.
@@ -424,6 +450,7 @@ pub(crate) async fn send_streams(
     streams: Arc<Vec<Stream>>,
     points: u64,
     kind: BodyKind,
+    connect: &Connect,
 ) -> Result<IngestOutcome> {
     let bar = ProgressBar::new(points);
     bar.set_style(
@@ -436,18 +463,16 @@ pub(crate) async fn send_streams(
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(streams.len());
     for stream in 0..streams.len() {
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(1)
-            .build()
-            .context("building an HTTP client")?;
+        let client = connect.client()?;
+        let token = connect.token.clone();
         let (streams, bar, url) = (streams.clone(), bar.clone(), url.to_string());
         tasks.push(tokio::spawn(async move {
             let mut failures: Vec<String> = Vec::new();
             let mut failed = 0usize;
             let stream = &streams[stream];
             for (i, (body, &points)) in stream.bodies.iter().zip(&stream.points).enumerate() {
-                if let Err(message) = post(&client, &url, body.clone(), kind).await {
+                let sent = post(&client, &url, body.clone(), kind, token.as_deref()).await;
+                if let Err(message) = sent {
                     failed += 1;
                     if failures.len() < MAX_PRINTED_FAILURES {
                         failures.push(format!("body {i}: {message}"));
@@ -483,8 +508,9 @@ async fn post(
     url: &str,
     body: Bytes,
     kind: BodyKind,
+    token: Option<&str>,
 ) -> Result<(), String> {
-    let request = match kind {
+    let mut request = match kind {
         BodyKind::LineProtocol => client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "text/plain; charset=utf-8"),
@@ -494,6 +520,9 @@ async fn post(
             .header(reqwest::header::CONTENT_ENCODING, "snappy")
             .header("X-Prometheus-Remote-Write-Version", "0.1.0"),
     };
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
     let response = request
         .body(body)
         .send()

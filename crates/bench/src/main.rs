@@ -9,6 +9,7 @@
 //! - `queries.rs`: the four reference queries and the bit-for-bit read-back.
 //! - `remote_write.rs`: the dataset as Prometheus remote-write bodies, ingested
 //!   alternately with line protocol (issue 11).
+//! - `security.rs`: ingest over plain HTTP, with a token, over HTTPS, alternated (issue 24).
 //! - `disk.rs`: allocated bytes of a directory.
 //! - `shards.rs`: a simulated sharded MongoDB cluster under an MMS-sized load (issue 23).
 //! - `layouts/`: seed 003's schema simulator (`tickertape-bench layouts`), one file per
@@ -25,6 +26,7 @@ mod layouts;
 mod promql;
 mod queries;
 mod remote_write;
+mod security;
 mod shards;
 mod store;
 
@@ -58,6 +60,11 @@ enum Command {
     /// Every body must be answered 204; anything else fails the run.
     #[command(verbatim_doc_comment)]
     Ingest(ingest::Args),
+    /// What `serve --auth` and `--tls-cert` cost on ingest: the devops dataset sent to an
+    /// in-process server as plain HTTP, HTTP with a token, HTTPS and HTTPS with a token,
+    /// each on a fresh store, alternated over --rounds; each mode's median points/s and its
+    /// ratio to plain HTTP. Makes its certificates with the openssl CLI (or --tls-dir).
+    Security(security::Args),
     /// Seed 003's schema simulator: the same small dataset written in several layouts,
     /// each into a fresh store, with points/s, request latencies, what the store takes,
     /// round trips and the four reference queries per layout.
@@ -120,6 +127,7 @@ fn main() -> std::process::ExitCode {
     tickertape_server::binary::run_main(async move {
         match cli.command {
             Command::Ingest(args) => ingest::run(args).await,
+            Command::Security(args) => security::run(args).await,
             Command::Layouts(args) => layouts::run(args).await,
             Command::Candidates(args) => candidates::run(args).await,
             Command::Cardinality(args) => cardinality::run(args).await,

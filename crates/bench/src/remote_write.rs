@@ -11,7 +11,7 @@
 //! counted back (`agg=count`), so a fast run that lost points cannot pass.
 
 use crate::dataset::{Dataset, Shape, Stream, MAX_HOSTS, MAX_HOURS};
-use crate::ingest::{group, send_streams, BodyKind, IngestOutcome};
+use crate::ingest::{group, send_streams, BodyKind, Connect, IngestOutcome};
 use crate::store::open_engine;
 use anyhow::{bail, ensure, Context, Result};
 use bytes::Bytes;
@@ -196,7 +196,7 @@ async fn one_ingest(
         BodyKind::LineProtocol => format!("{base}/write?precision=ns"),
         BodyKind::RemoteWrite => format!("{base}/prometheus/api/v1/write"),
     };
-    let outcome = send_streams(&url, streams, dataset.points, kind).await?;
+    let outcome = send_streams(&url, streams, dataset.points, kind, &Connect::default()).await?;
     if outcome.failed > 0 {
         bail!(
             "{kind:?}: {} of {} bodies not answered 204: {}",
