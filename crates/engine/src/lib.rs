@@ -15,7 +15,9 @@
 //! - `samples_read`: raw points over a closed range with stale markers, for PromQL.
 //! - [`names`]: the name store's tokens, cached (seed 002).
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
+//! - `delete`: a selection's points deleted over a range, emptied series removed.
 
+mod delete;
 mod listing;
 pub mod maintenance;
 pub mod names;
@@ -42,6 +44,7 @@ use tickertape_backend::{Backend, BackendError, SegmentRollupPlan};
 use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{Clock, SystemClock};
 
+pub use delete::DeleteReport;
 pub use listing::Listing;
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use query::{CounterDisplay, Query};
