@@ -9,6 +9,7 @@
 //!   remaining point's write number) under a new write number, holding `d` so that the
 //!   next fold pass merges it and recomputes the rollups; then the old one is deleted;
 //! - a superseded one is deleted (its points are in the fold's documents, which are live).
+//!
 //! The series' rollup documents in those partitions are deleted (`sr.…`, `_id` = series):
 //! until the fold recomputes them, readers summarise the raw points, which no longer hold
 //! the deleted ones. A point written at a deleted time after `W` has a higher number and
