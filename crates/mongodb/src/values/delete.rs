@@ -18,10 +18,10 @@
 //! Folds: the delete holds the handle's fold lock, so this handle's background fold never
 //! runs beside it. A fold of another handle that read the old documents before the delete
 //! and inserts its merged documents after the delete's scan would bring the deleted points
-//! back in them (their `ws` keeps numbers below `W`): the delete therefore scans again
-//! until a scan finds nothing to rewrite (at most [`SCANS`] times, a short pause apart),
-//! which catches a fold that finishes within that time (`docs/format/mongodb.md`,
-//! "Deleting points").
+//! back in them (their `ws` keeps numbers below `W`): the delete therefore scans the
+//! partitions again until a scan of each finds nothing to rewrite (at most [`SCANS`]
+//! rounds over the partitions, a short pause apart), which catches a fold that finishes
+//! within that time (`docs/format/mongodb.md`, "Deleting points and series").
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +40,8 @@ use crate::Shared;
 
 /// Scans of the range at most, until one finds nothing left to delete.
 const SCANS: usize = 4;
+/// Series per scan: the `$in` lists stay far under the 16 MiB command limit.
+const SERIES_PER_SCAN: usize = 1000;
 /// Pause between scans, so a racing fold's insert lands before the next.
 const SCAN_PAUSE: Duration = Duration::from_millis(200);
 
@@ -70,19 +72,33 @@ impl Shared {
                     range.overlaps(p, last)
                 })
                 .collect();
-            for &p in &touched {
-                for scan in 0..SCANS {
-                    if scan > 0 {
-                        tokio::time::sleep(SCAN_PAUSE).await;
+            // Every partition once, then again those where a scan rewrote something.
+            let mut pending = touched.clone();
+            for scan in 0..SCANS {
+                if pending.is_empty() {
+                    break;
+                }
+                if scan > 0 {
+                    tokio::time::sleep(SCAN_PAUSE).await;
+                }
+                let mut again = Vec::new();
+                for &p in &pending {
+                    let mut rewrote = false;
+                    for chunk in ids.chunks(SERIES_PER_SCAN) {
+                        rewrote |= self
+                            .rewrite_partition(token, p, chunk, range, delete_w)
+                            .await?;
                     }
-                    if !self
-                        .rewrite_partition(token, p, &ids, range, delete_w)
-                        .await?
-                    {
-                        break;
+                    if rewrote {
+                        again.push(p);
                     }
                 }
-                self.delete_rollups(&partitions, p, &ids).await?;
+                pending = again;
+            }
+            for &p in &touched {
+                for chunk in ids.chunks(SERIES_PER_SCAN) {
+                    self.delete_rollups(&partitions, p, chunk).await?;
+                }
             }
         }
         Ok(())
