@@ -180,6 +180,34 @@ pub async fn deleted_points_never_come_back(f: &dyn StoreFactory) {
     b.compact().await.expect("compact");
     assert_holds(&*b, &model, &all, "after rollups are derived again").await;
 
+    // A measurement whose only series is deleted whole leaves the pickers.
+    let lone = b
+        .resolve_series(&[SeriesKey::new("gone", vec![("dc".into(), "x".into())], "v")])
+        .await
+        .expect("register")[0];
+    append(&*b, &mut model, lone, &[1, 2], 40).await;
+    b.delete_points(&[lone], DeleteRange::all())
+        .await
+        .expect("delete whole");
+    assert_eq!(b.remove_series(&[lone]).await.expect("remove"), 1);
+    let all_names = NameQuery::new("", 100);
+    let measurements = b.list_measurements(&all_names).await.expect("measurements");
+    assert_eq!(
+        measurements,
+        vec!["mem"],
+        "the measurement left with no series"
+    );
+    let keys = b.list_tag_keys("gone", &all_names).await.expect("tag keys");
+    assert!(
+        keys.is_empty(),
+        "tag keys of a measurement with no series: {keys:?}"
+    );
+    let fields = b.list_fields_of("gone", &all_names).await.expect("fields");
+    assert!(
+        fields.is_empty(),
+        "fields of a measurement with no series: {fields:?}"
+    );
+
     // A series deleted whole leaves the catalog and every listing.
     b.delete_points(&[c], DeleteRange::all())
         .await
