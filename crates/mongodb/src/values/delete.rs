@@ -1,36 +1,39 @@
-//! Deleting points (`ValueStore::delete_points`): the documents holding deleted points
-//! are rewritten without them, under the one rule's write numbers.
+//! Deleting points (`ValueStore::delete_points`): a delete mark in each partition the
+//! range touches where the series holds documents, then the documents holding deleted
+//! points rewritten without them.
 //!
 //! The delete takes a write number `W` first: every point stored before it carries a
-//! lower one, every point stored after a higher one. It then reads every document of the
-//! series (live and superseded) overlapping the range in each partition the range touches,
-//! and for each holding a point of the range with a write number below `W`:
-//! - a live one gets a replacement, inserted first: a folded document (`ws` keeps each
-//!   remaining point's write number) under a new write number, holding `d` so that the
-//!   next fold pass merges it and recomputes the rollups; then the old one is deleted;
-//! - a superseded one is deleted (its points are in the fold's documents, which are live).
+//! lower one, every point stored after a higher one. Then, per partition the range
+//! touches and series:
+//! 1. a **delete mark** (`doc::DeleteMark`, a document with `k`, under `_id {s, w: W}`):
+//!    the series' points in the range (clipped to the partition) with a write number below
+//!    `W` are deleted. Readers apply it to every range they merge, and so do folds, which
+//!    keep it live for good; a fold that read its inputs before the mark and finds it after
+//!    its own writes leaves its documents waiting, so the next pass merges them again with
+//!    the mark. So a fold racing the delete — of this handle or of any other, or one that
+//!    crashed halfway — never brings a deleted point back.
+//! 2. every document (live and superseded) overlapping the range that holds a deleted
+//!    point is rewritten: a live one gets a replacement first (a folded document of the
+//!    remaining points, `ws` keeping each one's write number, under a new write number,
+//!    holding `d` so that the next fold pass merges it), then the old documents are
+//!    deleted; a superseded one is deleted (its points are in the fold's documents). The
+//!    points are gone from the store, and neighbours and heads, read from the documents'
+//!    first and last points, answer without them.
+//! 3. the series' rollup documents in those partitions are deleted (`sr.…`, `_id` =
+//!    series): until the fold recomputes them (the mark is a live document they do not
+//!    cover), readers summarise the raw points.
 //!
-//! The series' rollup documents in those partitions are deleted (`sr.…`, `_id` = series):
-//! until the fold recomputes them, readers summarise the raw points, which no longer hold
-//! the deleted ones. A point written at a deleted time after `W` has a higher number and
-//! is never touched: a later write wins over the delete.
-//!
-//! Folds: the delete holds the handle's fold lock, so this handle's background fold never
-//! runs beside it. A fold of another handle that read the old documents before the delete
-//! and inserts its merged documents after the delete's scan would bring the deleted points
-//! back in them (their `ws` keeps numbers below `W`): the delete therefore scans the
-//! partitions again until a scan of each finds nothing to rewrite (at most [`SCANS`]
-//! rounds over the partitions, a short pause apart), which catches a fold that finishes
-//! within that time (`docs/format/mongodb.md`, "Deleting points and series").
+//! A point written at a deleted time after `W` has a higher number and is never touched:
+//! a later write wins over the delete. The delete holds the handle's fold lock, so its own
+//! background fold waits (`docs/format/mongodb.md`, "Deleting points and series").
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{DeleteRange, Result};
 use tickertape_core::SeriesId;
 
-use super::doc::{folded, id, parse_meta, parse_points};
+use super::doc::{delete_mark, folded, id, parse_meta, parse_points, DeleteMark};
 use super::merge::Written;
 use super::names::{value_collection, PartitionName};
 use crate::error::map_err;
@@ -38,12 +41,8 @@ use crate::find::find_all;
 use crate::layout::sid;
 use crate::Shared;
 
-/// Scans of the range at most, until one finds nothing left to delete.
-const SCANS: usize = 4;
-/// Series per scan: the `$in` lists stay far under the 16 MiB command limit.
+/// Series per request: the `$in` lists stay far under the 16 MiB command limit.
 const SERIES_PER_SCAN: usize = 1000;
-/// Pause between scans, so a racing fold's insert lands before the next.
-const SCAN_PAUSE: Duration = Duration::from_millis(200);
 
 impl Shared {
     /// Deletes the points of `series` in `range` (see the module docs).
@@ -72,28 +71,27 @@ impl Shared {
                     range.overlaps(p, last)
                 })
                 .collect();
-            // Every partition once, then again those where a scan rewrote something.
-            let mut pending = touched.clone();
-            for scan in 0..SCANS {
-                if pending.is_empty() {
-                    break;
-                }
-                if scan > 0 {
-                    tokio::time::sleep(SCAN_PAUSE).await;
-                }
-                let mut again = Vec::new();
-                for &p in &pending {
-                    let mut rewrote = false;
-                    for chunk in ids.chunks(SERIES_PER_SCAN) {
-                        rewrote |= self
-                            .rewrite_partition(token, p, chunk, range, delete_w)
-                            .await?;
+            for &p in &touched {
+                let last_of_partition = (by.end_of(p) - 1).min(i128::from(i64::MAX)) as i64;
+                let mark = DeleteMark {
+                    w: delete_w,
+                    lo: range.start().max(p),
+                    hi: range.last().min(last_of_partition),
+                };
+                let collection = value_collection(token, p);
+                for chunk in ids.chunks(SERIES_PER_SCAN) {
+                    // Marks for the series holding documents there, the only ones a fold
+                    // can write points of; then the scan, which sees every document
+                    // inserted before the marks (a fold inserting later finds them).
+                    let holding = self.series_holding(&collection, chunk, range).await?;
+                    if holding.is_empty() {
+                        continue;
                     }
-                    if rewrote {
-                        again.push(p);
-                    }
+                    let marks = holding.iter().map(|&s| delete_mark(s, mark)).collect();
+                    self.insert_values(&collection, marks).await?;
+                    self.rewrite_partition(token, p, &holding, range, delete_w)
+                        .await?;
                 }
-                pending = again;
             }
             for &p in &touched {
                 for chunk in ids.chunks(SERIES_PER_SCAN) {
@@ -102,6 +100,34 @@ impl Shared {
             }
         }
         Ok(())
+    }
+
+    /// The series of `ids` with a document in `collection` overlapping `range`.
+    async fn series_holding(
+        &self,
+        collection: &str,
+        ids: &[i64],
+        range: DeleteRange,
+    ) -> Result<Vec<i64>> {
+        let docs = find_all(
+            self.collection(collection)
+                .find(doc! {
+                    "s": { "$in": ids.to_vec() },
+                    "lo": { "$lte": range.last() },
+                    "hi": { "$gte": range.start() },
+                    "k": { "$exists": false },
+                })
+                .projection(doc! { "s": 1 }),
+            "find series to delete from",
+        )
+        .await?;
+        let mut series = docs
+            .iter()
+            .map(|d| crate::layout::need_i64(d, "s"))
+            .collect::<Result<Vec<i64>>>()?;
+        series.sort_unstable();
+        series.dedup();
+        Ok(series)
     }
 
     /// One scan of partition `p`: every document of `ids` holding a point of `range`
