@@ -7,12 +7,13 @@ use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use crate::{NameQuery, Result, SeriesCount, SeriesInfo};
 
 #[async_trait]
-/// Registering series and finding them again. Every method reads or registers keys only:
-/// no point is touched.
+/// Registering series, finding them again and removing them. Every method reads or
+/// registers keys only: no point is touched.
 pub trait SeriesCatalog: Send + Sync {
-    /// The id of each key, registering the keys not seen before. Ids are stable forever:
-    /// the same key gets the same id from every client, across restarts, also when
-    /// several writers register it at once.
+    /// The id of each key, registering the keys not seen before. Ids are stable until the
+    /// series is removed ([`remove_series`](Self::remove_series)): the same key gets the
+    /// same id from every client, across restarts, also when several writers register it
+    /// at once. An id is never issued twice.
     async fn resolve_series(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>>;
 
     /// The id of each key already registered, `None` for the others. Registers nothing:
@@ -63,4 +64,23 @@ pub trait SeriesCatalog: Send + Sync {
         key: &str,
         query: &NameQuery,
     ) -> Result<Vec<String>>;
+
+    // --- Removing series -------------------------------------------------------------
+
+    /// Removes `series` from the catalog, as Prometheus removes a series deleted over its
+    /// whole range: they are no longer found, counted or listed (pickers, fields, tag keys
+    /// and values that no other series has), and [`resolve_series`](Self::resolve_series)
+    /// of the same key later registers it anew under a new id, which holds only the points
+    /// written to it. The caller deletes the series' points first
+    /// ([`ValueStore::delete_points`](crate::ValueStore::delete_points) over
+    /// [`DeleteRange::all`](crate::DeleteRange::all)); a store may keep unreachable
+    /// bucket documents of a removed id until retention drops their partitions.
+    ///
+    /// Returns how many of `series` were registered (and are removed); an unknown id is
+    /// skipped. Durable when it returns `Ok`. A writer that resolved an id before the
+    /// removal and appends to it afterwards is refused with
+    /// [`BackendError::UnknownSeries`](crate::BackendError::UnknownSeries) where the
+    /// store checks registration (embedded, reference), and stores points nobody can read
+    /// where it does not (MongoDB).
+    async fn remove_series(&self, series: &[SeriesId]) -> Result<u64>;
 }

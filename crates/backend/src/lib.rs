@@ -20,10 +20,14 @@
 //! 000: points, derived rollups, raw retention), the [`BucketStore`] (time buckets with
 //! their partitions, seeds 001/003/004) and the [`NameStore`] (seed 002); callers take the
 //! one they need.
+//!
+//! Deleting points ([`ValueStore::delete_points`], [`DeleteRange`]) and removing a series
+//! whole ([`SeriesCatalog::remove_series`]) are one contract on every backend too.
 
 pub mod bucket_store;
 pub mod buckets;
 pub mod catalog;
+pub mod delete;
 pub mod listing;
 pub mod names;
 pub mod partitions;
@@ -32,6 +36,7 @@ pub mod value_store;
 
 pub use bucket_store::BucketStore;
 pub use catalog::SeriesCatalog;
+pub use delete::{DeleteRange, EmptyDeleteRange};
 pub use tokens::TokenStore;
 pub use value_store::ValueStore;
 

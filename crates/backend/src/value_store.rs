@@ -9,7 +9,7 @@ use tickertape_core::SeriesId;
 
 #[allow(unused_imports)] // named in the docs
 use crate::{BackendError, StorageStats};
-use crate::{Result, SegmentRollupPlan, SeriesAppend, SeriesHead};
+use crate::{DeleteRange, Result, SegmentRollupPlan, SeriesAppend, SeriesHead};
 
 #[async_trait]
 /// The points of value-segment series and their derived rollups.
@@ -85,4 +85,24 @@ pub trait ValueStore: Send + Sync {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>>;
+
+    // --- Deleting points -------------------------------------------------------------
+
+    /// Deletes every stored point of each of `series` whose time is in `range`. When this
+    /// returns `Ok`, the delete is durable, like an append: the deleted points never come
+    /// back — not after a restart or a crash, a merge, compaction or fold, a write of other
+    /// points into the same partitions, or a rebuild of rollups — and every read answers
+    /// from the points that remain: [`read_segments`](Self::read_segments) and its
+    /// neighbours, [`heads`](Self::heads), and
+    /// [`read_segment_rollup`](Self::read_segment_rollup), whose slots over the range are
+    /// those of the remaining points, bit for bit. A point appended at a deleted time after
+    /// `Ok` is stored as any other (a delete is not a filter on later writes); an append
+    /// racing the delete is kept or deleted whole, never half.
+    ///
+    /// Rollup slots that outlived raw retention (see
+    /// [`drop_raw_before`](Self::drop_raw_before)) have no points left to answer from
+    /// and are left as they are. An id that is not registered or holds no point in the
+    /// range is no error. On `Err`, some of the points may be deleted; deleting again is
+    /// harmless.
+    async fn delete_points(&self, series: &[SeriesId], range: DeleteRange) -> Result<()>;
 }

@@ -167,3 +167,53 @@ fn relative_times_select_from_now() {
     let _ = server.wait();
     assert_eq!(through_server, ["1", "2"]);
 }
+
+#[test]
+fn admin_delete_prints_what_it_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("data.lp");
+    std::fs::write(
+        &file,
+        "temp,room=a c=20 1700000000\ntemp,room=b c=5.5 1700000010\ntemp,room=a c=21 1700000020\n",
+    )
+    .unwrap();
+    assert!(import(&store, &file).status.success());
+    let s = store.to_str().unwrap();
+    let delete = |extra: &[&str]| {
+        let mut args = vec!["admin", "delete", "--store", s, "-m", "temp"];
+        args.extend_from_slice(extra);
+        tickertape(&args)
+    };
+    let out = delete(&[
+        "--tag",
+        "room=a",
+        "--start",
+        "2023-11-14T22:13:20Z",
+        "--end",
+        "1700000010000000000",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "deleted the points in [2023-11-14T22:13:20Z, 2023-11-14T22:13:30Z) of 1 series of temp; \
+         0 series left with no point removed\n"
+    );
+    let out = delete(&["--tag", "room:b"]);
+    assert_eq!(
+        text(&out.stdout),
+        "deleted the points at every time of 1 series of temp; 1 series left with no point removed\n"
+    );
+    let out = tickertape(&["query", "--store", s, "-m", "temp", "--format", "csv"]);
+    assert_eq!(
+        text(&out.stdout),
+        "series,time,value\ntemp{room=a}#c,2023-11-14T22:13:40Z,21\n"
+    );
+    let out = delete(&["--start", "2", "--end", "1"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--start"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -130,3 +130,90 @@ async fn rollups_equal_raw_points_after_kill_9_mid_ingest() {
         "{from_raw}"
     );
 }
+
+/// A delete answered by a `tickertape serve` process is durable: after `kill -9` the
+/// deleted points stay deleted, whether they were in part files or only in the head and
+/// the write-ahead log, a series deleted whole stays out of the catalog, and a point
+/// written into the deleted range after the delete is kept.
+#[tokio::test]
+async fn a_delete_survives_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let (mut child, url) = serve(dir.path());
+    let post = |path: String, body: String| {
+        let client = client.clone();
+        async move {
+            let r = client.post(path).body(body).send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.text().await.unwrap_or_default())
+        }
+    };
+    let lines = |host: &str, times: std::ops::Range<i64>| -> String {
+        times
+            .map(|t| format!("k,host={host} v={t} {t}\n"))
+            .collect()
+    };
+    // 1..=600 into part files, 601..=1000 only in the head and the log.
+    for (host, times) in [
+        ("a", 1..601),
+        ("b", 1..601),
+        ("a", 601..1001),
+        ("b", 601..1001),
+    ] {
+        assert_eq!(
+            post(format!("{url}/write"), lines(host, times)).await.0,
+            204
+        );
+        if host == "b" {
+            let compacted = post(format!("{url}/api/v1/admin/compact"), String::new()).await;
+            assert_eq!(compacted.0, 204, "{}", compacted.1);
+        }
+    }
+    let delete =
+        |query: &'static str| post(format!("{url}/api/v1/admin/delete?{query}"), String::new());
+    let (status, answer) = delete("measurement=k&tag=host:a&start=300&end=800").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer, r#"{"series_matched":1,"series_removed":0}"#);
+    let (status, answer) = delete("measurement=k&tag=host:b").await;
+    assert_eq!(
+        (status, answer.as_str()),
+        (200, r#"{"series_matched":1,"series_removed":1}"#)
+    );
+    assert_eq!(
+        post(format!("{url}/write"), lines("a", 500..501)).await.0,
+        204
+    );
+    child.kill().expect("kill -9 the server"); // SIGKILL: no shutdown code runs
+    child.wait().expect("reap");
+
+    let (mut child, url) = serve(dir.path());
+    let get = |path: String| {
+        let client = client.clone();
+        async move {
+            let r = client.get(path).send().await.unwrap();
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let answer = get(format!("{url}/api/v1/query?measurement=k")).await;
+    let series = answer["series"].as_array().expect("series").clone();
+    let listed = get(format!("{url}/api/v1/series?measurement=k")).await;
+    let heads = get(format!("{url}/api/v1/query?measurement=k&agg=last")).await;
+    child.kill().expect("stop the server");
+    child.wait().expect("reap");
+    assert_eq!(series.len(), 1, "host b is gone: {answer}");
+    assert_eq!(series[0]["tags"]["host"], "a");
+    let times: Vec<i64> = series[0]["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p[0].as_i64().expect("a time"))
+        .collect();
+    let want: Vec<i64> = (1..300).chain([500]).chain(800..1001).collect();
+    assert_eq!(times, want, "deleted points stay deleted after kill -9");
+    assert_eq!(
+        listed["series"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+    assert_eq!(heads["series"][0]["points"][0][0], 1000, "{heads}");
+}

@@ -42,8 +42,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tickertape_backend::{
-    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeriveRollups,
-    DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
+    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
+    DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
     SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
     StoredBucket, TokenRequest,
 };
@@ -394,6 +394,13 @@ impl SeriesCatalog for EmbeddedBackend {
     ) -> Result<Vec<String>> {
         Ok(self.catalog.tag_values(measurement, key, query))
     }
+
+    /// Recorded in redb (`removed_series`), then taken out of the catalog and its index.
+    async fn remove_series(&self, series: &[SeriesId]) -> Result<u64> {
+        let series = series.to_vec();
+        self.submit(|reply| Job::RemoveSeries { series, reply })
+            .await
+    }
 }
 
 #[async_trait]
@@ -468,6 +475,21 @@ impl ValueStore for EmbeddedBackend {
     ) -> Result<Vec<(i64, i64)>> {
         self.drop_before(measurement, Dropped::Rollup(resolution), cutoff, dry_run)
             .await
+    }
+
+    /// Sets the series' heads back, flushes the head and rewrites the partitions holding
+    /// deleted points, each in one durable swap (`values/delete.rs`); answers when done.
+    async fn delete_points(&self, series: &[SeriesId], range: DeleteRange) -> Result<()> {
+        if series.is_empty() {
+            return Ok(());
+        }
+        let series = series.to_vec();
+        self.submit(|reply| Job::Delete {
+            series,
+            range,
+            reply,
+        })
+        .await
     }
 }
 

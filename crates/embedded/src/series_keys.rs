@@ -14,6 +14,9 @@
 //! A devops series (one measurement, ten tags, one field) takes ~25 bytes, and each
 //! distinct string is stored once however many series share it.
 //!
+//! A series removed from the catalog keeps its row; its id is recorded in
+//! `removed_series` and skipped when the catalog is loaded.
+//!
 //! There is no key → id table and no name → token table: the catalog is loaded whole at
 //! open ([`load`]) and answers both in memory. Registering a body's new series writes one
 //! row, and a million series load from a hundred rows, not from two million.
@@ -23,7 +26,7 @@
 
 use crate::catalog::{Catalog, Pending, Unwritten};
 use crate::names;
-use crate::tables::{CATALOG_BATCHES, SERIES_KEYS};
+use crate::tables::{CATALOG_BATCHES, REMOVED_SERIES, SERIES_KEYS};
 use crate::writer::storage;
 use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
 use tickertape_backend::{BackendError, Result};
@@ -120,7 +123,47 @@ pub fn load(db: &Database, catalog: &Catalog) -> Result<()> {
             }
         }
         Ok(())
-    })
+    })?;
+    catalog.remove(&removed(&txn)?);
+    Ok(())
+}
+
+/// The series removed from the catalog ([`REMOVED_SERIES`]; none in a file without it).
+fn removed(txn: &redb::ReadTransaction) -> Result<Vec<SeriesId>> {
+    let table = match txn.open_table(REMOVED_SERIES) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(storage(e)),
+    };
+    let mut ids = Vec::new();
+    for entry in table.iter().map_err(storage)? {
+        ids.push(SeriesId(entry.map_err(storage)?.0.value()));
+    }
+    Ok(ids)
+}
+
+/// Removes `ids` from the catalog: recorded in [`REMOVED_SERIES`] by one durable commit,
+/// then taken out of the catalog in memory. Returns how many were registered. Runs on the
+/// writer thread between groups, so no registration is pending.
+pub fn remove(db: &Database, catalog: &Catalog, ids: &[SeriesId]) -> Result<u64> {
+    let known: Vec<SeriesId> = ids
+        .iter()
+        .copied()
+        .filter(|&id| catalog.first_unknown([id]).is_none())
+        .collect();
+    if known.is_empty() {
+        return Ok(0);
+    }
+    let mut txn = db.begin_write().map_err(storage)?;
+    txn.set_durability(redb::Durability::Immediate);
+    {
+        let mut table = txn.open_table(REMOVED_SERIES).map_err(storage)?;
+        for id in &known {
+            table.insert(id.0, ()).map_err(storage)?;
+        }
+    }
+    txn.commit().map_err(storage)?;
+    Ok(catalog.remove(&known))
 }
 
 /// Rewrites `keys` (with the ids they have) as rows, issuing string tokens from 0: the

@@ -6,6 +6,9 @@ use redb::TableDefinition;
 /// First series id of a row → the strings and series keys one job registered
 /// ([`crate::series_keys`]).
 pub const CATALOG_BATCHES: TableDefinition<u64, &[u8]> = TableDefinition::new("catalog_batches");
+/// Series id → nothing: series removed from the catalog (`SeriesCatalog::remove_series`),
+/// whose `catalog_batches` rows stay; applied when the catalog is loaded.
+pub const REMOVED_SERIES: TableDefinition<u64, ()> = TableDefinition::new("removed_series");
 /// Formats 4 to 6 only: series id → its key (JSON in 4, name store tokens in 5 and 6);
 /// the migration to format 7 rewrites it as `catalog_batches` rows and deletes it.
 pub const SERIES_KEYS: TableDefinition<u64, &[u8]> = TableDefinition::new("series_keys");

@@ -18,8 +18,10 @@
 //! - [`names`]: the name store's tokens, cached (seed 002).
 //! - [`cardinality`]: series counts by measurement, field, tag key and tag pair.
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
+//! - `delete`: a selection's points deleted over a range, emptied series removed.
 
 pub mod cardinality;
+mod delete;
 pub mod key_limits;
 mod listing;
 pub mod maintenance;
@@ -49,6 +51,7 @@ use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{Clock, SystemClock};
 
 pub use cardinality::Cardinality;
+pub use delete::DeleteReport;
 pub use listing::Listing;
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use query::{CounterDisplay, Query};

@@ -4,7 +4,8 @@
 //! Two lines with byte-identical prefixes name the same series, so a hit needs no
 //! unescaping, sorting or allocation. Different spellings of one series (tags in another
 //! order) miss here, are resolved by the backend to the same id, and get their own entry.
-//! Ids never change once issued, so entries never go stale.
+//! Ids never change once issued, so entries go stale only when a delete removes series
+//! from the catalog: the engine then clears the cache.
 //!
 //! Bounded: past [`MAX_ENTRIES`] series texts the cache starts over empty, so its memory
 //! follows the series written lately, not every series ever written (a miss costs one
@@ -49,6 +50,11 @@ impl SeriesCache {
                     .map(|(_, id)| *id)
             })
             .collect()
+    }
+
+    /// Forgets every entry (series were removed: their ids must not be written again).
+    pub fn clear(&self) {
+        *self.by_text.write().unwrap_or_else(|p| p.into_inner()) = HashMap::new();
     }
 
     pub fn insert(&self, text: &str, field: &str, id: SeriesId) {

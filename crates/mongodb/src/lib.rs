@@ -51,9 +51,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tickertape_backend::{
-    Backend, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DocumentStart, NameQuery,
-    NameSpace, Partition, Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead,
-    SeriesInfo, StorageStats, StoredBucket,
+    Backend, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange, DocumentStart,
+    NameQuery, NameSpace, Partition, Result, SegmentRollupPlan, SeriesAppend, SeriesCount,
+    SeriesHead, SeriesInfo, StorageStats, StoredBucket,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
@@ -234,6 +234,10 @@ impl SeriesCatalog for MongoBackend {
     ) -> Result<Vec<String>> {
         self.shared.tag_values(measurement, key, query).await
     }
+
+    async fn remove_series(&self, series: &[SeriesId]) -> Result<u64> {
+        self.shared.remove(series).await
+    }
 }
 
 #[async_trait]
@@ -291,6 +295,11 @@ impl ValueStore for MongoBackend {
         self.shared
             .drop_values_before(measurement, cutoff, dry_run)
             .await
+    }
+
+    /// The documents holding deleted points rewritten without them (`values/delete.rs`).
+    async fn delete_points(&self, series: &[SeriesId], range: DeleteRange) -> Result<()> {
+        self.shared.delete_values(series, range).await
     }
 }
 

@@ -17,6 +17,34 @@ use crate::layout::{self, canonical_key, key_doc, COUNTERS, SERIES};
 use crate::{bulk, selector, Shared};
 
 impl Shared {
+    /// Removes series documents (`SeriesCatalog::remove_series`): their keys are read
+    /// first, for the tag values no other series has; returns how many were deleted. A
+    /// key registered again gets a new id from the counter.
+    pub(crate) async fn remove(&self, ids: &[SeriesId]) -> Result<u64> {
+        let ids: Vec<i64> = ids.iter().map(|&s| layout::sid(s)).collect::<Result<_>>()?;
+        let mut keys = Vec::new();
+        let mut removed = 0;
+        for chunk in ids.chunks(1000) {
+            let docs = find_all(
+                self.collection(SERIES)
+                    .find(doc! { "_id": { "$in": chunk.to_vec() } }),
+                "read series to remove",
+            )
+            .await?;
+            for d in &docs {
+                keys.push(layout::parse_key(d)?);
+            }
+            removed += self
+                .collection(SERIES)
+                .delete_many(doc! { "_id": { "$in": chunk.to_vec() } })
+                .await
+                .map_err(|e| map_err("remove series", e))?
+                .deleted_count;
+        }
+        self.forget_tag_values(&keys).await?;
+        Ok(removed)
+    }
+
     pub(crate) async fn resolve(&self, keys: &[SeriesKey]) -> Result<Vec<SeriesId>> {
         let canonical: Vec<String> = keys.iter().map(canonical_key).collect();
         let mut ids = self.ids_of(&canonical).await?;

@@ -6,8 +6,10 @@
 //! `_id` is `measurement NUL key NUL value`: the values of one key are the contiguous range
 //! after `measurement NUL key NUL`, in order, and those starting with `p` a sub-range, as
 //! `k.p` is laid out for the tag index. Entries are written before the series document
-//! that has them (`register`), never removed: a listing may name a value whose series all
-//! lost their points to retention, never miss one a series has. A name holding NUL could
+//! that has them (`register`), removed only when a delete removes the last series that
+//! had them (`forget_tag_values`): a listing may name a value whose series all lost their
+//! points to retention, never miss one a series has (but for a registration racing the
+//! removal of the last other series with that value, whose entry may then go missing). A name holding NUL could
 //! make two entries' `_id` equal or split one wrongly; line protocol names do not.
 
 use mongodb::bson::{doc, Document};
@@ -60,6 +62,38 @@ impl Shared {
         let entries = entries(keys);
         if !entries.is_empty() {
             bulk::insert(&self.db, &self.write_concern, TAG_VALUES, entries).await?;
+        }
+        Ok(())
+    }
+
+    /// Removes the entries of `removed` (keys of series just removed) that no registered
+    /// series has any more: one indexed `find` (`k.m`, `k.p`) per entry, then one delete.
+    pub(crate) async fn forget_tag_values(&self, removed: &[SeriesKey]) -> Result<()> {
+        let mut unused = Vec::new();
+        let pairs: BTreeSet<(&str, &str, &str)> = removed
+            .iter()
+            .flat_map(|k| {
+                k.tags
+                    .iter()
+                    .map(|(key, value)| (k.measurement.as_str(), key.as_str(), value.as_str()))
+            })
+            .collect();
+        for (m, key, value) in pairs {
+            let still = self
+                .collection(SERIES)
+                .find_one(doc! { "k.m": m, "k.p": layout::tag_pair(key, value) })
+                .projection(doc! { "_id": 1 })
+                .await
+                .map_err(|e| map_err("look for a tag value's series", e))?;
+            if still.is_none() {
+                unused.push(entry_id(m, key, value));
+            }
+        }
+        if !unused.is_empty() {
+            self.collection(TAG_VALUES)
+                .delete_many(doc! { "_id": { "$in": unused } })
+                .await
+                .map_err(|e| map_err("forget tag values", e))?;
         }
         Ok(())
     }

@@ -32,9 +32,9 @@ pub use tokens::MemoryTokens;
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
-    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeriveRollups,
-    DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result, RollupPlan,
-    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
+    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
+    DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
+    RollupPlan, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
     StoredBucket,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
@@ -240,6 +240,11 @@ impl SeriesCatalog for ReferenceBackend {
     ) -> Result<Vec<String>> {
         Ok(self.state().series.tag_values(measurement, key, query))
     }
+
+    /// "Removes `series` from the catalog … registers it anew under a new id".
+    async fn remove_series(&self, series: &[SeriesId]) -> Result<u64> {
+        Ok(self.state().series.remove(series))
+    }
 }
 
 #[async_trait]
@@ -344,6 +349,17 @@ impl ValueStore for ReferenceBackend {
             }
         }
         Ok(spans)
+    }
+
+    /// "Deletes every stored point of each of `series` whose time is in `range`": the
+    /// points leave the one list, so reads, heads and rollups (computed on each read)
+    /// answer from what remains; the slots kept past raw retention stay.
+    async fn delete_points(&self, series: &[SeriesId], range: DeleteRange) -> Result<()> {
+        let mut state = self.state();
+        for &s in series {
+            state.points.delete(s, range);
+        }
+        Ok(())
     }
 }
 

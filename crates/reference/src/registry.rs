@@ -117,6 +117,19 @@ impl Registry {
             .collect()
     }
 
+    /// Forgets the keys of `ids`; returns how many were registered. `next` stays: "an id
+    /// is never issued twice", so the key registered again gets a new one.
+    pub fn remove(&mut self, ids: &[SeriesId]) -> u64 {
+        let mut removed = 0;
+        for id in ids {
+            if let Some(key) = self.keys.remove(id) {
+                self.ids.remove(&key);
+                removed += 1;
+            }
+        }
+        removed
+    }
+
     pub fn is_registered(&self, id: SeriesId) -> bool {
         self.keys.contains_key(&id)
     }

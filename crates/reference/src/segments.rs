@@ -8,7 +8,7 @@
 //! Where a backend cuts its segments is its own; readers compare points.
 
 use std::collections::BTreeMap;
-use tickertape_backend::{SeriesAppend, SeriesHead};
+use tickertape_backend::{DeleteRange, SeriesAppend, SeriesHead};
 use tickertape_core::codec;
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId};
@@ -81,6 +81,16 @@ impl Points {
         let before = stored.len();
         stored.retain(|p| p.time < start || p.time >= end);
         before != stored.len()
+    }
+
+    /// Removes the points of `series` in `range`, and the series' list once it is empty.
+    pub fn delete(&mut self, series: SeriesId, range: DeleteRange) {
+        if let Some(stored) = self.by_series.get_mut(&series) {
+            stored.retain(|p| !range.contains(p.time));
+            if stored.is_empty() {
+                self.by_series.remove(&series);
+            }
+        }
     }
 }
 

@@ -1,9 +1,14 @@
 //! Operations on the store rather than its data.
 
 use crate::error::ApiError;
+use crate::query::Params;
 use crate::AppState;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
+use axum::Json;
+use serde::Serialize;
+use tickertape_backend::DeleteRange;
+use tickertape_core::time::parse_time;
 use tickertape_engine::EngineError;
 
 /// `POST /api/v1/admin/compact`: flushes what the store holds in memory and merges its
@@ -19,4 +24,58 @@ pub async fn compact(State(state): State<AppState>) -> Result<StatusCode, ApiErr
         .map_err(EngineError::from)?;
     tracing::info!(ms = started.elapsed().as_millis() as u64, "compaction done");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Every parameter `/api/v1/admin/delete` takes: the query API's selection and range.
+const DELETE_PARAMS: &[&str] = &["measurement", "field", "tag", "start", "end"];
+
+/// The answer of `/api/v1/admin/delete`.
+#[derive(Serialize)]
+pub struct DeleteAnswer {
+    pub series_matched: u64,
+    pub series_removed: u64,
+}
+
+/// `POST /api/v1/admin/delete?measurement=M[&tag=K:V…][&field=F][&start=S][&end=E]` (or
+/// the same as a form body): deletes the points in `[start, end)` (RFC 3339, integer ns or
+/// relative to now, as the query API) of the series the selection matches; without
+/// `start` and `end`, the series whole, which leave the catalog. Answers how many series
+/// were matched and removed, once the delete is durable. A request without a measurement
+/// selects nothing and is refused, so no delete removes everything by omission.
+pub async fn delete(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+    body: String,
+) -> Result<Json<DeleteAnswer>, ApiError> {
+    let text = match (raw.as_deref().unwrap_or(""), body.as_str()) {
+        (query, "") => query.to_owned(),
+        ("", body) => body.to_owned(),
+        (query, body) => format!("{query}&{body}"),
+    };
+    let params = Params::parse(&text, DELETE_PARAMS)?;
+    if params.one("measurement").is_none_or(str::is_empty) {
+        return Err(ApiError::BadRequest(
+            "a delete needs a selection: parameter measurement is required (with optional \
+             tag and field conditions)"
+                .into(),
+        ));
+    }
+    let selector = params.selector()?;
+    let now = state.engine.now_nanos();
+    let time = |name: &str| {
+        params
+            .one(name)
+            .map(|v| {
+                parse_time(v, now)
+                    .map_err(|e| ApiError::BadRequest(format!("parameter {name}: {e}")))
+            })
+            .transpose()
+    };
+    let range = DeleteRange::new(time("start")?, time("end")?)
+        .map_err(|e| ApiError::BadRequest(format!("parameters start and end: {e}")))?;
+    let report = state.engine.delete(&selector, range).await?;
+    Ok(Json(DeleteAnswer {
+        series_matched: report.series_matched,
+        series_removed: report.series_removed,
+    }))
 }

@@ -110,6 +110,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/tag_values", get(listing::tag_values))
         .route("/api/v1/status/cardinality", get(cardinality::cardinality))
         .route("/api/v1/admin/compact", post(admin::compact))
+        .route("/api/v1/admin/delete", post(admin::delete))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())

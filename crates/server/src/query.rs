@@ -221,7 +221,7 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
-    fn selector(&self) -> Result<SeriesSelector, ApiError> {
+    pub(crate) fn selector(&self) -> Result<SeriesSelector, ApiError> {
         let measurement = self.required("measurement")?;
         let mut selector = SeriesSelector {
             measurement: measurement.to_string(),

@@ -1,7 +1,9 @@
 //! `tickertape admin`: operations on a store's deployment rather than its data.
 
 use anyhow::{bail, Context, Result};
+use tickertape_backend::DeleteRange;
 use tickertape_core::time::{format_duration, format_rfc3339, parse_timestamp};
+use tickertape_core::{SeriesSelector, TagCondition};
 use tickertape_mongodb::MongoBackend;
 
 use crate::store::StoreArgs;
@@ -38,6 +40,35 @@ pub enum Command {
     /// while a server runs on the store; it takes a change into account within a second.
     #[command(subcommand)]
     Token(super::token::Command),
+    /// Delete the points of the series a selection matches, in [--start, --end) or, with
+    /// neither, whole: a series left with no point leaves the catalog (listings, pickers),
+    /// and writing its key again starts a new series. Deleted points never come back.
+    /// A bucket measurement is deleted whole only. Embedded: run it while no server has
+    /// the store open (a server takes `POST /api/v1/admin/delete`).
+    Delete(DeleteArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The measurement whose series to delete (required: a delete names what it deletes).
+    #[arg(long, short)]
+    pub measurement: String,
+    /// Only series with this tag: KEY=VALUE or KEY:VALUE, or KEY!=VALUE, KEY=~REGEX,
+    /// KEY!~REGEX (anchored; a missing tag counts as empty); repeat for several (all must
+    /// match).
+    #[arg(long = "tag", short)]
+    pub tags: Vec<String>,
+    /// Only series of this field.
+    #[arg(long, short)]
+    pub field: Option<String>,
+    /// Range start, inclusive: RFC 3339 or integer nanoseconds (default: the beginning).
+    #[arg(long)]
+    pub start: Option<String>,
+    /// Range end, exclusive: RFC 3339 or integer nanoseconds (default: the end of time).
+    #[arg(long)]
+    pub end: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -89,6 +120,7 @@ pub async fn run(command: Command) -> Result<()> {
         Command::Compact(args) => compact(args).await,
         Command::Export(args) => super::export::run(args).await,
         Command::Token(command) => super::token::run(command).await,
+        Command::Delete(args) => delete(args).await,
     }
 }
 
@@ -106,6 +138,52 @@ async fn compact(args: CompactArgs) -> Result<()> {
         after.bytes
     );
     Ok(())
+}
+
+async fn delete(args: DeleteArgs) -> Result<()> {
+    let mut selector = SeriesSelector {
+        measurement: args.measurement.clone(),
+        field: args.field.clone(),
+        ..SeriesSelector::default()
+    };
+    for text in &args.tags {
+        selector.add_condition(tag_condition(text)?);
+    }
+    let time = |name: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| parse_timestamp(t).with_context(|| format!("--{name} {t:?}")))
+            .transpose()
+    };
+    let range = DeleteRange::new(time("start", &args.start)?, time("end", &args.end)?)
+        .context("--start must be before --end")?;
+    let engine = args.store.engine().await?;
+    let report = engine.delete(&selector, range).await?;
+    let span = match (range.start(), range.end()) {
+        (i64::MIN, None) => "at every time".to_owned(),
+        (start, end) => format!(
+            "in [{}, {})",
+            format_rfc3339(start),
+            end.map_or_else(|| "the end of time".to_owned(), format_rfc3339)
+        ),
+    };
+    println!(
+        "deleted the points {span} of {} series of {}; {} series left with no point removed",
+        report.series_matched, args.measurement, report.series_removed
+    );
+    Ok(())
+}
+
+/// A `--tag`: the query API's syntax, or `KEY=VALUE` for an equality.
+fn tag_condition(text: &str) -> Result<TagCondition> {
+    match TagCondition::parse(text) {
+        Ok(condition) => Ok(condition),
+        Err(e) => match text.split_once('=') {
+            Some((key, value)) if !key.is_empty() => {
+                Ok(TagCondition::Equal(key.to_owned(), value.to_owned()))
+            }
+            _ => Err(e).with_context(|| format!("--tag {text:?}")),
+        },
+    }
 }
 
 async fn rebuild_rollups(args: RebuildArgs) -> Result<()> {

@@ -15,6 +15,9 @@
 //! Times span the whole `i64` range for segments (near `i64::MIN`, around the epoch, near
 //! `i64::MAX`) and start at [`MIN_BUCKET_TIME`] for buckets. Sizes are small: one seed of
 //! a few hundred steps must stay quick on the MongoDB test server.
+//!
+//! Deletes of points (`delete_points`) are among the operations; removing series is not
+//! (it would retire ids the check maps): `deletes.rs` tests it.
 
 mod buckets;
 mod rollups;
@@ -24,7 +27,9 @@ use rand::seq::SliceRandom;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tickertape_backend::{Backend, BackendError, BucketFamily, NameSpace, SeriesAppend};
+use tickertape_backend::{
+    Backend, BackendError, BucketFamily, DeleteRange, NameSpace, SeriesAppend,
+};
 use tickertape_backend::{NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::select_range;
 use tickertape_core::rollup::{Resolution, MIN_BUCKET_TIME};
@@ -130,7 +135,7 @@ pub async fn matches_the_reference(f: &dyn StoreFactory, seed: u64, steps: usize
     check.resolve().await;
     for step in 0..steps {
         check.step = step;
-        match check.rng.gen_range(0..33) {
+        match check.rng.gen_range(0..34) {
             0..=1 => check.resolve().await,
             2..=6 => check.append().await,
             7..=10 => check.read_segments().await,
@@ -144,6 +149,7 @@ pub async fn matches_the_reference(f: &dyn StoreFactory, seed: u64, steps: usize
             28 => check.unknown_series().await,
             29..=30 => check.read_segment_rollup().await,
             31 => check.compact().await,
+            32 => check.delete_points().await,
             _ => {
                 // Reopen: the real backend is closed (the embedded store opens only once at
                 // a time) and opened again; the reference keeps its state, so everything
@@ -155,6 +161,13 @@ pub async fn matches_the_reference(f: &dyn StoreFactory, seed: u64, steps: usize
             }
         }
     }
+}
+
+/// Every point of `series`, one per time.
+async fn all_points(b: &dyn Backend, series: SeriesId) -> Vec<Point> {
+    let segments = b.read_segments(series, i64::MIN, i64::MAX).await;
+    let points = collect_points(&segments.expect("read")).expect("decode");
+    select_range(&points, i64::MIN, i64::MAX, false)
 }
 
 impl Check {
@@ -354,6 +367,51 @@ impl Check {
         }
         let reference = self.reference.append(append()).await;
         assert!(matches!(reference, Err(BackendError::UnknownSeries(_))));
+    }
+
+    /// Deletes the points of 1–2 series in a range around one's points (sometimes all of
+    /// them) on both, then compares every point of those series and their heads.
+    async fn delete_points(&mut self) {
+        let picked: Vec<Registered> = (0..self.rng.gen_range(1..=2))
+            .filter_map(|_| self.pick_registered())
+            .collect();
+        let Some(first) = picked.first().copied() else {
+            return;
+        };
+        let everything = self
+            .reference
+            .read_segments(first.reference, i64::MIN, i64::MAX);
+        let all = collect_points(&everything.await.expect("read")).expect("decode");
+        let times: Vec<i64> = all.iter().map(|p| p.time).collect();
+        let range = match self.range_around(&times, &SEGMENT_ANCHORS) {
+            (i64::MIN, i64::MAX) => DeleteRange::all(),
+            (start, end) => match DeleteRange::new(Some(start), Some(end)) {
+                Ok(range) => range,
+                Err(_) => return,
+            },
+        };
+        let context = self.context(&format!("delete_points {range:?}"));
+        let real: Vec<SeriesId> = picked.iter().map(|r| r.real).collect();
+        let reference: Vec<SeriesId> = picked.iter().map(|r| r.reference).collect();
+        self.real()
+            .delete_points(&real, range)
+            .await
+            .unwrap_or_else(|e| panic!("{context}: {e}"));
+        self.reference
+            .delete_points(&reference, range)
+            .await
+            .expect("delete");
+        for r in picked {
+            let got = all_points(self.real(), r.real).await;
+            let want = all_points(&self.reference, r.reference).await;
+            crate::assert_bits_eq(&got, &want, &context);
+            let head = |h: Vec<Option<tickertape_backend::SeriesHead>>| h[0].map(|h| h.last.time);
+            assert_eq!(
+                head(self.real().heads(&[r.real]).await.expect("heads")),
+                head(self.reference.heads(&[r.reference]).await.expect("heads")),
+                "{context}: head"
+            );
+        }
     }
 
     /// A random half-open range around `times`: their points ±1, the anchors and the ends

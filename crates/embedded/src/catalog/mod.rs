@@ -39,10 +39,12 @@ struct Inner {
 }
 
 /// Each series' key as tokens, by id. `starts[id]..starts[id + 1]` is the record of `id`;
-/// an empty one means no such series (ids below the largest that were never issued).
+/// an empty one means no such series (ids below the largest that were never issued), and
+/// so does an id in `removed` (`SeriesCatalog::remove_series`; its tokens stay behind).
 struct Records {
     starts: Vec<u32>,
     tokens: Vec<u32>,
+    removed: rustc_hash::FxHashSet<u32>,
 }
 
 impl Default for Records {
@@ -50,12 +52,16 @@ impl Default for Records {
         Self {
             starts: vec![0],
             tokens: Vec::new(),
+            removed: Default::default(),
         }
     }
 }
 
 impl Records {
     fn get(&self, id: u32) -> Option<&[u32]> {
+        if self.removed.contains(&id) {
+            return None;
+        }
         let id = id as usize;
         let (start, end) = (*self.starts.get(id)?, *self.starts.get(id + 1)?);
         (end > start).then(|| &self.tokens[start as usize..end as usize])
@@ -133,6 +139,25 @@ impl Inner {
             .add(id, record[1], &record[2..]);
         self.count += 1;
         Ok(())
+    }
+
+    /// Removes series `id` from the lookup, the index and the count; whether it was there.
+    fn remove(&mut self, id: u32) -> bool {
+        let Some(record) = self.records.get(id).map(<[u32]>::to_vec) else {
+            return false;
+        };
+        if let Ok(entry) = self.by_key.find_entry(hash(&record), |&other| other == id) {
+            entry.remove();
+        }
+        if let Some(index) = self.measurements.get_mut(&record[0]) {
+            index.remove(id, record[1], &record[2..]);
+            if index.len() == 0 {
+                self.measurements.remove(&record[0]);
+            }
+        }
+        self.records.removed.insert(id);
+        self.count -= 1;
+        true
     }
 
     fn index_of(&self, measurement: &str) -> Option<&MeasurementIndex> {
@@ -256,6 +281,16 @@ impl Catalog {
             }
             Ok(())
         })
+    }
+
+    /// Removes the series of `ids` that are registered (after their removal is durable);
+    /// returns how many were.
+    pub fn remove(&self, ids: &[SeriesId]) -> u64 {
+        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        ids.iter()
+            .filter_map(|&id| small_id(id))
+            .filter(|&id| inner.remove(id))
+            .count() as u64
     }
 
     /// The ids of `keys`, or `None` when at least one is not registered yet.

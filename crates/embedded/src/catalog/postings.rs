@@ -2,7 +2,8 @@
 //! value (postings, as Prometheus' index and VictoriaMetrics' indexdb keep them).
 //!
 //! Invariant: every list is strictly increasing, because ids are issued in increasing
-//! order and each series is added once, after every series of a smaller id.
+//! order and each series is added once, after every series of a smaller id (a removal
+//! takes an id out and keeps the order).
 
 use super::strings::Strings;
 use rustc_hash::FxHashMap;
@@ -24,6 +25,19 @@ impl Postings {
         }
     }
 
+    /// Removes `id`; returns whether the list is empty now.
+    fn remove(&mut self, id: u32) -> bool {
+        match self {
+            Postings::One(only) => *only == id,
+            Postings::Many(ids) => {
+                if let Ok(at) = ids.binary_search(&id) {
+                    ids.remove(at);
+                }
+                ids.is_empty()
+            }
+        }
+    }
+
     fn as_slice(&self) -> &[u32] {
         match self {
             Postings::One(id) => std::slice::from_ref(id),
@@ -36,6 +50,13 @@ impl Postings {
             Postings::One(_) => 0,
             Postings::Many(ids) => ids.capacity() * 4,
         }
+    }
+}
+
+/// Removes `id` from the postings of `token`, and the token once no series is left.
+fn remove(map: &mut FxHashMap<u32, Postings>, token: u32, id: u32) {
+    if map.get_mut(&token).is_some_and(|p| p.remove(id)) {
+        map.remove(&token);
     }
 }
 
@@ -89,6 +110,23 @@ impl MeasurementIndex {
         add(&mut self.by_field, field, id);
         for pair in tags.chunks_exact(2) {
             add(self.by_tag.entry(pair[0]).or_default(), pair[1], id);
+        }
+    }
+
+    /// Removes series `id` (added with `field` and `tags`): a field or tag value no
+    /// series has any more is no longer listed. Lists stay increasing.
+    pub fn remove(&mut self, id: u32, field: u32, tags: &[u32]) {
+        if let Ok(at) = self.all.binary_search(&id) {
+            self.all.remove(at);
+        }
+        remove(&mut self.by_field, field, id);
+        for pair in tags.chunks_exact(2) {
+            if let Some(values) = self.by_tag.get_mut(&pair[0]) {
+                remove(values, pair[1], id);
+                if values.is_empty() {
+                    self.by_tag.remove(&pair[0]);
+                }
+            }
         }
     }
 
@@ -209,5 +247,14 @@ mod tests {
             requiring: vec![],
         };
         assert!(index.select(&strings, &none).is_empty());
+
+        index.remove(1, f, &[dc, d1, host, a]);
+        index.remove(2, f, &[dc, d1, host, b]);
+        assert_eq!(index.select(&strings, &all), vec![3]);
+        assert_eq!(index.tag_keys().collect::<Vec<_>>(), vec![host]);
+        assert_eq!(index.tag_values(host).collect::<Vec<_>>(), vec![a]);
+        index.remove(3, f, &[host, a]);
+        assert_eq!(index.len(), 0);
+        assert_eq!(index.fields().count(), 0);
     }
 }

@@ -35,9 +35,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
-use tickertape_backend::{BackendError, Result};
+use tickertape_backend::{BackendError, DeleteRange, Result, SeriesHead};
 use tickertape_core::rollup::Resolution;
-use tickertape_core::SeriesId;
+use tickertape_core::{Point, SeriesId};
 use tokio::sync::oneshot;
 
 /// A partition with this many parts is merged after a flush.
@@ -56,6 +56,14 @@ pub enum Task {
         dry_run: bool,
         reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
     },
+    /// Delete the points of `series` in `range` from the parts (`values/delete.rs`) and
+    /// record `heads`, the series' latest points without them.
+    Delete {
+        series: Vec<SeriesId>,
+        range: DeleteRange,
+        heads: Vec<(SeriesId, Option<SeriesHead>)>,
+        reply: oneshot::Sender<Result<()>>,
+    },
 }
 
 impl Task {
@@ -66,6 +74,7 @@ impl Task {
             Task::Flush(_) => {}
             Task::Compact(reply) => drop(reply.send(Err(error))),
             Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
+            Task::Delete { reply, .. } => drop(reply.send(Err(error))),
         }
     }
 }
@@ -139,6 +148,16 @@ impl Background {
                     reply,
                 } => {
                     let result = self.drop_before(&measurement, what, cutoff, dry_run);
+                    drop(reply.send(result));
+                }
+                Task::Delete {
+                    series,
+                    range,
+                    heads,
+                    reply,
+                } => {
+                    let result = self.delete(&series, range, &heads);
+                    self.record(result.clone());
                     drop(reply.send(result));
                 }
             }
@@ -285,6 +304,17 @@ impl Background {
 
     /// Merges the parts of one partition (given oldest first) into one.
     fn merge(&mut self, parts: &[Arc<Part>]) -> Result<()> {
+        self.merge_keeping(parts, |_, _| true)
+    }
+
+    /// Merges the parts of one partition (given oldest first) into one that holds the
+    /// merged points `keep` accepts (a merge keeps every one; a delete does not), with
+    /// their rollups computed anew; a partition left with no point is removed.
+    pub(super) fn merge_keeping(
+        &mut self,
+        parts: &[Arc<Part>],
+        keep: impl Fn(SeriesId, &Point) -> bool,
+    ) -> Result<()> {
         let Some(newest) = parts.last() else {
             return Ok(());
         };
@@ -311,11 +341,18 @@ impl Background {
                     },
                 )
                 .collect::<Result<Vec<_>>>()?;
-            Ok((s, merge_newest_last(lists)))
+            let mut points = merge_newest_last(lists);
+            points.retain(|p| keep(s, p));
+            Ok((s, points))
         });
-        let merged = Arc::new(Part::write(&self.dir(), meta, &rollups, blocks)?);
+        let merged = Part::write(&self.dir(), meta, &rollups, blocks)?;
         let removed: Vec<u64> = parts.iter().map(|p| p.meta.id).collect();
-        self.swap(vec![merged], &removed)
+        if merged.raw_blocks() == 0 {
+            // Nothing left: no part rather than an empty one.
+            self.delete_files(&[merged.meta.id]);
+            return self.swap(Vec::new(), &removed);
+        }
+        self.swap(vec![Arc::new(merged)], &removed)
     }
 
     /// Drops `what` from the partitions of `measurement` that end at or before `cutoff`

@@ -14,7 +14,8 @@
 //!   and the series' rollup slots beside it, `summary`);
 //! - `manifest`: the parts that make up the store, the checkpoint, the series' latest points;
 //! - `background`: the thread that flushes frozen heads, merges parts and drops partitions;
-//! - `cache`: decoded part blocks kept for the next read.
+//! - `cache`: decoded part blocks kept for the next read;
+//! - `delete`: deleting points: the heads set back, the partitions rewritten without them.
 //!
 //! The last write wins: of several values at one time the reader takes the one from the
 //! newest source — the head, then frozen heads from the newest, then parts by `max_lsn`.
@@ -24,6 +25,7 @@
 
 pub mod background;
 pub mod cache;
+pub mod delete;
 pub mod head;
 pub mod manifest;
 pub mod part;

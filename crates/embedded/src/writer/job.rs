@@ -4,7 +4,8 @@
 use crate::buckets::{Target, ValidWrite};
 use crate::values::background::Dropped;
 use tickertape_backend::{
-    BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result, SeriesAppend,
+    BackendError, BucketWriteOutcome, DeleteRange, DeriveRollups, NameSpace, RawOutcome, Result,
+    SeriesAppend,
 };
 use tickertape_core::{SeriesId, SeriesKey};
 use tokio::sync::oneshot;
@@ -63,6 +64,17 @@ pub enum Job {
         dry_run: bool,
         reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
     },
+    /// Not a write: delete points of `series` in `range` (`values/delete.rs`).
+    Delete {
+        series: Vec<SeriesId>,
+        range: DeleteRange,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    /// Not a write: remove series from the catalog, durably.
+    RemoveSeries {
+        series: Vec<SeriesId>,
+        reply: oneshot::Sender<Result<u64>>,
+    },
 }
 
 impl Job {
@@ -77,13 +89,23 @@ impl Job {
             } => appends.iter().map(|a| a.points().len()).sum::<usize>() + buckets.len(),
             Job::Preallocate { targets, .. } => targets.len(),
             Job::Tokenize { names, .. } => names.len(),
-            Job::DropPartition { .. } | Job::Compact { .. } | Job::DropBefore { .. } => 1,
+            Job::DropPartition { .. }
+            | Job::Compact { .. }
+            | Job::DropBefore { .. }
+            | Job::Delete { .. }
+            | Job::RemoveSeries { .. } => 1,
         }
     }
 
     /// Whether the job is background work rather than a change to apply in a group.
     pub fn is_control(&self) -> bool {
-        matches!(self, Job::Compact { .. } | Job::DropBefore { .. })
+        matches!(
+            self,
+            Job::Compact { .. }
+                | Job::DropBefore { .. }
+                | Job::Delete { .. }
+                | Job::RemoveSeries { .. }
+        )
     }
 
     /// Answers the job with `error` at once.
@@ -103,6 +125,8 @@ impl Job {
             Job::Tokenize { reply, .. } => Answer::unapplied(reply),
             Job::Compact { reply } => Answer::unapplied(reply),
             Job::DropBefore { reply, .. } => Answer::unapplied(reply),
+            Job::Delete { reply, .. } => Answer::unapplied(reply),
+            Job::RemoveSeries { reply, .. } => Answer::unapplied(reply),
         }
     }
 }

@@ -199,6 +199,34 @@ impl Writer {
                 dry_run,
                 reply,
             }),
+            Job::Delete {
+                series,
+                range,
+                reply,
+            } => {
+                // The heads first, so that every head frozen from now on records them.
+                let heads =
+                    crate::values::delete::retreat_heads(&self.parts.values, &series, range);
+                let heads = match heads {
+                    Ok(heads) => heads,
+                    Err(e) => return drop(reply.send(Err(e))),
+                };
+                // Every acknowledged point goes to parts, which the delete rewrites.
+                if let Err(e) = self.freeze() {
+                    self.poison(&e);
+                    return drop(reply.send(Err(e)));
+                }
+                self.send(Task::Delete {
+                    series,
+                    range,
+                    heads,
+                    reply,
+                });
+            }
+            Job::RemoveSeries { series, reply } => {
+                let result = series_keys::remove(&self.parts.db, &self.parts.catalog, &series);
+                drop(reply.send(result));
+            }
             other => other.fail(BackendError::Storage("not a control job".into())),
         }
     }
@@ -444,7 +472,10 @@ impl Writer {
                 names,
                 reply,
             } => answered(reply, names::issue(txn, namespace, &names)),
-            job @ (Job::Compact { .. } | Job::DropBefore { .. }) => {
+            job @ (Job::Compact { .. }
+            | Job::DropBefore { .. }
+            | Job::Delete { .. }
+            | Job::RemoveSeries { .. }) => {
                 let error = BackendError::Storage("a control job reached a write group".into());
                 (job.unanswered(), Some(error))
             }

@@ -13,6 +13,7 @@
 //! | `d` | series id, while the document waits for a fold (sparse index: the fold's work list) |
 //! | `a` | inserted at (Unix ms), while fresh: for sealing after an idle time |
 //! | `x` | superseded by a fold at (Unix ms): its points are in the fold's documents too; deleted after a grace |
+//! | `k` | `1`: a delete mark, no points (`n` 0, no `z`): the series' points in `[lo, hi]` whose write number is below `_id.w` are deleted ([`DeleteMark`]) |
 
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::Result;
@@ -21,7 +22,7 @@ use tickertape_core::codec::{
 };
 use tickertape_core::Point;
 
-use super::merge::Written;
+use super::merge::{merge, Written};
 use crate::error::corrupt;
 use crate::layout::{binary, get_binary, get_i64, need_i64};
 
@@ -40,6 +41,8 @@ pub(crate) struct Meta {
     pub at: Option<i64>,
     /// Superseded at, Unix ms.
     pub superseded: Option<i64>,
+    /// A delete mark (`k`), not points.
+    pub mark: bool,
 }
 
 impl Meta {
@@ -120,12 +123,78 @@ pub(crate) fn parse_meta(d: &Document) -> Result<Meta> {
         pending: d.contains_key("d"),
         at: get_i64(d, "a")?,
         superseded: get_i64(d, "x")?,
+        mark: d.contains_key("k"),
     })
 }
 
-/// The points of a document, each with its write number.
+/// A delete: the points of a series in `[lo, hi]` stored before write `w` are gone. Kept
+/// in the partition as a document of its own (`k`), live for good, so that every merge
+/// — a reader's, a fold's, a fold that read its inputs before the delete — applies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeleteMark {
+    pub w: i64,
+    pub lo: i64,
+    pub hi: i64,
+}
+
+impl DeleteMark {
+    /// Whether it deletes `point`, stored by write `w`.
+    pub fn deletes(&self, &(point, w): &Written) -> bool {
+        w < self.w && self.lo <= point.time && point.time <= self.hi
+    }
+}
+
+/// The document of a delete mark of `series` (see [`DeleteMark`]).
+pub(crate) fn delete_mark(series: i64, mark: DeleteMark) -> Document {
+    doc! {
+        "_id": { "s": series, "w": mark.w },
+        "s": series,
+        "u": mark.w,
+        "lo": mark.lo,
+        "hi": mark.hi,
+        "n": 0_i64,
+        "k": 1_i64,
+    }
+}
+
+/// The delete mark a document is, if it is one.
+pub(crate) fn mark_of(meta: &Meta) -> Option<DeleteMark> {
+    meta.mark.then_some(DeleteMark {
+        w: meta.w,
+        lo: meta.lo,
+        hi: meta.hi,
+    })
+}
+
+/// The points of `docs` (any of a series' documents, marks included) merged by the one
+/// rule, without the points a mark among them deletes.
+pub(crate) fn merge_documents(docs: &[Document]) -> Result<Vec<Written>> {
+    let mut pieces = Vec::with_capacity(docs.len());
+    let mut marks = Vec::new();
+    for d in docs {
+        let meta = parse_meta(d)?;
+        match mark_of(&meta) {
+            Some(mark) => marks.push(mark),
+            None => pieces.push(parse_points(d)?),
+        }
+    }
+    Ok(without_deleted(merge(pieces), &marks))
+}
+
+/// `merged` without the points one of `marks` deletes.
+pub(crate) fn without_deleted(mut merged: Vec<Written>, marks: &[DeleteMark]) -> Vec<Written> {
+    if !marks.is_empty() {
+        merged.retain(|p| !marks.iter().any(|m| m.deletes(p)));
+    }
+    merged
+}
+
+/// The points of a document, each with its write number (none for a delete mark).
 pub(crate) fn parse_points(d: &Document) -> Result<Vec<Written>> {
     let meta = parse_meta(d)?;
+    if meta.mark {
+        return Ok(Vec::new());
+    }
     let what = || format!("value document {}/{}", meta.series, meta.w);
     let points =
         decode_block(get_binary(d, "z")?).map_err(|e| corrupt(format!("{}: {e}", what())))?;
@@ -180,5 +249,30 @@ mod tests {
         assert_eq!((meta.w, meta.u, meta.lo, meta.hi), (40, 45, 5, 20));
         assert!(!meta.pending);
         assert_eq!(parse_points(&d).unwrap(), merged);
+    }
+
+    #[test]
+    fn a_delete_mark_deletes_older_writes_in_its_range_only() {
+        let mark = DeleteMark {
+            w: 50,
+            lo: 10,
+            hi: 20,
+        };
+        let d = delete_mark(7, mark);
+        let meta = parse_meta(&d).unwrap();
+        assert_eq!(mark_of(&meta), Some(mark));
+        assert!(parse_points(&d).unwrap().is_empty());
+        let old = fresh(
+            7,
+            40,
+            &[Point::new(5, 1.0), Point::new(10, 2.0), Point::new(20, 3.0)],
+            0,
+        );
+        let late = fresh(7, 60, &[Point::new(15, 4.0)], 0);
+        let merged = merge_documents(&[old, d, late]).unwrap();
+        assert_eq!(
+            merged,
+            vec![(Point::new(5, 1.0), 40), (Point::new(15, 4.0), 60)]
+        );
     }
 }

@@ -25,7 +25,10 @@ use tickertape_backend::Result;
 use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::segment::NO_PREVIOUS;
 
-use super::doc::{folded, id, meta_projection, parse_meta, parse_points, Meta};
+use super::doc::{
+    folded, id, mark_of, meta_projection, parse_meta, parse_points, without_deleted, DeleteMark,
+    Meta,
+};
 use super::merge::{merge, points, Written};
 use super::names::{rollup_collection, PartitionName};
 use super::rollup_doc::{extend, RollupDoc};
@@ -248,14 +251,15 @@ impl Shared {
             .filter(|m| covers.as_ref().is_none_or(|c| !c.contains(&m.version())))
             .copied()
             .collect();
+        // A new delete mark changes what the rollups cover: recomputed, never extended.
         let extendable = covers
             .as_ref()
             .is_some_and(|c| c.iter().all(|v| versions.binary_search(v).is_ok()))
-            && uncovered.iter().all(|m| m.lo > high);
+            && uncovered.iter().all(|m| m.lo > high && !m.mark);
         let waiting: Vec<&Meta> = live.iter().filter(|m| m.pending).collect();
         let idle_since = now - self.schedule.seal_idle.as_millis() as i64;
         let fold_raw = match scope {
-            Scope::Compact => live.len() > 1 || !waiting.is_empty(),
+            Scope::Compact => live.iter().filter(|m| !m.mark).count() > 1 || !waiting.is_empty(),
             Scope::Pending | Scope::Verify => {
                 waiting.len() >= self.schedule.docs
                     || waiting.iter().any(|m| m.at.is_none_or(|a| a <= idle_since))
@@ -340,11 +344,14 @@ impl Shared {
                 .filter_map(|m| read.get(&(plan.series, m.w)).cloned())
                 .collect()
         };
+        // The series' delete marks apply to every merge of its documents.
+        let marks_of =
+            |plan: &Plan| -> Vec<DeleteMark> { plan.live.iter().filter_map(mark_of).collect() };
         let merged: Vec<Vec<Written>> = plans
             .iter()
             .map(
                 |plan| match plan.fold_raw || matches!(plan.rollups, RollupWork::Full) {
-                    true => merge(pieces_of(plan, &plan.live)),
+                    true => without_deleted(merge(pieces_of(plan, &plan.live)), &marks_of(plan)),
                     false => Vec::new(),
                 },
             )
@@ -370,6 +377,14 @@ impl Shared {
         for (plan, merged) in plans.iter().zip(&merged) {
             let mut versions: Vec<(i64, i64)> = plan.live.iter().map(Meta::version).collect();
             if plan.fold_raw {
+                // Delete marks stay live beside the fold's documents, for good: a fold that
+                // read its inputs before a delete must still find them.
+                let marks: Vec<(i64, i64)> = plan
+                    .live
+                    .iter()
+                    .filter(|m| m.mark)
+                    .map(Meta::version)
+                    .collect();
                 versions.clear();
                 for chunk in merged.chunks(block) {
                     let w = next_w;
@@ -380,7 +395,7 @@ impl Shared {
                     doc.insert("d", plan.series);
                     work.inserts.push(doc);
                 }
-                for input in &plan.live {
+                for input in plan.live.iter().filter(|m| !m.mark) {
                     work.supersede.push(Update {
                         q: doc! { "_id": id(plan.series, input.w), "s": plan.series, "u": input.u },
                         u: doc! { "$set": { "x": now, "d": plan.series } },
@@ -389,6 +404,8 @@ impl Shared {
                     left.waiting += 1;
                 }
                 work.outputs.insert(plan.series, versions.clone());
+                work.marks.insert(plan.series, marks.clone());
+                versions.extend(marks);
             }
             versions.sort_unstable();
             for (i, doc) in rollup_docs(plan, &versions, merged, resolutions, (start, end), |m| {
@@ -460,10 +477,16 @@ impl Shared {
         let mut others: HashMap<i64, usize> = HashMap::new();
         for d in &metas {
             let meta = parse_meta(d)?;
+            // A delete mark this round applied is as good as its own documents; one it
+            // did not see (a delete that raced it) makes the next pass merge again.
             let ours = work
                 .outputs
                 .get(&meta.series)
-                .is_some_and(|o| o.contains(&meta.version()));
+                .is_some_and(|o| o.contains(&meta.version()))
+                || work
+                    .marks
+                    .get(&meta.series)
+                    .is_some_and(|m| m.contains(&meta.version()));
             if !ours && meta.at.is_none() {
                 *others.entry(meta.series).or_default() += 1;
             }
@@ -497,6 +520,8 @@ struct RoundWrites {
     deletes: Vec<Document>,
     /// Per folded series, the `(w, u)` of its new documents.
     outputs: BTreeMap<i64, Vec<(i64, i64)>>,
+    /// Per folded series, the `(w, u)` of the delete marks its merge applied.
+    marks: BTreeMap<i64, Vec<(i64, i64)>>,
 }
 
 impl RoundWrites {
@@ -507,6 +532,7 @@ impl RoundWrites {
             supersede: Vec::new(),
             deletes: Vec::new(),
             outputs: BTreeMap::new(),
+            marks: BTreeMap::new(),
         }
     }
 }

@@ -21,8 +21,10 @@
 //! - `rollup_doc`, `rollups`: the rollup documents; `read_segment_rollup`.
 //! - `retention`: `drop_raw_before` and `drop_segment_rollup_before`, whole collections at once.
 //! - `background`: the task that folds every few seconds.
+//! - `delete`: `delete_points`, the documents holding deleted points rewritten.
 
 mod background;
+mod delete;
 mod doc;
 mod fold;
 mod measurements;

@@ -1,6 +1,9 @@
 //! Reads of raw points: `read_segments` (the points of a range and the nearest point on
 //! each side) and `heads`. Reads never decide a write, so they use the configured read
 //! preference; documents superseded by a fold are read too (their points are duplicates).
+//! Delete marks (`doc::DeleteMark`) are applied to the points of a range; neighbours and
+//! heads come from the documents' first and last points, which a delete rewrote, and
+//! leave marks out.
 
 use std::collections::HashMap;
 
@@ -9,7 +12,7 @@ use tickertape_backend::{Result, SeriesHead};
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId};
 
-use super::doc::{need_value, parse_points};
+use super::doc::{merge_documents, need_value};
 use super::merge::{merge, Written};
 use super::names::value_collection;
 use crate::find::find_all;
@@ -78,10 +81,11 @@ impl Shared {
             .iter()
             .filter(|&&p| p >= by.start_of(start) && p <= last_touched)
         {
+            // Delete marks overlapping the range come with the documents: each
+            // partition's are applied to its points (a mark is per partition).
             let filter = doc! { "s": s, "lo": { "$lt": end.max(start.saturating_add(1)) }, "hi": { "$gte": start } };
-            for d in self.find_values(token, p, filter, None, None).await? {
-                found.push(parse_points(&d)?);
-            }
+            let docs = self.find_values(token, p, filter, None, None).await?;
+            found.push(merge_documents(&docs)?);
         }
         Ok(merge(found))
     }
@@ -99,7 +103,7 @@ impl Shared {
     ) -> Result<Option<Point>> {
         let mut best: Option<Written> = overlap.iter().rev().find(|(p, _)| p.time < start).copied();
         for &p in partitions.iter().rev().filter(|&&p| p < start) {
-            let filter = doc! { "s": s, "hi": { "$lt": start } };
+            let filter = doc! { "s": s, "hi": { "$lt": start }, "k": { "$exists": false } };
             let sort = doc! { "hi": -1, "hw": -1 };
             let docs = self
                 .find_values(token, p, filter, Some(sort), Some(1))
@@ -136,7 +140,7 @@ impl Shared {
             .iter()
             .filter(|&&p| by.end_of(p) > i128::from(end))
         {
-            let filter = doc! { "s": s, "hi": { "$gte": end }, "lo": { "$gte": end } };
+            let filter = doc! { "s": s, "hi": { "$gte": end }, "lo": { "$gte": end }, "k": { "$exists": false } };
             let sort = doc! { "lo": 1, "lw": -1 };
             let docs = self
                 .find_values(token, p, filter, Some(sort), Some(1))
@@ -186,7 +190,9 @@ impl Shared {
                 for chunk in wanted.chunks(1000) {
                     let docs = find_all(
                         self.collection(&value_collection(token, p))
-                            .find(doc! { "s": { "$in": chunk.to_vec() } })
+                            .find(
+                                doc! { "s": { "$in": chunk.to_vec() }, "k": { "$exists": false } },
+                            )
                             .projection(doc! { "s": 1, "hi": 1, "hv": 1, "hw": 1 }),
                         "read heads",
                     )

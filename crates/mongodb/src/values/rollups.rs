@@ -10,8 +10,8 @@ use tickertape_core::query::Summary;
 use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::SeriesId;
 
-use super::doc::{meta_projection, parse_meta, parse_points};
-use super::merge::{merge, points};
+use super::doc::{merge_documents, meta_projection, parse_meta};
+use super::merge::points;
 use super::names::{rollup_collection, PartitionName};
 use super::rollup_doc::RollupDoc;
 use crate::error::map_err;
@@ -140,9 +140,8 @@ impl Shared {
         let docs = self
             .find_values(token, partition, filter, None, None)
             .await?;
-        let pieces = docs.iter().map(parse_points).collect::<Result<Vec<_>>>()?;
         Ok(summarize_slots(
-            &points(&merge(pieces)),
+            &points(&merge_documents(&docs)?),
             start,
             end,
             resolution,

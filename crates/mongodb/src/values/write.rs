@@ -106,7 +106,7 @@ impl Shared {
 
     /// Unordered insert; a duplicate key is a document this write stored before (a retry
     /// after a lost reply, by the driver or by the client): its content is the same.
-    async fn insert_values(&self, collection: &str, docs: Vec<Document>) -> Result<()> {
+    pub(super) async fn insert_values(&self, collection: &str, docs: Vec<Document>) -> Result<()> {
         let result = self
             .collection(collection)
             .insert_many(docs)

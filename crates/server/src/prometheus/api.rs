@@ -100,7 +100,7 @@ fn required_time(p: &Params, name: &str) -> Result<i64, PromError> {
 }
 
 /// The matchers of each `match[]` selector.
-fn match_params(p: &Params) -> Result<Vec<Vec<Matcher>>, PromError> {
+pub(super) fn match_params(p: &Params) -> Result<Vec<Vec<Matcher>>, PromError> {
     p.all("match[]")
         .into_iter()
         .map(|text| match promql::parse(text)? {

@@ -3,9 +3,11 @@
 //!
 //! - `api`: the query API; `params`: its parameters; `json`: its answers; `error`: its
 //!   error shape; `select`: label matchers → stored series and their samples; `read`:
-//!   remote read; `status`: `/status/tsdb`, the cardinality counts.
+//!   remote read; `status`: `/status/tsdb`, the cardinality counts; `delete`:
+//!   `admin/tsdb/delete_series`.
 
 mod api;
+mod delete;
 mod error;
 mod json;
 mod params;
@@ -40,4 +42,5 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/rules", get(api::rules))
         .route("/api/v1/alerts", get(api::alerts))
         .route("/api/v1/write", axum::routing::post(write::write))
+        .route("/api/v1/admin/tsdb/delete_series", delete::handler())
 }

@@ -15,10 +15,27 @@ use tickertape_prometheus::promql::{matches_all, Fetched, RawSeries, Selection};
 /// Nanoseconds per millisecond: Prometheus' times are in ms, tickertape's in ns.
 const NS_PER_MS: i64 = 1_000_000;
 
-/// The series `matchers` select with the labels they are shown with, sorted by labels.
+/// The series `matchers` select with the labels they are shown with, sorted by labels;
+/// refused past `--max-query-series`, as a query is.
 pub(crate) async fn select_series(
     engine: &Engine,
     matchers: &[Matcher],
+) -> Result<Vec<(Labels, SeriesInfo)>, EngineError> {
+    select(engine, matchers, true).await
+}
+
+/// [`select_series`] without the query limits: what a delete selects.
+pub(crate) async fn select_series_to_delete(
+    engine: &Engine,
+    matchers: &[Matcher],
+) -> Result<Vec<(Labels, SeriesInfo)>, EngineError> {
+    select(engine, matchers, false).await
+}
+
+async fn select(
+    engine: &Engine,
+    matchers: &[Matcher],
+    limited: bool,
 ) -> Result<Vec<(Labels, SeriesInfo)>, EngineError> {
     let (names, others): (Vec<&Matcher>, Vec<&Matcher>) =
         matchers.iter().partition(|m| m.name == METRIC_NAME);
@@ -30,14 +47,20 @@ pub(crate) async fn select_series(
             continue;
         }
         let selector = pushed_down(measurement, field, &others);
-        for info in engine.find_series_limited(&selector).await? {
+        let found = match limited {
+            true => engine.find_series_limited(&selector).await?,
+            false => engine.backend().find_series(&selector).await?,
+        };
+        for info in found {
             let labels = labels_of(&info.key);
             if matches_all(&labels, matchers) {
                 out.push((labels, info));
             }
         }
         // Over all metrics too, as soon as it is passed.
-        engine.check_series_limit(out.len())?;
+        if limited {
+            engine.check_series_limit(out.len())?;
+        }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
