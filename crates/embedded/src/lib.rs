@@ -18,6 +18,7 @@
 //! - `names`: the name ↔ token tables;
 //! - `writer`: the single writer thread every change goes through;
 //! - `catalog`: the in-memory series catalog;
+//! - `snapshot`: online snapshots (hard-linked parts, redb and log copied at one instant);
 //! - `faults`: I/O fault injection for tests.
 //!
 //! The byte layout of every table is in `docs/format/embedded.md`.
@@ -28,6 +29,7 @@ mod faults;
 mod file;
 mod names;
 mod series_keys;
+mod snapshot;
 mod tables;
 mod values;
 mod writer;
@@ -42,8 +44,8 @@ use std::thread::JoinHandle;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeriveRollups,
     DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
-    StoredBucket, TokenRequest,
+    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, SnapshotReport,
+    SnapshotTarget, StorageStats, StoredBucket, TokenRequest, SNAPSHOTS_DIR,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
@@ -306,7 +308,7 @@ impl Backend for EmbeddedBackend {
             )
         };
         let dir = self.dir.clone();
-        let bytes = tokio::task::spawn_blocking(move || disk_bytes(&dir))
+        let bytes = tokio::task::spawn_blocking(move || store_bytes(&dir))
             .await
             .map_err(|e| BackendError::Storage(format!("stats task failed: {e}")))?;
         Ok(StorageStats {
@@ -343,6 +345,20 @@ impl Backend for EmbeddedBackend {
     /// Flushes the head and merges every partition into one part.
     async fn compact(&self) -> Result<()> {
         self.submit(|reply| Job::Compact { reply }).await
+    }
+
+    /// Hard-links the part files and copies redb and the log while the writer waits
+    /// (`snapshot.rs` says why that is consistent).
+    async fn snapshot(&self, target: SnapshotTarget) -> Result<SnapshotReport> {
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        self.submit(|reply| Job::Snapshot {
+            target,
+            now_ns,
+            reply,
+        })
+        .await
     }
 }
 
@@ -570,16 +586,24 @@ impl EmbeddedBackend {
     }
 }
 
-/// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths).
-fn disk_bytes(dir: &Path) -> u64 {
+/// Bytes the store's files occupy: everything in `dir` but its `snapshots/` folder, which
+/// holds copies, not the store.
+fn store_bytes(dir: &Path) -> u64 {
+    disk_bytes(dir, Some(SNAPSHOTS_DIR))
+}
+
+/// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths),
+/// leaving out the entry of `dir` named `skip`.
+fn disk_bytes(dir: &Path, skip: Option<&str>) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
     entries
         .flatten()
+        .filter(|e| skip.is_none_or(|skip| e.file_name() != skip))
         .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => disk_bytes(&e.path()),
+            Ok(m) if m.is_dir() => disk_bytes(&e.path(), None),
             Ok(m) => m.blocks() * 512,
             Err(_) => 0,
         })

@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
-use tickertape_backend::{BackendError, Result};
+use tickertape_backend::{BackendError, Result, SnapshotReport, SnapshotTarget};
 use tickertape_core::rollup::Resolution;
 use tickertape_core::SeriesId;
 use tokio::sync::oneshot;
@@ -56,6 +56,13 @@ pub enum Task {
         dry_run: bool,
         reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
     },
+    /// Copy the store into a snapshot (`snapshot.rs`): between two tasks, so that no
+    /// part, checkpoint or log file changes meanwhile.
+    Snapshot {
+        target: SnapshotTarget,
+        now_ns: i64,
+        reply: oneshot::Sender<Result<SnapshotReport>>,
+    },
 }
 
 impl Task {
@@ -66,6 +73,7 @@ impl Task {
             Task::Flush(_) => {}
             Task::Compact(reply) => drop(reply.send(Err(error))),
             Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
+            Task::Snapshot { reply, .. } => drop(reply.send(Err(error))),
         }
     }
 }
@@ -139,6 +147,16 @@ impl Background {
                     reply,
                 } => {
                     let result = self.drop_before(&measurement, what, cutoff, dry_run);
+                    drop(reply.send(result));
+                }
+                Task::Snapshot {
+                    target,
+                    now_ns,
+                    reply,
+                } => {
+                    // A failed snapshot leaves the store as it was: not a failure of the
+                    // store's background work.
+                    let result = crate::snapshot::take(&self.db, &self.store, &target, now_ns);
                     drop(reply.send(result));
                 }
             }

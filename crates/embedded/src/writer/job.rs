@@ -5,6 +5,7 @@ use crate::buckets::{Target, ValidWrite};
 use crate::values::background::Dropped;
 use tickertape_backend::{
     BackendError, BucketWriteOutcome, DeriveRollups, NameSpace, RawOutcome, Result, SeriesAppend,
+    SnapshotReport, SnapshotTarget,
 };
 use tickertape_core::{SeriesId, SeriesKey};
 use tokio::sync::oneshot;
@@ -63,6 +64,14 @@ pub enum Job {
         dry_run: bool,
         reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
     },
+    /// Not a write: have the background thread copy the store into a snapshot
+    /// (`snapshot.rs`), after the writes before it.
+    Snapshot {
+        target: SnapshotTarget,
+        /// The UTC time that names a new snapshot directory.
+        now_ns: i64,
+        reply: oneshot::Sender<Result<SnapshotReport>>,
+    },
 }
 
 impl Job {
@@ -77,13 +86,19 @@ impl Job {
             } => appends.iter().map(|a| a.points().len()).sum::<usize>() + buckets.len(),
             Job::Preallocate { targets, .. } => targets.len(),
             Job::Tokenize { names, .. } => names.len(),
-            Job::DropPartition { .. } | Job::Compact { .. } | Job::DropBefore { .. } => 1,
+            Job::DropPartition { .. }
+            | Job::Compact { .. }
+            | Job::DropBefore { .. }
+            | Job::Snapshot { .. } => 1,
         }
     }
 
     /// Whether the job is background work rather than a change to apply in a group.
     pub fn is_control(&self) -> bool {
-        matches!(self, Job::Compact { .. } | Job::DropBefore { .. })
+        matches!(
+            self,
+            Job::Compact { .. } | Job::DropBefore { .. } | Job::Snapshot { .. }
+        )
     }
 
     /// Answers the job with `error` at once.
@@ -103,6 +118,7 @@ impl Job {
             Job::Tokenize { reply, .. } => Answer::unapplied(reply),
             Job::Compact { reply } => Answer::unapplied(reply),
             Job::DropBefore { reply, .. } => Answer::unapplied(reply),
+            Job::Snapshot { reply, .. } => Answer::unapplied(reply),
         }
     }
 }

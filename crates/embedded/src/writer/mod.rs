@@ -199,6 +199,15 @@ impl Writer {
                 dry_run,
                 reply,
             }),
+            Job::Snapshot {
+                target,
+                now_ns,
+                reply,
+            } => self.send(Task::Snapshot {
+                target,
+                now_ns,
+                reply,
+            }),
             other => other.fail(BackendError::Storage("not a control job".into())),
         }
     }
@@ -444,7 +453,7 @@ impl Writer {
                 names,
                 reply,
             } => answered(reply, names::issue(txn, namespace, &names)),
-            job @ (Job::Compact { .. } | Job::DropBefore { .. }) => {
+            job @ (Job::Compact { .. } | Job::DropBefore { .. } | Job::Snapshot { .. }) => {
                 let error = BackendError::Storage("a control job reached a write group".into());
                 (job.unanswered(), Some(error))
             }
