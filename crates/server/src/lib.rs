@@ -6,6 +6,7 @@
 //!   ([`listing`]).
 //! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
+//! - `POST /api/v1/admin/compact`, `POST /api/v1/admin/snapshot` ([`admin`]).
 //! - `/ping`, and `/query` for `CREATE DATABASE`/`SHOW DATABASES`: what InfluxDB 1.x
 //!   clients ask before they write ([`influx`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
@@ -38,12 +39,16 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub max_body_bytes: usize,
+    /// Where `POST /api/v1/admin/snapshot` makes its snapshots (`serve --snapshot-dir`);
+    /// `None`: in the store's own `snapshots/` folder.
+    pub snapshot_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            snapshot_dir: None,
         }
     }
 }
@@ -74,6 +79,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/tag_keys", get(listing::tag_keys))
         .route("/api/v1/tag_values", get(listing::tag_values))
         .route("/api/v1/admin/compact", post(admin::compact))
+        .route("/api/v1/admin/snapshot", post(admin::snapshot))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())

@@ -261,6 +261,7 @@ async fn gzip_precision_and_body_limit() {
         reference(),
         ServerConfig {
             max_body_bytes: 1_000,
+            ..ServerConfig::default()
         },
     )
     .await;

@@ -318,7 +318,10 @@ async fn undecodable_bodies_are_400_and_store_nothing() {
 
 #[tokio::test]
 async fn a_body_over_the_body_limit_is_413() {
-    let config = ServerConfig { max_body_bytes: 64 };
+    let config = ServerConfig {
+        max_body_bytes: 64,
+        ..ServerConfig::default()
+    };
     let server = Server::start(config, SeriesLimits::default()).await;
     let big: Vec<TimeSeries> = (0..20)
         .map(|i| series("up", &format!("host-{i}"), &[(T0, 1.0)]))
