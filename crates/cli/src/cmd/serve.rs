@@ -46,6 +46,11 @@ pub struct Args {
     /// store.
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub shard_every: Duration,
+    /// Where `POST /api/v1/admin/snapshot` makes its snapshots of an embedded store, each
+    /// in a new directory named by the UTC time; by default the store's own `snapshots/`
+    /// folder (which the store itself ignores).
+    #[arg(long, value_name = "DIR")]
+    pub snapshot_dir: Option<std::path::PathBuf>,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -84,6 +89,7 @@ pub async fn run(args: Args) -> Result<()> {
     let sharding = shard_schedule(&args.store, args.shard_every).await;
     let config = ServerConfig {
         max_body_bytes: args.max_body_bytes,
+        snapshot_dir: args.snapshot_dir,
     };
     let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;
     for task in [retention, preallocation, sharding].into_iter().flatten() {

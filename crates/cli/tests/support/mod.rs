@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 
 /// Starts `tickertape serve` on a free loopback port; returns the child and its base URL.
 pub fn serve(store: &std::path::Path) -> (Child, String) {
+    serve_with(store, &[])
+}
+
+/// `serve`, with more flags.
+pub fn serve_with(store: &std::path::Path, flags: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickertape"))
         .args([
             "serve",
@@ -19,6 +24,7 @@ pub fn serve(store: &std::path::Path) -> (Child, String) {
             "--store",
             store.to_str().unwrap(),
         ])
+        .args(flags)
         .env("TICKERTAPE_LOG", "info")
         .env("NO_COLOR", "1")
         .stderr(Stdio::piped())
