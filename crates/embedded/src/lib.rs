@@ -36,7 +36,7 @@ mod writer;
 
 use async_trait::async_trait;
 use catalog::Catalog;
-use file::{create_tables, open_database, partitioning};
+use file::{create_tables, open_database, partitioning, store_bytes};
 use redb::Database;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -45,7 +45,7 @@ use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeriveRollups,
     DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
     SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, SnapshotReport,
-    SnapshotTarget, StorageStats, StoredBucket, TokenRequest, SNAPSHOTS_DIR,
+    SnapshotTarget, StorageStats, StoredBucket, TokenRequest,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
@@ -584,28 +584,4 @@ impl EmbeddedBackend {
         })
         .await
     }
-}
-
-/// Bytes the store's files occupy: everything in `dir` but its `snapshots/` folder, which
-/// holds copies, not the store.
-fn store_bytes(dir: &Path) -> u64 {
-    disk_bytes(dir, Some(SNAPSHOTS_DIR))
-}
-
-/// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths),
-/// leaving out the entry of `dir` named `skip`.
-fn disk_bytes(dir: &Path, skip: Option<&str>) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter(|e| skip.is_none_or(|skip| e.file_name() != skip))
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => disk_bytes(&e.path(), None),
-            Ok(m) => m.blocks() * 512,
-            Err(_) => 0,
-        })
-        .sum()
 }
