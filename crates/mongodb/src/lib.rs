@@ -162,6 +162,13 @@ impl MongoBackend {
     }
 }
 
+/// What [`Backend::snapshot`] answers on MongoDB (`tickertape admin snapshot` says it
+/// without connecting).
+pub const BACKUP_TOOLS: &str = "snapshots of a MongoDB store are made with MongoDB's own \
+     backup tools: mongodump/mongorestore, or a file system or cloud snapshot of the \
+     replica set; for a sharded cluster follow MongoDB's documented procedure with the \
+     balancer stopped (docs/backup.md)";
+
 #[async_trait]
 impl Backend for MongoBackend {
     fn kind(&self) -> &'static str {
@@ -184,13 +191,7 @@ impl Backend for MongoBackend {
     /// MongoDB is backed up with its own tools, which know its journal, replica set and
     /// shards (docs/backup.md).
     async fn snapshot(&self, _target: SnapshotTarget) -> Result<SnapshotReport> {
-        Err(BackendError::Unsupported(
-            "snapshots of a MongoDB store are made with MongoDB's own backup tools: \
-             mongodump/mongorestore, or a file system or cloud snapshot of the replica \
-             set; for a sharded cluster follow MongoDB's documented procedure with the \
-             balancer stopped (docs/backup.md)"
-                .into(),
-        ))
+        Err(BackendError::Unsupported(BACKUP_TOOLS.into()))
     }
 }
 

@@ -106,12 +106,16 @@ pub async fn run(command: Command) -> Result<()> {
 
 async fn snapshot(args: SnapshotArgs) -> Result<()> {
     let started = std::time::Instant::now();
+    if args.store.is_mongodb() {
+        // Refused before connecting: `connect` creates the store's collections.
+        return Err(BackendError::Unsupported(tickertape_mongodb::BACKUP_TOOLS.into()).into());
+    }
     let backend = args.store.open().await.map_err(|e| {
         // redb locks the store's file: a second process is refused with `Unavailable`.
         let held = e
             .chain()
             .any(|c| matches!(c.downcast_ref(), Some(BackendError::Unavailable(_))));
-        match held && !args.store.is_mongodb() {
+        match held {
             true => e.context(
                 "a server holds this store: ask it for the snapshot with \
                  `POST /api/v1/admin/snapshot` (curl -X POST http://HOST:PORT/api/v1/admin/snapshot), \
