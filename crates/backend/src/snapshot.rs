@@ -32,6 +32,9 @@ pub struct SnapshotReport {
     pub files_copied: u64,
     /// Bytes of the copied files.
     pub bytes_copied: u64,
+    /// How long writes waited while the snapshot copied what changes (the embedded
+    /// store's redb file and log); the rest of it ran beside them.
+    pub writes_paused: std::time::Duration,
 }
 
 /// Creates a new, empty directory under `parent` (and `parent` if missing) named by the

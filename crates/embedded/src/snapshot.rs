@@ -143,6 +143,7 @@ fn copy_store(db: &Database, store: &Path, copy: &mut Copy) -> Result<()> {
     // 2. redb and the log at one instant: the writer waits on `held` meanwhile.
     {
         let held = db.begin_write().map_err(crate::writer::storage)?;
+        let paused = std::time::Instant::now();
         let mut named = manifest::part_ids(db)?;
         named.sort_unstable();
         if named != parts {
@@ -158,6 +159,7 @@ fn copy_store(db: &Database, store: &Path, copy: &mut Copy) -> Result<()> {
         }
         // Dropped uncommitted: an abort, which writes nothing.
         drop(held);
+        copy.report.writes_paused = paused.elapsed();
     }
     copy.sync()
 }

@@ -46,6 +46,7 @@ pub async fn snapshot(State(state): State<AppState>) -> Result<Json<serde_json::
         files_linked = report.files_linked,
         files_copied = report.files_copied,
         bytes_copied = report.bytes_copied,
+        writes_paused_ms = report.writes_paused.as_millis() as u64,
         ms,
         "snapshot taken"
     );
@@ -54,6 +55,7 @@ pub async fn snapshot(State(state): State<AppState>) -> Result<Json<serde_json::
         "files_linked": report.files_linked,
         "files_copied": report.files_copied,
         "bytes_copied": report.bytes_copied,
+        "writes_paused_ms": report.writes_paused.as_millis() as u64,
         "ms": ms,
     })))
 }

@@ -135,13 +135,14 @@ async fn snapshot(args: SnapshotArgs) -> Result<()> {
             )
         })?;
     println!(
-        "snapshot of {} in {}: {} files linked, {} copied ({} bytes) in {:.2} s",
+        "snapshot of {} in {}: {} files linked, {} copied ({} bytes) in {:.2} s ({:.3} s of it with writes paused)",
         args.store.store,
         report.path.display(),
         report.files_linked,
         report.files_copied,
         report.bytes_copied,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        report.writes_paused.as_secs_f64()
     );
     Ok(())
 }
