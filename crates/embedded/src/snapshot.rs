@@ -202,7 +202,8 @@ impl Copy {
     fn new(root: PathBuf) -> Self {
         Self {
             report: SnapshotReport {
-                path: root.clone(),
+                // Absolute: the answer goes to clients that do not share the working folder.
+                path: std::path::absolute(&root).unwrap_or_else(|_| root.clone()),
                 ..SnapshotReport::default()
             },
             root,
