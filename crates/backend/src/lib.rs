@@ -31,6 +31,7 @@ pub mod delete;
 pub mod listing;
 pub mod names;
 pub mod partitions;
+pub mod snapshot;
 pub mod tokens;
 pub mod value_store;
 
@@ -47,6 +48,7 @@ pub use buckets::{
 pub use listing::{FirstNames, NameQuery};
 pub use names::{NameSpace, NameStore, TokenRequest, NAMES_PER_DOCUMENT};
 pub use partitions::DocumentSpan;
+pub use snapshot::{SnapshotReport, SnapshotTarget, SNAPSHOTS_DIR};
 
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -74,6 +76,10 @@ pub enum BackendError {
     /// An append named a series id that was never registered ([`SeriesCatalog::resolve_series`]).
     #[error("unknown series {0}: register it before appending to it")]
     UnknownSeries(SeriesId),
+    /// An operation this backend does not offer; the message says what to use instead
+    /// (HTTP 501).
+    #[error("not supported: {0}")]
+    Unsupported(String),
 }
 
 /// Why a [`SeriesAppend`] cannot be built.
@@ -270,4 +276,13 @@ pub trait Backend:
     /// into its final, smallest form, with its derived rollups, and answers when
     /// everything mergeable is merged.
     async fn compact(&self) -> Result<()>;
+
+    // Snapshots (issue 24, item 4).
+
+    /// Copies the store, while it keeps serving, into a new directory at `target`, as a
+    /// store of its own that holds every write answered `Ok` before this call began; `Ok`
+    /// once the copy is durable (files and folders fsynced). Never modifies or deletes
+    /// the live store's files. A backend that cannot answers
+    /// [`BackendError::Unsupported`] saying what to use instead.
+    async fn snapshot(&self, target: SnapshotTarget) -> Result<SnapshotReport>;
 }

@@ -1,5 +1,6 @@
 //! The redb file of a store: opening it, its fixed tables, the format version it was
-//! written in (and the migrations from older catalogs), the partition width it keeps.
+//! written in (and the migrations from older catalogs), the partition width it keeps; and
+//! the bytes the store's files occupy.
 
 use crate::faults::{self, IoFaults};
 use crate::names;
@@ -10,7 +11,7 @@ use crate::values::Partitioning;
 use crate::writer::storage;
 use redb::{Database, ReadableTable};
 use std::path::Path;
-use tickertape_backend::{BackendError, Result};
+use tickertape_backend::{BackendError, Result, SNAPSHOTS_DIR};
 
 /// The partition width the store was created with, recorded at creation.
 pub fn partitioning(db: &Database, wanted: i64) -> Result<Partitioning> {
@@ -129,4 +130,28 @@ pub fn create_tables(db: &Database) -> Result<()> {
         }
     }
     txn.commit().map_err(storage)
+}
+
+/// Bytes the store's files occupy: everything in `dir` but its `snapshots/` folder, which
+/// holds copies, not the store.
+pub fn store_bytes(dir: &Path) -> u64 {
+    disk_bytes(dir, Some(SNAPSHOTS_DIR))
+}
+
+/// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths),
+/// leaving out the entry of `dir` named `skip`.
+fn disk_bytes(dir: &Path, skip: Option<&str>) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| skip.is_none_or(|skip| e.file_name() != skip))
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => disk_bytes(&e.path(), None),
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
 }

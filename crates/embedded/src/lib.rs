@@ -19,6 +19,7 @@
 //! - `writer`: the single writer thread every change goes through;
 //! - `catalog`: the in-memory series catalog;
 //! - `tokens`: the API tokens, hashed, in `tokens.json` ([`TokenFile`]);
+//! - `snapshot`: online snapshots (hard-linked parts, redb and log copied at one instant);
 //! - `faults`: I/O fault injection for tests.
 //!
 //! The byte layout of every table is in `docs/format/embedded.md`.
@@ -29,6 +30,7 @@ mod faults;
 mod file;
 mod names;
 mod series_keys;
+mod snapshot;
 mod tables;
 mod tokens;
 mod values;
@@ -36,7 +38,7 @@ mod writer;
 
 use async_trait::async_trait;
 use catalog::Catalog;
-use file::{create_tables, open_database, partitioning};
+use file::{create_tables, open_database, partitioning, store_bytes};
 use redb::Database;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -44,8 +46,8 @@ use std::thread::JoinHandle;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
     DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
-    StoredBucket, TokenRequest,
+    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, SnapshotReport,
+    SnapshotTarget, StorageStats, StoredBucket, TokenRequest,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
@@ -309,7 +311,7 @@ impl Backend for EmbeddedBackend {
             )
         };
         let dir = self.dir.clone();
-        let bytes = tokio::task::spawn_blocking(move || disk_bytes(&dir))
+        let bytes = tokio::task::spawn_blocking(move || store_bytes(&dir))
             .await
             .map_err(|e| BackendError::Storage(format!("stats task failed: {e}")))?;
         Ok(StorageStats {
@@ -346,6 +348,20 @@ impl Backend for EmbeddedBackend {
     /// Flushes the head and merges every partition into one part.
     async fn compact(&self) -> Result<()> {
         self.submit(|reply| Job::Compact { reply }).await
+    }
+
+    /// Hard-links the part files and copies redb and the log while the writer waits
+    /// (`snapshot.rs` says why that is consistent).
+    async fn snapshot(&self, target: SnapshotTarget) -> Result<SnapshotReport> {
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        self.submit(|reply| Job::Snapshot {
+            target,
+            now_ns,
+            reply,
+        })
+        .await
     }
 }
 
@@ -593,20 +609,4 @@ impl EmbeddedBackend {
         })
         .await
     }
-}
-
-/// Bytes the files under `dir` occupy on disk (allocated blocks, not apparent lengths).
-fn disk_bytes(dir: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => disk_bytes(&e.path()),
-            Ok(m) => m.blocks() * 512,
-            Err(_) => 0,
-        })
-        .sum()
 }

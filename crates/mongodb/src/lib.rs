@@ -51,9 +51,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tickertape_backend::{
-    Backend, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange, DocumentStart,
-    NameQuery, NameSpace, Partition, Result, SegmentRollupPlan, SeriesAppend, SeriesCount,
-    SeriesHead, SeriesInfo, StorageStats, StoredBucket,
+    Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
+    DocumentStart, NameQuery, NameSpace, Partition, Result, SegmentRollupPlan, SeriesAppend,
+    SeriesCount, SeriesHead, SeriesInfo, SnapshotReport, SnapshotTarget, StorageStats,
+    StoredBucket,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
@@ -172,6 +173,13 @@ impl MongoBackend {
     }
 }
 
+/// What [`Backend::snapshot`] answers on MongoDB (`tickertape admin snapshot` says it
+/// without connecting).
+pub const BACKUP_TOOLS: &str = "snapshots of a MongoDB store are made with MongoDB's own \
+     backup tools: mongodump/mongorestore, or a file system or cloud snapshot of the \
+     replica set; for a sharded cluster follow MongoDB's documented procedure with the \
+     balancer stopped (docs/backup.md)";
+
 #[async_trait]
 impl Backend for MongoBackend {
     fn kind(&self) -> &'static str {
@@ -189,6 +197,12 @@ impl Backend for MongoBackend {
         self.shared.fold_pass(Scope::Compact).await?;
         tokio::time::sleep(self.shared.schedule.grace).await;
         self.shared.fold_pass(Scope::Pending).await
+    }
+
+    /// MongoDB is backed up with its own tools, which know its journal, replica set and
+    /// shards (docs/backup.md).
+    async fn snapshot(&self, _target: SnapshotTarget) -> Result<SnapshotReport> {
+        Err(BackendError::Unsupported(BACKUP_TOOLS.into()))
     }
 }
 

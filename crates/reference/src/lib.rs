@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
     DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    RollupPlan, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, StorageStats,
-    StoredBucket,
+    RollupPlan, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
+    SnapshotReport, SnapshotTarget, StorageStats, StoredBucket,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::partition::{Partitioning, DEFAULT_PARTITION_NS};
@@ -197,6 +197,15 @@ impl Backend for ReferenceBackend {
     /// Nothing is kept in pieces.
     async fn compact(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// The reference keeps its state in memory only: there are no files to copy.
+    async fn snapshot(&self, _target: SnapshotTarget) -> Result<SnapshotReport> {
+        Err(BackendError::Unsupported(
+            "snapshots: the in-memory reference backend has no files to copy; \
+             `tickertape admin export` writes its points as line protocol"
+                .into(),
+        ))
     }
 }
 

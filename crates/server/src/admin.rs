@@ -7,7 +7,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
-use tickertape_backend::DeleteRange;
+use tickertape_backend::{DeleteRange, SnapshotTarget};
 use tickertape_core::time::parse_time;
 use tickertape_engine::EngineError;
 
@@ -78,4 +78,41 @@ pub async fn delete(
         series_matched: report.series_matched,
         series_removed: report.series_removed,
     }))
+}
+
+/// `POST /api/v1/admin/snapshot`: copies the store, while it keeps serving, into a new
+/// directory named by the UTC time (`snapshots/20261126T130102Z` in the store, or under
+/// `serve --snapshot-dir`) and answers `{"path": DIR, ...}` once the copy is durable. The
+/// copy holds every write answered before the request; `serve --store DIR` opens it.
+/// A backend that cannot (MongoDB) answers 501 saying what to use instead.
+pub async fn snapshot(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let started = std::time::Instant::now();
+    let target = match &state.config.snapshot_dir {
+        Some(dir) => SnapshotTarget::Under(dir.clone()),
+        None => SnapshotTarget::InStore,
+    };
+    let report = state
+        .engine
+        .backend()
+        .snapshot(target)
+        .await
+        .map_err(EngineError::from)?;
+    let ms = started.elapsed().as_millis() as u64;
+    tracing::info!(
+        path = %report.path.display(),
+        files_linked = report.files_linked,
+        files_copied = report.files_copied,
+        bytes_copied = report.bytes_copied,
+        writes_paused_ms = report.writes_paused.as_millis() as u64,
+        ms,
+        "snapshot taken"
+    );
+    Ok(Json(serde_json::json!({
+        "path": report.path,
+        "files_linked": report.files_linked,
+        "files_copied": report.files_copied,
+        "bytes_copied": report.bytes_copied,
+        "writes_paused_ms": report.writes_paused.as_millis() as u64,
+        "ms": ms,
+    })))
 }

@@ -31,6 +31,8 @@ impl ApiError {
             Self::Engine(EngineError::Backend(e)) => match e {
                 BackendError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 BackendError::Invalid(_) => StatusCode::BAD_REQUEST,
+                // The message says what to use instead.
+                BackendError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
                 // The engine registers every series it appends to: an unknown one means
                 // the store lost what the engine cached (a dropped database), not a bad
                 // request.
@@ -86,6 +88,10 @@ mod tests {
         assert_eq!(
             status(BackendError::UnknownSeries(tickertape_core::SeriesId(7))),
             StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            status(BackendError::Unsupported("use mongodump".into())),
+            StatusCode::NOT_IMPLEMENTED
         );
     }
 

@@ -7,6 +7,7 @@
 //! - `GET /api/v1/status/cardinality`: what makes the series count ([`cardinality`]).
 //! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
+//! - `POST /api/v1/admin/compact`, `POST /api/v1/admin/snapshot` ([`admin`]).
 //! - `/ping`, and `/query` for `CREATE DATABASE`/`SHOW DATABASES`: what InfluxDB 1.x
 //!   clients ask before they write ([`influx`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
@@ -67,6 +68,9 @@ pub struct ServerConfig {
     pub tls: Option<listen::Tls>,
     /// Where the listener counts connections, for `/metrics` (a clone shares them).
     pub connection_stats: Arc<listen::ConnectionStats>,
+    /// Where `POST /api/v1/admin/snapshot` makes its snapshots (`serve --snapshot-dir`);
+    /// `None`: in the store's own `snapshots/` folder.
+    pub snapshot_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -79,6 +83,7 @@ impl Default for ServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             tls: None,
             connection_stats: Arc::default(),
+            snapshot_dir: None,
         }
     }
 }
@@ -111,6 +116,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/status/cardinality", get(cardinality::cardinality))
         .route("/api/v1/admin/compact", post(admin::compact))
         .route("/api/v1/admin/delete", post(admin::delete))
+        .route("/api/v1/admin/snapshot", post(admin::snapshot))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())

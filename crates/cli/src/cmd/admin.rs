@@ -1,7 +1,7 @@
 //! `tickertape admin`: operations on a store's deployment rather than its data.
 
 use anyhow::{bail, Context, Result};
-use tickertape_backend::DeleteRange;
+use tickertape_backend::{BackendError, DeleteRange, SnapshotTarget};
 use tickertape_core::time::{format_duration, format_rfc3339, parse_timestamp};
 use tickertape_core::{SeriesSelector, TagCondition};
 use tickertape_mongodb::MongoBackend;
@@ -46,6 +46,12 @@ pub enum Command {
     /// A bucket measurement is deleted whole only. Embedded: run it while no server has
     /// the store open (a server takes `POST /api/v1/admin/delete`).
     Delete(DeleteArgs),
+    /// Copy an embedded store into --out, a store of its own (`serve --store OUT` opens
+    /// it; copy it back to restore): part files hard-linked where the file system allows,
+    /// the rest copied. Opens the store itself, so no server may hold it: a running
+    /// server takes snapshots on `POST /api/v1/admin/snapshot`. MongoDB stores are backed
+    /// up with MongoDB's own tools (docs/backup.md).
+    Snapshot(SnapshotArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -69,6 +75,15 @@ pub struct DeleteArgs {
     /// Range end, exclusive: RFC 3339 or integer nanoseconds (default: the end of time).
     #[arg(long)]
     pub end: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The snapshot's directory: must not exist, or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -121,7 +136,51 @@ pub async fn run(command: Command) -> Result<()> {
         Command::Export(args) => super::export::run(args).await,
         Command::Token(command) => super::token::run(command).await,
         Command::Delete(args) => delete(args).await,
+        Command::Snapshot(args) => snapshot(args).await,
     }
+}
+
+async fn snapshot(args: SnapshotArgs) -> Result<()> {
+    let started = std::time::Instant::now();
+    if args.store.is_mongodb() {
+        // Refused before connecting: `connect` creates the store's collections.
+        return Err(BackendError::Unsupported(tickertape_mongodb::BACKUP_TOOLS.into()).into());
+    }
+    let backend = args.store.open().await.map_err(|e| {
+        // redb locks the store's file: a second process is refused with `Unavailable`.
+        let held = e
+            .chain()
+            .any(|c| matches!(c.downcast_ref(), Some(BackendError::Unavailable(_))));
+        match held {
+            true => e.context(
+                "a server holds this store: ask it for the snapshot with \
+                 `POST /api/v1/admin/snapshot` (curl -X POST http://HOST:PORT/api/v1/admin/snapshot), \
+                 or stop it first",
+            ),
+            false => e,
+        }
+    })?;
+    let report = backend
+        .snapshot(SnapshotTarget::Exact(args.out.clone()))
+        .await
+        .with_context(|| {
+            format!(
+                "snapshot of {} into --out {}",
+                args.store.store,
+                args.out.display()
+            )
+        })?;
+    println!(
+        "snapshot of {} in {}: {} files linked, {} copied ({} bytes) in {:.2} s ({:.3} s of it with writes paused)",
+        args.store.store,
+        report.path.display(),
+        report.files_linked,
+        report.files_copied,
+        report.bytes_copied,
+        started.elapsed().as_secs_f64(),
+        report.writes_paused.as_secs_f64()
+    );
+    Ok(())
 }
 
 async fn compact(args: CompactArgs) -> Result<()> {

@@ -97,6 +97,11 @@ pub struct Args {
     /// server refuses to start with --auth while the store has none.
     #[arg(long)]
     pub auth: bool,
+    /// Where `POST /api/v1/admin/snapshot` makes its snapshots of an embedded store, each
+    /// in a new directory named by the UTC time; by default the store's own `snapshots/`
+    /// folder (which the store itself ignores).
+    #[arg(long, value_name = "DIR")]
+    pub snapshot_dir: Option<std::path::PathBuf>,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -202,6 +207,7 @@ pub async fn run(args: Args) -> Result<()> {
         body_read_timeout: optional(args.body_read_timeout),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         tls,
+        snapshot_dir: args.snapshot_dir,
         ..ServerConfig::default()
     };
     let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;

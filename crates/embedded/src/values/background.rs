@@ -35,7 +35,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
-use tickertape_backend::{BackendError, DeleteRange, Result, SeriesHead};
+use tickertape_backend::{
+    BackendError, DeleteRange, Result, SeriesHead, SnapshotReport, SnapshotTarget,
+};
 use tickertape_core::rollup::Resolution;
 use tickertape_core::{Point, SeriesId};
 use tokio::sync::oneshot;
@@ -64,6 +66,13 @@ pub enum Task {
         heads: Vec<(SeriesId, Option<SeriesHead>)>,
         reply: oneshot::Sender<Result<()>>,
     },
+    /// Copy the store into a snapshot (`snapshot.rs`): between two tasks, so that no
+    /// part, checkpoint or log file changes meanwhile.
+    Snapshot {
+        target: SnapshotTarget,
+        now_ns: i64,
+        reply: oneshot::Sender<Result<SnapshotReport>>,
+    },
 }
 
 impl Task {
@@ -75,6 +84,7 @@ impl Task {
             Task::Compact(reply) => drop(reply.send(Err(error))),
             Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
             Task::Delete { reply, .. } => drop(reply.send(Err(error))),
+            Task::Snapshot { reply, .. } => drop(reply.send(Err(error))),
         }
     }
 }
@@ -158,6 +168,16 @@ impl Background {
                 } => {
                     let result = self.delete(&series, range, &heads);
                     self.record(result.clone());
+                    drop(reply.send(result));
+                }
+                Task::Snapshot {
+                    target,
+                    now_ns,
+                    reply,
+                } => {
+                    // A failed snapshot leaves the store as it was: not a failure of the
+                    // store's background work.
+                    let result = crate::snapshot::take(&self.db, &self.store, &target, now_ns);
                     drop(reply.send(result));
                 }
             }

@@ -5,7 +5,7 @@ use crate::buckets::{Target, ValidWrite};
 use crate::values::background::Dropped;
 use tickertape_backend::{
     BackendError, BucketWriteOutcome, DeleteRange, DeriveRollups, NameSpace, RawOutcome, Result,
-    SeriesAppend,
+    SeriesAppend, SnapshotReport, SnapshotTarget,
 };
 use tickertape_core::{SeriesId, SeriesKey};
 use tokio::sync::oneshot;
@@ -75,6 +75,14 @@ pub enum Job {
         series: Vec<SeriesId>,
         reply: oneshot::Sender<Result<u64>>,
     },
+    /// Not a write: have the background thread copy the store into a snapshot
+    /// (`snapshot.rs`), after the writes before it.
+    Snapshot {
+        target: SnapshotTarget,
+        /// The UTC time that names a new snapshot directory.
+        now_ns: i64,
+        reply: oneshot::Sender<Result<SnapshotReport>>,
+    },
 }
 
 impl Job {
@@ -93,7 +101,8 @@ impl Job {
             | Job::Compact { .. }
             | Job::DropBefore { .. }
             | Job::Delete { .. }
-            | Job::RemoveSeries { .. } => 1,
+            | Job::RemoveSeries { .. }
+            | Job::Snapshot { .. } => 1,
         }
     }
 
@@ -105,6 +114,7 @@ impl Job {
                 | Job::DropBefore { .. }
                 | Job::Delete { .. }
                 | Job::RemoveSeries { .. }
+                | Job::Snapshot { .. }
         )
     }
 
@@ -127,6 +137,7 @@ impl Job {
             Job::DropBefore { reply, .. } => Answer::unapplied(reply),
             Job::Delete { reply, .. } => Answer::unapplied(reply),
             Job::RemoveSeries { reply, .. } => Answer::unapplied(reply),
+            Job::Snapshot { reply, .. } => Answer::unapplied(reply),
         }
     }
 }

@@ -227,6 +227,15 @@ impl Writer {
                 let result = series_keys::remove(&self.parts.db, &self.parts.catalog, &series);
                 drop(reply.send(result));
             }
+            Job::Snapshot {
+                target,
+                now_ns,
+                reply,
+            } => self.send(Task::Snapshot {
+                target,
+                now_ns,
+                reply,
+            }),
             other => other.fail(BackendError::Storage("not a control job".into())),
         }
     }
@@ -475,7 +484,8 @@ impl Writer {
             job @ (Job::Compact { .. }
             | Job::DropBefore { .. }
             | Job::Delete { .. }
-            | Job::RemoveSeries { .. }) => {
+            | Job::RemoveSeries { .. }
+            | Job::Snapshot { .. }) => {
                 let error = BackendError::Storage("a control job reached a write group".into());
                 (job.unanswered(), Some(error))
             }
