@@ -99,7 +99,17 @@ pub fn create_tables(db: &Database) -> Result<()> {
                     .map_err(storage)?
                     .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
-                tracing::info!(series, "migrated the series catalog from format 4 to 7");
+                tracing::info!(
+                    series,
+                    "migrated the series catalog from format 4 to {FORMAT_VERSION}"
+                );
+            }
+            Some(7) => {
+                // Format 8 adds `removed_series` (created on the first removal); a format
+                // 7 store has none, so the number is all that changes.
+                meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+                    .map_err(storage)?;
+                tracing::info!("recorded the store's format as {FORMAT_VERSION} (was 7)");
             }
             Some(5 | 6) => {
                 drop(meta);
@@ -108,7 +118,10 @@ pub fn create_tables(db: &Database) -> Result<()> {
                     .map_err(storage)?
                     .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
-                tracing::info!(series, "migrated the series catalog to format 7");
+                tracing::info!(
+                    series,
+                    "migrated the series catalog to format {FORMAT_VERSION}"
+                );
             }
             found => {
                 // Dropping `txn` without a commit leaves the file as it was.

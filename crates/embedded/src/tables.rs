@@ -26,6 +26,7 @@ pub const FORMAT_VERSION_KEY: &str = "format_version";
 /// segments in redb; 3 kept raw points in the write-ahead log and part files; 4 kept the
 /// rollups of value segments in the part files too; 5 writes series keys as name store
 /// tokens instead of JSON, once; 6 stopped writing their name → token rows; 7 writes the
-/// catalog as one row per registering job, strings included (formats 4 to 6 are
-/// migrated in place at open).
-pub const FORMAT_VERSION: u64 = 7;
+/// catalog as one row per registering job, strings included; 8 may hold series removed
+/// from the catalog (`removed_series`), which a binary reading 7 would list again (formats
+/// 4 to 7 are migrated in place at open; 7 to 8 only records the number).
+pub const FORMAT_VERSION: u64 = 8;

@@ -179,7 +179,7 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
 /// refused with a message that says so, and left as it was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(2), Some(3), Some(8)] {
+    for version in [None, Some(1u64), Some(2), Some(3), Some(9)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -324,6 +324,41 @@ async fn a_format_5_catalog_is_read_and_extended() {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].key, new);
     }
+}
+
+/// A format 7 store (before series could be removed) opens with its series and is
+/// recorded as format 8, so a binary reading 7 refuses it from then on instead of listing
+/// removed series again.
+#[tokio::test]
+async fn a_format_7_store_is_recorded_as_8() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = tickertape_core::SeriesKey::new("cpu", vec![("host".into(), "a".into())], "usage");
+    {
+        let b = open(&dir);
+        b.resolve_series(std::slice::from_ref(&key)).await.unwrap();
+    }
+    let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+    use redb::ReadableTable;
+    let version = |set: Option<u64>| {
+        let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        let found = {
+            let mut table = txn.open_table(meta).unwrap();
+            if let Some(v) = set {
+                table.insert("format_version", v).unwrap();
+            }
+            table.get("format_version").unwrap().map(|v| v.value())
+        };
+        txn.commit().unwrap();
+        found
+    };
+    assert_eq!(version(Some(7)), Some(7));
+    {
+        let b = open(&dir);
+        let found = b.lookup_series(std::slice::from_ref(&key)).await.unwrap();
+        assert!(found[0].is_some(), "the series survives the upgrade");
+    }
+    assert_eq!(version(None), Some(8));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
