@@ -9,6 +9,7 @@
 //! - `queries.rs`: the four reference queries and the bit-for-bit read-back.
 //! - `remote_write.rs`: the dataset as Prometheus remote-write bodies, ingested
 //!   alternately with line protocol (issue 11).
+//! - `send.rs`: the concurrent write clients (HTTP or HTTPS, a token or none).
 //! - `security.rs`: ingest over plain HTTP, with a token, over HTTPS, alternated (issue 24).
 //! - `disk.rs`: allocated bytes of a directory.
 //! - `shards.rs`: a simulated sharded MongoDB cluster under an MMS-sized load (issue 23).
@@ -27,6 +28,7 @@ mod promql;
 mod queries;
 mod remote_write;
 mod security;
+mod send;
 mod shards;
 mod store;
 

@@ -11,7 +11,8 @@
 //! counted back (`agg=count`), so a fast run that lost points cannot pass.
 
 use crate::dataset::{Dataset, Shape, Stream, MAX_HOSTS, MAX_HOURS};
-use crate::ingest::{group, send_streams, BodyKind, Connect, IngestOutcome};
+use crate::ingest::{group, IngestOutcome};
+use crate::send::{send_streams, BodyKind, Connect};
 use crate::store::open_engine;
 use anyhow::{bail, ensure, Context, Result};
 use bytes::Bytes;

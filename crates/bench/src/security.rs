@@ -11,7 +11,8 @@
 //! `ca.pem`, `cert.pem` and `key.pem`.
 
 use crate::dataset::{Dataset, Shape, MAX_HOSTS, MAX_HOURS};
-use crate::ingest::{group, send_streams, BodyKind, Connect};
+use crate::ingest::group;
+use crate::send::{send_streams, BodyKind, Connect};
 use crate::store;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
