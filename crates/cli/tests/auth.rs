@@ -5,23 +5,14 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{text, tickertape};
 
 /// `admin token create` on `store`: the token (the last line of its output).
-fn create(store: &Path, scope: &str, name: &str) -> String {
+fn create(store: &str, scope: &str, name: &str) -> String {
     let out = tickertape(&[
-        "admin",
-        "token",
-        "create",
-        "--store",
-        store.to_str().unwrap(),
-        "--scope",
-        scope,
-        "--name",
-        name,
+        "admin", "token", "create", "--store", store, "--scope", scope, "--name", name,
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -34,7 +25,7 @@ fn create(store: &Path, scope: &str, name: &str) -> String {
 }
 
 /// `tickertape serve --auth` on a free port: the child and its URL.
-fn serve_with_auth(store: &Path) -> (Child, String) {
+fn serve_with_auth(store: &str) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickertape"))
         .args([
             "serve",
@@ -42,7 +33,7 @@ fn serve_with_auth(store: &Path) -> (Child, String) {
             "--listen",
             "127.0.0.1:0",
             "--store",
-            store.to_str().unwrap(),
+            store,
         ])
         .env("TICKERTAPE_LOG", "info")
         .env("NO_COLOR", "1")
@@ -72,13 +63,14 @@ fn serve_with_auth(store: &Path) -> (Child, String) {
 fn auth_without_a_token_refuses_to_start_and_says_how_to_make_one() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
+    let store = store.to_str().unwrap();
     let out = tickertape(&[
         "serve",
         "--auth",
         "--listen",
         "127.0.0.1:0",
         "--store",
-        store.to_str().unwrap(),
+        store,
     ]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
@@ -89,8 +81,22 @@ fn auth_without_a_token_refuses_to_start_and_says_how_to_make_one() {
 async fn tokens_made_and_revoked_while_the_server_runs() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let admin = create(&store, "admin", "ops");
-    let (mut server, url) = serve_with_auth(&store);
+    tokens_while_serving(store.to_str().unwrap()).await;
+}
+
+/// The same on a MongoDB store: the tokens in its `api_tokens` collection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_made_and_revoked_while_the_server_runs_on_mongodb() {
+    let server = std::env::var("TICKERTAPE_MONGODB_URI").unwrap_or_else(|_| {
+        panic!("TICKERTAPE_MONGODB_URI is not set: run scripts/test, which starts a MongoDB test server")
+    });
+    let db = format!("tt_cli_tokens_{}", std::process::id());
+    tokens_while_serving(&tickertape_mongodb::uri_with_database(&server, &db)).await;
+}
+
+async fn tokens_while_serving(store: &str) {
+    let admin = create(store, "admin", "ops");
+    let (mut server, url) = serve_with_auth(store);
     let client = reqwest::Client::new();
     let write = |token: String| {
         let client = client.clone();
@@ -111,7 +117,7 @@ async fn tokens_made_and_revoked_while_the_server_runs() {
     assert_eq!(write("tt_made_up".into()).await, 401);
 
     // A token made while the server runs works within a second or so.
-    let telegraf = create(&store, "write", "telegraf");
+    let telegraf = create(store, "write", "telegraf");
     let deadline = Instant::now() + Duration::from_secs(5);
     while write(telegraf.clone()).await != 204 {
         assert!(
@@ -120,7 +126,7 @@ async fn tokens_made_and_revoked_while_the_server_runs() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let listed = tickertape(&["admin", "token", "list", "--store", store.to_str().unwrap()]);
+    let listed = tickertape(&["admin", "token", "list", "--store", store]);
     let listed = text(&listed.stdout);
     assert!(
         listed.contains("telegraf") && listed.contains("ops"),
@@ -137,14 +143,7 @@ async fn tokens_made_and_revoked_while_the_server_runs() {
         .unwrap()
         .to_string();
 
-    let revoked = tickertape(&[
-        "admin",
-        "token",
-        "revoke",
-        "--store",
-        store.to_str().unwrap(),
-        &id,
-    ]);
+    let revoked = tickertape(&["admin", "token", "revoke", "--store", store, &id]);
     assert!(revoked.status.success(), "{}", text(&revoked.stderr));
     let deadline = Instant::now() + Duration::from_secs(5);
     while write(telegraf.clone()).await != 401 {
@@ -155,14 +154,7 @@ async fn tokens_made_and_revoked_while_the_server_runs() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(write(admin).await, 204, "the other tokens still work");
-    let again = tickertape(&[
-        "admin",
-        "token",
-        "revoke",
-        "--store",
-        store.to_str().unwrap(),
-        &id,
-    ]);
+    let again = tickertape(&["admin", "token", "revoke", "--store", store, &id]);
     assert!(!again.status.success() && text(&again.stderr).contains("no token with id"));
 
     let _ = server.kill();
