@@ -599,6 +599,13 @@ fn check_invariants(text: &str, precision: Precision) {
             .iter()
             .all(|(k, v)| !k.is_empty() && !v.is_empty()));
         assert!(line.fields.iter().all(|(k, _)| !k.is_empty()));
+        // Field keys are unique: a key given twice was kept once, with its last value.
+        for (i, (key, _)) in line.fields.iter().enumerate() {
+            assert!(
+                !line.fields[..i].iter().any(|(k, _)| k == key),
+                "{key:?} twice"
+            );
+        }
         assert!(text.contains(line.series_text));
         let rewritten = line
             .to_line_protocol()
