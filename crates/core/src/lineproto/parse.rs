@@ -263,6 +263,11 @@ fn first_duplicate<'n, T>(items: &'n [(Cow<'_, str>, T)]) -> Option<&'n str> {
 
 /// Removes every field whose key appears again later in `fields`, so each key keeps its
 /// last value, at the place of its last occurrence; the others keep their order.
+///
+/// Cold and never inlined: lines rarely repeat a key, and the hot path's code stays as it
+/// was without it.
+#[cold]
+#[inline(never)]
 fn keep_last_of_each(fields: &mut Vec<Field<'_>>) {
     if fields.len() <= PAIRWISE_DUPLICATE_LIMIT {
         let mut i = 0;
