@@ -5,7 +5,7 @@
 //! engine gets the same.
 //!
 //! Skipped values are counted in [`crate::WriteReport::string_fields_skipped`] (the server
-//! adds them to `/metrics`) and logged once per series by a [`SkipLog`], whose memory is
+//! adds them to `/metrics`) and logged once per series by a `SkipLog`, whose memory is
 //! bounded.
 
 use std::collections::HashSet;
