@@ -46,6 +46,8 @@ pub mod value;
 mod write;
 
 #[cfg(test)]
+mod duplicate_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::time::Precision;
