@@ -37,8 +37,18 @@ fuzz_target!(|data: &[u8]| {
 fn check(body: &str, line: &Line<'_>) {
     assert!(!line.measurement.is_empty());
     assert!(!line.fields.is_empty());
-    assert!(line.tags.iter().all(|(k, v)| !k.is_empty() && !v.is_empty()));
+    assert!(line
+        .tags
+        .iter()
+        .all(|(k, v)| !k.is_empty() && !v.is_empty()));
     assert!(line.fields.iter().all(|(k, _)| !k.is_empty()));
+    // Field keys are unique: a key given twice was kept once, with its last value.
+    for (i, (key, _)) in line.fields.iter().enumerate() {
+        assert!(
+            !line.fields[..i].iter().any(|(k, _)| k == key),
+            "{key:?} twice"
+        );
+    }
     assert!(body.contains(line.series_text));
 
     let text = line

@@ -15,6 +15,8 @@
 //! - `samples_read`: raw points over a closed range with stale markers, for PromQL.
 //! - [`key_limits`]: `--max-line-bytes`, `--max-tags`, `--max-name-bytes`,
 //!   `--max-tag-value-bytes`: what one line and one new series may be.
+//! - [`string_fields`]: `--string-fields`: string values skipped (counted, logged once per
+//!   series) or refusing their line.
 //! - [`names`]: the name store's tokens, cached (seed 002).
 //! - [`cardinality`]: series counts by measurement, field, tag key and tag pair.
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
@@ -37,6 +39,7 @@ pub mod series_cache;
 pub mod series_limits;
 mod stale;
 mod stored;
+pub mod string_fields;
 mod windows;
 pub mod write;
 
@@ -45,6 +48,8 @@ use names::NameCache;
 use series_cache::SeriesCache;
 pub use series_limits::SeriesLimits;
 use std::sync::Arc;
+use string_fields::SkipLog;
+pub use string_fields::StringFields;
 use thiserror::Error;
 use tickertape_backend::{Backend, BackendError, SegmentRollupPlan};
 use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
@@ -147,6 +152,8 @@ pub struct Engine {
     limits: QueryLimits,
     series_limits: SeriesLimits,
     key_limits: KeyLimits,
+    string_fields: StringFields,
+    skipped_strings: Arc<SkipLog>,
 }
 
 impl Engine {
@@ -164,6 +171,8 @@ impl Engine {
             limits: QueryLimits::default(),
             series_limits: SeriesLimits::default(),
             key_limits: KeyLimits::default(),
+            string_fields: StringFields::default(),
+            skipped_strings: Arc::new(SkipLog::default()),
         }
         .offer_segment_rollups()
     }
@@ -188,6 +197,12 @@ impl Engine {
     /// Refuses lines and new series past `limits` (the defaults otherwise).
     pub fn with_key_limits(mut self, limits: KeyLimits) -> Self {
         self.key_limits = limits;
+        self
+    }
+
+    /// Skips string field values, or refuses their lines (skips by default).
+    pub fn with_string_fields(mut self, strings: StringFields) -> Self {
+        self.string_fields = strings;
         self
     }
 

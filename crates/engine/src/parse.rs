@@ -1,6 +1,8 @@
 //! Parsing a write's body: every line parsed and its fields converted to f64, with its
-//! line number; long bodies on several threads at once.
+//! line number; long bodies on several threads at once. String values are skipped or
+//! refuse their line here, as the engine's [`StringFields`] says.
 
+use crate::string_fields::{Skipped, StringFields};
 use rayon::prelude::*;
 use tickertape_core::lineproto::{self, FieldValue, Line};
 use tickertape_core::time::Precision;
@@ -8,11 +10,37 @@ use tickertape_core::time::Precision;
 /// Integers beyond ±2^53 have no exact f64; storing them would silently change them.
 const MAX_EXACT_INTEGER: u64 = 1 << 53;
 
-/// A parsed line whose fields all convert to f64.
+/// A parsed line whose fields all convert to f64, but for string values skipped.
 pub(crate) struct Parsed<'a> {
     pub(crate) number: usize,
     pub(crate) line: Line<'a>,
-    pub(crate) values: Vec<f64>,
+    /// One per field of `line`, in order: its value, or `None` for a string value skipped.
+    pub(crate) values: Vec<Option<f64>>,
+}
+
+impl<'a> Parsed<'a> {
+    /// The fields to store: key and value.
+    pub(crate) fn stored(&self) -> impl Iterator<Item = (&str, f64)> + '_ {
+        self.line
+            .fields
+            .iter()
+            .zip(&self.values)
+            .filter_map(|((key, _), value)| Some((key.as_ref(), (*value)?)))
+    }
+
+    /// The string values skipped.
+    pub(crate) fn skipped(&self) -> impl Iterator<Item = Skipped<'_>> + '_ {
+        self.line
+            .fields
+            .iter()
+            .zip(&self.values)
+            .filter(|(_, value)| value.is_none())
+            .map(|((key, _), _)| Skipped {
+                line: self.number,
+                series_text: self.line.series_text,
+                field: key.as_ref(),
+            })
+    }
 }
 
 /// Bodies at least this long are parsed on several threads (a 5,000-line body of the
@@ -21,12 +49,14 @@ const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
 
 /// Every line of `body` parsed and converted, with its 1-based number, in line order.
 /// A long body is cut at line ends into one piece per core, parsed side by side.
-/// Lines longer than `max_line_bytes` are refused unscanned.
+/// Lines longer than `max_line_bytes` are refused unscanned; string values are skipped or
+/// refuse their line as `strings` says.
 pub(crate) fn parse_lines<'a>(
     body: &'a str,
     precision: Precision,
     now: i64,
     max_line_bytes: usize,
+    strings: StringFields,
 ) -> Vec<(usize, Result<Parsed<'a>, String>)> {
     let parse = |piece: &'a str, first_number: usize| {
         lineproto::parse_body_within(piece, precision, now, max_line_bytes)
@@ -35,7 +65,7 @@ pub(crate) fn parse_lines<'a>(
                 let result = result.map_err(|e| e.to_string()).and_then(|line| {
                     Ok(Parsed {
                         number,
-                        values: numeric_values(&line)?,
+                        values: numeric_values(&line, strings)?,
                         line,
                     })
                 });
@@ -89,24 +119,29 @@ fn split_at_lines(body: &str, n: usize) -> Vec<(&str, usize)> {
     pieces
 }
 
-/// Every field of a line as an f64, or why the line cannot be stored exactly.
-fn numeric_values(line: &Line<'_>) -> Result<Vec<f64>, String> {
+/// Every field of a line as an f64 (`None`: a string value skipped), or why the line
+/// cannot be stored exactly.
+fn numeric_values(line: &Line<'_>, strings: StringFields) -> Result<Vec<Option<f64>>, String> {
     line.fields
         .iter()
         .map(|(name, value)| match value {
-            FieldValue::Float(f) => Ok(*f),
-            FieldValue::Integer(i) if i.unsigned_abs() <= MAX_EXACT_INTEGER => Ok(*i as f64),
-            FieldValue::Unsigned(u) if *u <= MAX_EXACT_INTEGER => Ok(*u as f64),
+            FieldValue::Float(f) => Ok(Some(*f)),
+            FieldValue::Integer(i) if i.unsigned_abs() <= MAX_EXACT_INTEGER => Ok(Some(*i as f64)),
+            FieldValue::Unsigned(u) if *u <= MAX_EXACT_INTEGER => Ok(Some(*u as f64)),
             FieldValue::Integer(i) => Err(format!(
                 "field {name:?}: integer {i} has no exact float64, and tickertape stores float64 values"
             )),
             FieldValue::Unsigned(u) => Err(format!(
                 "field {name:?}: integer {u} has no exact float64, and tickertape stores float64 values"
             )),
-            FieldValue::Boolean(b) => Ok(f64::from(u8::from(*b))),
-            FieldValue::String(_) => Err(format!(
-                "field {name:?} is a string; tickertape stores numbers and booleans only"
-            )),
+            FieldValue::Boolean(b) => Ok(Some(f64::from(u8::from(*b)))),
+            FieldValue::String(_) => match strings {
+                StringFields::Skip => Ok(None),
+                StringFields::Refuse => Err(format!(
+                    "field {name:?} is a string; tickertape stores numbers and booleans only \
+                     (--string-fields=refuse)"
+                )),
+            },
         })
         .collect()
 }
@@ -135,12 +170,68 @@ mod tests {
         }
     }
 
+    fn converted(text: &str, strings: StringFields) -> Result<Vec<(String, f64)>, String> {
+        let parsed = parse_lines(text, Precision::Nanoseconds, 0, usize::MAX, strings);
+        let (_, result) = parsed.into_iter().next().expect("one line");
+        let parsed = result?;
+        Ok(parsed.stored().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    #[test]
+    fn string_values_are_skipped_or_refuse_the_line() {
+        let line = r#"system,host=h1 load1=0.5,uptime_format="1 day, 2:03",n_cpus=2i,ok=t 1"#;
+        let stored = vec![
+            ("load1".to_string(), 0.5),
+            ("n_cpus".to_string(), 2.0),
+            ("ok".to_string(), 1.0),
+        ];
+        assert_eq!(converted(line, StringFields::Skip), Ok(stored));
+        let parsed = parse_lines(
+            line,
+            Precision::Nanoseconds,
+            0,
+            usize::MAX,
+            StringFields::Skip,
+        );
+        let skipped: Vec<_> = parsed[0]
+            .1
+            .as_ref()
+            .unwrap()
+            .skipped()
+            .map(|s| (s.line, s.series_text, s.field))
+            .collect();
+        assert_eq!(skipped, [(1, "system,host=h1", "uptime_format")]);
+        let refused = converted(line, StringFields::Refuse).unwrap_err();
+        assert!(
+            refused.contains("field \"uptime_format\" is a string")
+                && refused.contains("--string-fields"),
+            "{refused}"
+        );
+        // Only strings: nothing to store, and no error.
+        assert_eq!(
+            converted(r#"m a="x",b="y""#, StringFields::Skip),
+            Ok(Vec::new())
+        );
+        // A key given twice keeps its last value, string or not.
+        assert_eq!(
+            converted(r#"m a="x",a=2"#, StringFields::Refuse),
+            Ok(vec![("a".into(), 2.0)])
+        );
+        assert_eq!(
+            converted(r#"m a=2,a="x",b=1"#, StringFields::Skip),
+            Ok(vec![("b".into(), 1.0)])
+        );
+        // An integer past 2^53 refuses its line whatever the strings do.
+        assert!(converted(r#"m s="x",i=9007199254740993i"#, StringFields::Skip).is_err());
+    }
+
     #[test]
     fn a_long_body_parses_as_one_piece_would() {
         let body: String = (0..40_000)
             .map(|i| match i % 997 {
                 0 => "broken line\n".to_string(),
                 1 => "\n".to_string(),
+                2 => format!("sys,host=h1 s=\"up {i}\",v={i} {i}\n"),
                 _ => format!("cpu,host=h{} v={i}.5,w={} {i}\n", i % 7, i * 3),
             })
             .collect();
@@ -153,7 +244,7 @@ mod tests {
                         (
                             n,
                             r.ok()
-                                .map(|p| p.values.iter().map(|v| v.to_bits()).collect()),
+                                .map(|p| p.stored().map(|(_, v)| v.to_bits()).collect()),
                         )
                     })
                     .collect()
@@ -165,14 +256,20 @@ mod tests {
                     r.map_err(|e| e.to_string()).and_then(|line| {
                         Ok(Parsed {
                             number: n,
-                            values: numeric_values(&line)?,
+                            values: numeric_values(&line, StringFields::Skip)?,
                             line,
                         })
                     }),
                 )
             })
             .collect();
-        let parallel = parse_lines(&body, Precision::Nanoseconds, 0, usize::MAX);
+        let parallel = parse_lines(
+            &body,
+            Precision::Nanoseconds,
+            0,
+            usize::MAX,
+            StringFields::Skip,
+        );
         assert_eq!(summary(parallel), summary(sequential));
     }
 }

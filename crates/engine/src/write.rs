@@ -45,13 +45,17 @@ pub struct LineError {
 
 /// The outcome of one body. Counts are of lines (of series for
 /// [`Engine::write_samples`]): a line is accepted when every one of its points was
-/// stored, rejected otherwise (its error says which fields, if only some).
+/// stored, rejected otherwise (its error says which fields, if only some). A string field
+/// value skipped ([`crate::StringFields::Skip`]) is not a point: a line whose other fields
+/// were stored, or that held only strings, is accepted.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WriteReport {
     pub accepted: usize,
     pub rejected: usize,
     pub points_written: u64,
     pub points_rejected: u64,
+    /// String field values not stored, of accepted lines.
+    pub string_fields_skipped: u64,
     /// Sorted by line number, one entry per rejected line.
     pub errors: Vec<LineError>,
 }
@@ -140,6 +144,7 @@ pub(crate) fn report(
         rejected: errors.len(),
         points_written,
         points_rejected: (points as u64).saturating_sub(points_written),
+        string_fields_skipped: 0,
         errors: errors
             .into_iter()
             .map(|(line, messages)| LineError {
@@ -178,16 +183,19 @@ impl Engine {
         let now = self.clock.now_nanos();
         let mut errors = Errors::new();
         let mut parsed = Vec::new();
-        for (number, result) in parse_lines(body, precision, now, self.key_limits.line_bytes()) {
+        let line_bytes = self.key_limits.line_bytes();
+        for (number, result) in parse_lines(body, precision, now, line_bytes, self.string_fields) {
             match result {
                 Ok(p) => parsed.push(p),
                 Err(message) => errors.entry(number).or_default().push(message),
             }
         }
         // Every point of every parsed line: those of lines refused below count as rejected.
-        let parsed_points: usize = parsed.iter().map(|p| p.values.len()).sum();
+        let parsed_points: usize = parsed.iter().map(|p| p.stored().count()).sum();
         let pending: Vec<Pending<Parsed>> = parsed
             .iter()
+            // A line of string values only stores nothing, and is not refused.
+            .filter(|p| p.stored().next().is_some())
             .filter(|p| {
                 let refusal =
                     refuse_for_schema(&self.schema, p.measurement(), p.line.timestamp, mode);
@@ -200,28 +208,25 @@ impl Engine {
                 }
             })
             .flat_map(|p| {
-                p.line
-                    .fields
-                    .iter()
-                    .zip(&p.values)
-                    .map(move |((name, _), &value)| Pending {
-                        source: p,
-                        field: name.as_ref(),
-                        point: Point::new(p.line.timestamp, value),
-                    })
+                p.stored().map(move |(field, value)| Pending {
+                    source: p,
+                    field,
+                    point: Point::new(p.line.timestamp, value),
+                })
             })
             .collect();
         let points_written = self.store_pending(pending, mode, &mut errors).await?;
-        let rejected_parsed = parsed
+        let accepted: Vec<&Parsed> = parsed
             .iter()
-            .filter(|p| errors.contains_key(&p.number))
-            .count();
-        Ok(report(
-            parsed.len() - rejected_parsed,
-            parsed_points,
-            points_written,
-            errors,
-        ))
+            .filter(|p| !errors.contains_key(&p.number))
+            .collect();
+        let mut report = report(accepted.len(), parsed_points, points_written, errors);
+        // Counted and logged once the lines' fate is known: the string values of a line
+        // refused for another reason were refused with it, not skipped.
+        report.string_fields_skipped = self
+            .skipped_strings
+            .note(accepted.iter().flat_map(|p| p.skipped()));
+        Ok(report)
     }
 
     /// Stores pending points: the one pipeline after parsing, whatever the input. Refusals

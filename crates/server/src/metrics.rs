@@ -21,6 +21,8 @@ pub struct Metrics {
     pub points_written: AtomicU64,
     pub points_rejected: AtomicU64,
     pub lines_rejected: AtomicU64,
+    /// String field values not stored (`serve --string-fields=skip`, the default).
+    pub string_fields_skipped: AtomicU64,
     /// Samples in Prometheus remote-write requests that decoded.
     pub prometheus_samples_received: AtomicU64,
     /// Of those, samples refused (series limits, no metric name, late samples).
@@ -65,6 +67,12 @@ impl Metrics {
                 "tickertape_lines_rejected_total",
                 "Lines refused.",
                 &self.lines_rejected,
+            ),
+            (
+                "tickertape_string_fields_skipped_total",
+                "String field values not stored (tickertape stores numbers; the lines' other \
+                 fields were stored; serve --string-fields).",
+                &self.string_fields_skipped,
             ),
             (
                 "tickertape_prometheus_samples_received_total",

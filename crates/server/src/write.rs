@@ -1,7 +1,9 @@
 //! `POST /write` and `POST /api/v2/write`: InfluxDB line protocol, optionally gzipped.
 //!
 //! 204 when every line was stored; 400 with the refused lines when some were not (the
-//! others are stored); 413 past the body limit; 503 when the store is unreachable.
+//! others are stored); 413 past the body limit; 503 when the store is unreachable. String
+//! field values skipped (the engine's `StringFields`) do not make a line refused: they are
+//! counted in `/metrics`.
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -61,6 +63,8 @@ pub async fn write(
         .fetch_add(report.points_rejected, Ordering::Relaxed);
     m.lines_rejected
         .fetch_add(report.rejected as u64, Ordering::Relaxed);
+    m.string_fields_skipped
+        .fetch_add(report.string_fields_skipped, Ordering::Relaxed);
     if report.rejected == 0 {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }

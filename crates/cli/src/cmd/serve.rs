@@ -2,11 +2,12 @@
 
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
+use clap::builder::TypedValueParser;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tickertape_core::time::parse_duration;
-use tickertape_engine::{Engine, KeyLimits, QueryLimits, SeriesLimits};
+use tickertape_engine::{Engine, KeyLimits, QueryLimits, SeriesLimits, StringFields};
 use tickertape_server::auth::Authenticator;
 use tickertape_server::listen::Tls;
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS};
@@ -78,6 +79,15 @@ pub struct Args {
     /// Longest tag value of a new series, in bytes, as --max-tags.
     #[arg(long, default_value_t = KeyLimits::DEFAULT_MAX_TAG_VALUE_BYTES)]
     pub max_tag_value_bytes: usize,
+    /// What a write does with a string field value (`uptime_format="1 day"`): `skip`
+    /// stores the line's numeric and boolean fields and not the string (counted in
+    /// /metrics as tickertape_string_fields_skipped_total, logged once per series);
+    /// `refuse` refuses the whole line (400, its number given; the rest of the body is
+    /// stored). tickertape stores numbers only.
+    #[arg(long, default_value_t = StringFields::Skip, value_name = "skip|refuse",
+          value_parser = clap::builder::PossibleValuesParser::new(StringFields::NAMES)
+              .try_map(|name| name.parse::<StringFields>()))]
+    pub string_fields: StringFields,
     /// How often to drop the partitions past their retention (`retention` in --config);
     /// `0s` turns the schedule off (`tickertape admin retention` still works).
     #[arg(long, default_value = "1h", value_parser = duration)]
@@ -182,7 +192,8 @@ pub async fn run(args: Args) -> Result<()> {
             max_tags: args.max_tags,
             max_name_bytes: args.max_name_bytes,
             max_tag_value_bytes: args.max_tag_value_bytes,
-        });
+        })
+        .with_string_fields(args.string_fields);
     warn_if_beyond_descriptors(args.max_connections);
     let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)

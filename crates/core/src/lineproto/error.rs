@@ -46,8 +46,6 @@ pub enum LineError {
         "unexpected {after:?} after the closing quote of field {key:?}: expected ',' or a space"
     )]
     TextAfterString { key: String, after: String },
-    #[error("duplicate field {key:?}")]
-    DuplicateField { key: String },
     #[error("invalid timestamp {text:?}: expected an integer")]
     InvalidTimestamp { text: String },
     #[error(

@@ -27,9 +27,11 @@
 //! - **Timestamp**: optional integer in the caller's [`Precision`], converted to
 //!   nanoseconds, and within [`MIN_TIMESTAMP`]`..=`[`MAX_TIMESTAMP`] (InfluxDB's range);
 //!   when it is missing the line gets the caller's `default_time`.
+//! - **A field key given twice** keeps its last value, at the place of its last occurrence
+//!   (`m a=1,b=2,a=3` is `b=2,a=3`), as InfluxDB 1.x keeps the last.
 //! - **Refused**: empty measurement, tag key, tag value or field key; a tag key given twice
-//!   or a field given twice in one line; an unescaped `=` in a tag value; text after the
-//!   timestamp. Each refusal is a [`LineError`] whose message names the problem.
+//!   in one line (InfluxDB 1.x refuses it too); an unescaped `=` in a tag value; text after
+//!   the timestamp. Each refusal is a [`LineError`] whose message names the problem.
 //!
 //! # Layout
 //! - this file: the types and the two entry points;
@@ -43,6 +45,8 @@ mod scan;
 pub mod value;
 mod write;
 
+#[cfg(test)]
+mod duplicate_tests;
 #[cfg(test)]
 mod tests;
 
@@ -74,7 +78,8 @@ pub enum FieldValue<'a> {
 /// One parsed line. Names and string values are unescaped.
 ///
 /// Invariants: `measurement` is non-empty; every tag key, tag value and field key is
-/// non-empty; tag keys are unique and field keys are unique (both in arrival order);
+/// non-empty; tag keys are unique and field keys are unique (both in arrival order; a
+/// field key given twice in the line is here once, with its last value);
 /// `fields` is non-empty; floats are finite.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line<'a> {

@@ -9,9 +9,10 @@ use super::{FieldValue, Line};
 use crate::time::Precision;
 use std::borrow::Cow;
 
-/// Up to this many names, duplicates are found by comparing every pair (no allocation,
-/// and faster than sorting for the ~10 tags and fields of a typical line). Above it, by
-/// sorting, so a hostile line with thousands of tags costs n log n, not n².
+/// Up to this many names, duplicates are found (and, among fields, removed) by comparing
+/// every pair (no allocation, and faster than sorting for the ~10 tags and fields of a
+/// typical line). Above it, by sorting, so a hostile line with thousands of tags or fields
+/// costs n log n, not n².
 const PAIRWISE_DUPLICATE_LIMIT: usize = 16;
 
 /// The most tags, and separately fields, a line's vectors are sized for in advance; a line
@@ -165,8 +166,11 @@ impl<'a> Cursor<'a> {
             }
             self.pos += 1;
         }
-        if let Some(key) = first_duplicate(&fields) {
-            return Err(LineError::DuplicateField { key: excerpt(key) });
+        // A key given twice keeps its last value, as InfluxDB 1.x does (its fields are a
+        // map filled in line order). Found by the same check as duplicate tags, so a line
+        // without duplicates (all but a few) pays nothing more.
+        if first_duplicate(&fields).is_some() {
+            keep_last_of_each(&mut fields);
         }
         Ok(fields)
     }
@@ -255,4 +259,39 @@ fn first_duplicate<'n, T>(items: &'n [(Cow<'_, str>, T)]) -> Option<&'n str> {
     let mut names: Vec<&str> = items.iter().map(|(name, _)| name.as_ref()).collect();
     names.sort_unstable();
     names.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+}
+
+/// Removes every field whose key appears again later in `fields`, so each key keeps its
+/// last value, at the place of its last occurrence; the others keep their order.
+///
+/// Cold and never inlined: lines rarely repeat a key, and the hot path's code stays as it
+/// was without it.
+#[cold]
+#[inline(never)]
+fn keep_last_of_each(fields: &mut Vec<Field<'_>>) {
+    if fields.len() <= PAIRWISE_DUPLICATE_LIMIT {
+        let mut i = 0;
+        while i < fields.len() {
+            let later = fields[i + 1..].iter().any(|(k, _)| *k == fields[i].0);
+            match later {
+                true => drop(fields.remove(i)),
+                false => i += 1,
+            }
+        }
+        return;
+    }
+    // Indices sorted by (key, index): in each run of one key, all but the last are dropped.
+    let mut order: Vec<usize> = (0..fields.len()).collect();
+    order.sort_unstable_by(|&a, &b| fields[a].0.cmp(&fields[b].0).then(a.cmp(&b)));
+    let mut superseded = vec![false; fields.len()];
+    for pair in order.windows(2) {
+        if fields[pair[0]].0 == fields[pair[1]].0 {
+            superseded[pair[0]] = true;
+        }
+    }
+    let mut index = 0;
+    fields.retain(|_| {
+        index += 1;
+        !superseded[index - 1]
+    });
 }

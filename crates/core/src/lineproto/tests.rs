@@ -1,20 +1,21 @@
 //! Whole-line tests: one per rule and per error, then property tests — random lines built
 //! with the escaping helpers parse back to exactly what was built, and no input panics.
 
+use super::duplicate_tests::field_keys;
 use super::*;
 use proptest::prelude::*;
 
-const NOW: i64 = 1_700_000_000_000_000_000;
-const NS: Precision = Precision::Nanoseconds;
+pub(super) const NOW: i64 = 1_700_000_000_000_000_000;
+pub(super) const NS: Precision = Precision::Nanoseconds;
 
-fn parse(line: &str) -> Line<'_> {
+pub(super) fn parse(line: &str) -> Line<'_> {
     match parse_line(line, NS, NOW) {
         Ok(Some(parsed)) => parsed,
         other => panic!("{line:?} gave {other:?}"),
     }
 }
 
-fn error(line: &str) -> LineError {
+pub(super) fn error(line: &str) -> LineError {
     match parse_line(line, NS, NOW) {
         Err(e) => e,
         other => panic!("{line:?} should be refused, gave {other:?}"),
@@ -261,7 +262,6 @@ fn every_error_with_its_message() {
         ("cpu s=\"abc", LineError::UnterminatedString { key: "s".into() }, "unterminated string value for field \"s\""),
         ("cpu s=\"abc\\\"", LineError::UnterminatedString { key: "s".into() }, "unterminated"),
         ("cpu s=\"abc\"def 1", LineError::TextAfterString { key: "s".into(), after: "def".into() }, "unexpected \"def\" after the closing quote of field \"s\""),
-        ("cpu v=1,w=2,v=3", LineError::DuplicateField { key: "v".into() }, "duplicate field \"v\""),
         ("cpu v=1 12a", LineError::InvalidTimestamp { text: "12a".into() }, "invalid timestamp \"12a\""),
         ("cpu v=1 1.5", LineError::InvalidTimestamp { text: "1.5".into() }, "invalid timestamp"),
         ("cpu v=1 99999999999999999999", LineError::TimestampOutOfRange { text: "99999999999999999999".into() }, "timestamp 99999999999999999999 out of range"),
@@ -292,21 +292,22 @@ fn duplicates_compare_unescaped_names_and_scale() {
         error(r"m,a\ b=1,a\ b=2 v=1"),
         LineError::DuplicateTag { .. }
     ));
-    assert!(matches!(
-        error(r"m a\=b=1,a\=b=2"),
-        LineError::DuplicateField { .. }
-    ));
+    assert_eq!(field_keys(&parse(r"m a\=b=1,a\=b=2")), ["a=b"]);
     // The same names with different escaping: `a\b` is literal, `a\,b` is "a,b".
     assert_eq!(parse(r"m,a\b=1,a\,b=2 v=1").tags.len(), 2);
+    assert_eq!(parse(r"m a\b=1,a\,b=2").fields.len(), 2);
     // Past the pairwise limit the sorted path finds them too.
     let many: Vec<String> = (0..100).map(|i| format!("f{i}=1")).collect();
     let line = format!("m {}", many.join(","));
     assert_eq!(parse(&line).fields.len(), 100);
     let line = format!("m {},f42=2", many.join(","));
+    let fields = parse(&line).fields;
+    assert_eq!(fields.len(), 100);
     assert_eq!(
-        error(&line),
-        LineError::DuplicateField { key: "f42".into() }
+        fields.last(),
+        Some(&(Cow::Borrowed("f42"), FieldValue::Float(2.0)))
     );
+    assert!(!fields[..99].iter().any(|(k, _)| k == "f42"));
 }
 
 #[test]
@@ -365,7 +366,7 @@ fn measurement() -> impl Strategy<Value = String> {
     })
 }
 
-fn field_value() -> impl Strategy<Value = FieldValue<'static>> {
+pub(super) fn field_value() -> impl Strategy<Value = FieldValue<'static>> {
     prop_oneof![
         any::<f64>()
             .prop_filter("finite", |v| v.is_finite())
@@ -390,7 +391,7 @@ fn dedup_keys<V>(pairs: Vec<(String, V)>) -> Vec<(String, V)> {
 
 /// Writes a value independently of `format_field_value`, picking among the spellings
 /// the parser must accept for it.
-fn spell(value: &FieldValue<'_>, variant: usize) -> String {
+pub(super) fn spell(value: &FieldValue<'_>, variant: usize) -> String {
     match value {
         FieldValue::Float(v) if variant < 5 => format!("{v:?}"),
         FieldValue::Float(v) => format!("{v}"),
@@ -504,6 +505,13 @@ fn check_invariants(text: &str, precision: Precision) {
             .iter()
             .all(|(k, v)| !k.is_empty() && !v.is_empty()));
         assert!(line.fields.iter().all(|(k, _)| !k.is_empty()));
+        // Field keys are unique: a key given twice was kept once, with its last value.
+        for (i, (key, _)) in line.fields.iter().enumerate() {
+            assert!(
+                !line.fields[..i].iter().any(|(k, _)| k == key),
+                "{key:?} twice"
+            );
+        }
         assert!(text.contains(line.series_text));
         let rewritten = line
             .to_line_protocol()
