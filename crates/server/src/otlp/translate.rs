@@ -94,9 +94,10 @@ impl Identity {
             Some(namespace) => format!("{namespace}/{name}"),
             None => name,
         });
+        // As Prometheus: an empty value sets nothing (a data point's own `job` stays).
         Self {
-            job,
-            instance: text(SERVICE_INSTANCE_ID),
+            job: job.filter(|j| !j.is_empty()),
+            instance: text(SERVICE_INSTANCE_ID).filter(|i| !i.is_empty()),
         }
     }
 
@@ -398,7 +399,13 @@ fn target_info(
     {
         return;
     }
-    let Ok(mut labels) = attribute_labels(attrs, &identifying) else {
+    let skip = [
+        SERVICE_NAME,
+        SERVICE_NAMESPACE,
+        SERVICE_INSTANCE_ID,
+        "__name__",
+    ];
+    let Ok(mut labels) = attribute_labels(attrs, &skip) else {
         return;
     };
     identity.apply(&mut labels);

@@ -259,6 +259,27 @@ fn job_instance_and_target_info_come_from_the_resource() {
     assert_eq!(t.samples[1].data_point, None);
     assert_eq!(t.samples[1].point.time, T_MS);
 
+    // An empty service.name sets no job; a resource `__name__` does not name target_info.
+    let gauge = Data::Gauge(Gauge {
+        data_points: vec![number(3.0, vec![kv("job", "mine")])],
+    });
+    let t = translate(&request(
+        vec![
+            kv("service.name", ""),
+            kv("service.instance.id", "i"),
+            kv("__name__", "x"),
+            kv("os", "l"),
+        ],
+        vec![metric("up", "", gauge)],
+    ));
+    assert_eq!(
+        shown(&t),
+        [
+            "up{instance=i,job=mine} 3",
+            "target_info{instance=i,os=l} 1"
+        ]
+    );
+
     // Only identifying attributes: no target_info.
     let gauge = Data::Gauge(Gauge {
         data_points: vec![number(3.0, vec![])],
