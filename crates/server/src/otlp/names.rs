@@ -291,7 +291,37 @@ mod tests {
         metric_name(n, unit, kind).unwrap()
     }
 
-    /// Cases of otlptranslator's own tests (`metric_namer_test.go`).
+    /// The escaped-with-suffixes cases of otlptranslator's own `metric_namer_test.go`.
+    #[test]
+    fn metric_names_as_otlptranslator_tests_them() {
+        for (metric, unit, kind, want) in [
+            ("requests", "", MonotonicCounter, "requests_total"),
+            ("cpu_usage", "1", Gauge, "cpu_usage_ratio"),
+            ("items", "1", MonotonicCounter, "items_total"),
+            ("response_time", "ms", Gauge, "response_time_milliseconds"),
+            ("memory_usage", "By", Gauge, "memory_usage_bytes"),
+            ("requests", "1/s", Gauge, "requests_per_second"),
+            ("throughput", "By/s", Gauge, "throughput_bytes_per_second"),
+            ("requests_total", "", MonotonicCounter, "requests_total"),
+            ("cpu_usage_ratio", "1", Gauge, "cpu_usage_ratio"),
+            (
+                "metric__with__multiple__underscores",
+                "unit__multiple__underscores",
+                Gauge,
+                "metric_with_multiple_underscores_unit_multiple_underscores",
+            ),
+            (
+                "custom_metric",
+                "unit@with#special/chars",
+                Gauge,
+                "custom_metric_unit_with_special_per_chars",
+            ),
+        ] {
+            assert_eq!(name(metric, unit, kind), want, "{metric} {unit}");
+        }
+    }
+
+    /// More cases, worked out from otlptranslator's code (`normalizeName`).
     #[test]
     fn metric_names_get_prometheus_suffixes() {
         assert_eq!(
