@@ -32,6 +32,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
 };
 use prost::Message;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use tickertape_core::time::Precision;
@@ -139,15 +140,20 @@ async fn store(
     Ok(response_of(&translation, &report))
 }
 
-/// The body without its `Content-Encoding`: none, `identity` or `gzip`.
-fn decode_encoding(headers: &HeaderMap, body: &[u8], limit: usize) -> Result<Vec<u8>, ApiError> {
+/// The body without its `Content-Encoding`: none, `identity` or `gzip` (decoded to at
+/// most `limit` bytes).
+fn decode_encoding<'b>(
+    headers: &HeaderMap,
+    body: &'b [u8],
+    limit: usize,
+) -> Result<Cow<'b, [u8]>, ApiError> {
     let Some(value) = headers.get(header::CONTENT_ENCODING) else {
-        return Ok(body.to_vec());
+        return Ok(Cow::Borrowed(body));
     };
     let encoding = String::from_utf8_lossy(value.as_bytes());
     match encoding.trim().to_ascii_lowercase().as_str() {
-        "" | "identity" => Ok(body.to_vec()),
-        "gzip" => crate::write::gunzip(body, limit),
+        "" | "identity" => Ok(Cow::Borrowed(body)),
+        "gzip" => crate::write::gunzip(body, limit).map(Cow::Owned),
         other => Err(ApiError::UnsupportedMediaType(format!(
             "Content-Encoding {other:?} is not supported: send gzip or no encoding"
         ))),
