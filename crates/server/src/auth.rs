@@ -138,7 +138,12 @@ pub enum AuthSetupError {
 /// Unknown paths need `admin`: a route added without a line here is closed, not open.
 pub fn required_scope(path: &str) -> Option<Scope> {
     const OPEN: [&str; 2] = ["/health", "/ping"];
-    const WRITE: [&str; 3] = ["/write", "/api/v2/write", "/prometheus/api/v1/write"];
+    const WRITE: [&str; 4] = [
+        "/write",
+        "/api/v2/write",
+        "/prometheus/api/v1/write",
+        "/opentelemetry/v1/metrics",
+    ];
     const ADMIN_PREFIXES: [&str; 2] = ["/api/v1/admin/", "/prometheus/api/v1/admin/"];
     const READ: [&str; 3] = ["/", "/metrics", "/query"];
     const READ_PREFIXES: [&str; 3] = ["/assets/", "/api/v1/", "/prometheus/api/v1/"];
@@ -266,6 +271,7 @@ mod tests {
             ("/write", Some(Scope::Write)),
             ("/api/v2/write", Some(Scope::Write)),
             ("/prometheus/api/v1/write", Some(Scope::Write)),
+            ("/opentelemetry/v1/metrics", Some(Scope::Write)),
             ("/api/v1/admin/compact", Some(Scope::Admin)),
             (
                 "/prometheus/api/v1/admin/tsdb/delete_series",

@@ -28,6 +28,7 @@ pub mod influx;
 pub mod listen;
 pub mod listing;
 pub mod metrics;
+pub mod otlp;
 pub mod prometheus;
 pub mod query;
 pub mod write;
@@ -117,6 +118,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/admin/compact", post(admin::compact))
         .route("/api/v1/admin/delete", post(admin::delete))
         .route("/api/v1/admin/snapshot", post(admin::snapshot))
+        .route("/opentelemetry/v1/metrics", post(otlp::export))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())

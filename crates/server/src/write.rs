@@ -127,14 +127,14 @@ fn is_gzip(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"))
 }
 
-fn too_large(limit: usize) -> ApiError {
+pub(crate) fn too_large(limit: usize) -> ApiError {
     ApiError::TooLarge(format!(
         "request body exceeds the limit of {limit} bytes (--max-body-bytes)"
     ))
 }
 
 /// Decompresses, refusing output beyond `limit` (a small gzip can expand enormously).
-fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, ApiError> {
+pub(crate) fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, ApiError> {
     let mut out = Vec::new();
     let mut decoder = flate2::read::GzDecoder::new(body).take(limit as u64 + 1);
     decoder
