@@ -16,6 +16,7 @@ pub mod compute;
 pub mod condition;
 mod eval;
 pub mod output;
+mod raw;
 pub mod select;
 pub mod show;
 

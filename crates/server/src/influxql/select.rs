@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use tickertape_core::query::Aggregate;
 use tickertape_core::{Point, SeriesKey};
 use tickertape_engine::{Engine, EngineError, Query};
-use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select};
+use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, VarKind};
 
 use super::compute::{window_starts, Agg, Column, Transform};
 use super::condition::Condition;
@@ -42,13 +42,13 @@ pub(super) enum Node {
 }
 
 /// `GROUP BY` tags: these keys, or every tag (`*`).
-enum GroupBy {
+pub(super) enum GroupBy {
     Keys(Vec<String>),
     All,
 }
 
 impl GroupBy {
-    fn key(&self, series: &SeriesKey) -> Vec<(String, String)> {
+    pub fn key(&self, series: &SeriesKey) -> Vec<(String, String)> {
         match self {
             GroupBy::All => series.tags.clone(),
             GroupBy::Keys(keys) => keys
@@ -69,14 +69,27 @@ pub(super) struct FieldData {
 
 type Groups = BTreeMap<Vec<(String, String)>, HashMap<String, FieldData>>;
 
-struct Plan<'a> {
-    select: &'a Select,
-    condition: Condition,
+pub(super) struct Plan<'a> {
+    pub select: &'a Select,
+    pub condition: Condition,
     /// `GROUP BY time(interval, offset)`.
     window: Option<(i64, i64)>,
-    group_by: GroupBy,
+    pub group_by: GroupBy,
+    /// The selected expressions (aggregate statements).
     nodes: Vec<Node>,
-    columns: Vec<String>,
+    /// The selected columns of a raw statement (no aggregate): values, tags, wildcards.
+    pub raw: Option<Vec<RawColumn>>,
+    pub columns: Vec<String>,
+}
+
+/// A column of a statement without aggregates.
+#[derive(Clone, Debug)]
+pub(super) enum RawColumn {
+    Value(Node),
+    /// `"k"::tag`: the series' tag value.
+    Tag(String),
+    /// `*`, `*::field`, `*::tag`: every field and tag, sorted by name, as InfluxDB does.
+    Wildcard(Option<VarKind>),
 }
 
 pub async fn run(engine: &Engine, select: &Select) -> StatementResult {
@@ -113,12 +126,21 @@ impl<'a> Plan<'a> {
             }
         }
         let mut nodes = Vec::new();
+        let mut raw = Vec::new();
         let mut columns: Vec<String> = Vec::new();
         for f in &select.fields {
-            if matches!(f.expr, Expr::Wildcard(_)) {
-                return Err("SELECT * is not supported by tickertape yet: name the fields".into());
+            match &f.expr {
+                Expr::Wildcard(kind) => raw.push(RawColumn::Wildcard(*kind)),
+                Expr::Var {
+                    name,
+                    kind: Some(VarKind::Tag),
+                } => raw.push(RawColumn::Tag(name.clone())),
+                e => {
+                    let n = node(e)?;
+                    raw.push(RawColumn::Value(n.clone()));
+                    nodes.push(n);
+                }
             }
-            nodes.push(node(&f.expr)?);
             let base = f.alias.clone().unwrap_or_else(|| column_name(&f.expr));
             let mut name = base.clone();
             let mut n = 0;
@@ -129,7 +151,8 @@ impl<'a> Plan<'a> {
             columns.push(name);
         }
         let aggregated = nodes.iter().any(has_agg);
-        if aggregated && nodes.iter().any(has_raw_field) {
+        let all_values = raw.iter().all(|c| matches!(c, RawColumn::Value(_)));
+        if aggregated && (nodes.iter().any(has_raw_field) || !all_values) {
             return Err("mixing aggregate and non-aggregate queries is not supported".into());
         }
         if window.is_some() && !aggregated {
@@ -146,8 +169,9 @@ impl<'a> Plan<'a> {
                 condition.range.end = engine.now_nanos().saturating_add(1);
             }
         }
+        let raw = (!aggregated).then_some(raw);
         if condition.range.start >= condition.range.end {
-            return Ok(Self::empty(select, condition, nodes, columns));
+            return Ok(Self::empty(select, condition, nodes, raw, columns));
         }
         Ok(Plan {
             select,
@@ -159,6 +183,7 @@ impl<'a> Plan<'a> {
                 GroupBy::Keys(keys)
             },
             nodes,
+            raw,
             columns,
         })
     }
@@ -167,11 +192,13 @@ impl<'a> Plan<'a> {
         select: &'a Select,
         condition: Condition,
         nodes: Vec<Node>,
+        raw: Option<Vec<RawColumn>>,
         columns: Vec<String>,
     ) -> Self {
         Plan {
             select,
             condition,
+            raw,
             window: None,
             group_by: GroupBy::All,
             nodes,
@@ -182,6 +209,9 @@ impl<'a> Plan<'a> {
     async fn measurement(&self, engine: &Engine, measurement: &str) -> Result<Vec<Series>, String> {
         if self.condition.range.start >= self.condition.range.end {
             return Ok(Vec::new());
+        }
+        if let Some(raw) = &self.raw {
+            return self.raw_measurement(engine, measurement, raw).await;
         }
         let mut groups = Groups::new();
         let mut needs: BTreeMap<String, Vec<Agg>> = BTreeMap::new();
@@ -317,6 +347,16 @@ impl<'a> Plan<'a> {
             }
         }
         let mut rows = join(&columns);
+        // count() answers integers, as InfluxDB's JSON shows them.
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Node::Agg { agg: Agg::Count, .. } = n {
+                for row in &mut rows {
+                    if let Some(Cell::Float(x)) = row.get(i + 1) {
+                        row[i + 1] = Cell::Integer(*x as i64);
+                    }
+                }
+            }
+        }
         if self.select.descending {
             rows.reverse();
         }
@@ -433,7 +473,7 @@ fn column_name(e: &Expr) -> String {
     }
 }
 
-fn engine_error(e: EngineError) -> String {
+pub(super) fn engine_error(e: EngineError) -> String {
     match e {
         EngineError::OverLimit(over) => format!(
             "{}: narrow it with tag conditions in WHERE, a shorter time range or a larger GROUP BY time() interval",

@@ -13,7 +13,7 @@ use super::output::{Cell, Series, StatementResult};
 
 /// Names one listing may return; past it the statement is refused rather than cut short
 /// without a word.
-const MAX_NAMES: usize = 100_000;
+pub(super) const MAX_NAMES: usize = 100_000;
 
 pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
     match statement {
@@ -31,7 +31,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             let mut out = Vec::new();
             for m in measurements_or_all(engine, from).await? {
                 let keys = match condition {
-                    None => names(engine.list_tag_keys(&m, &everything()).await)?,
+                    None => names_of(engine.list_tag_keys(&m, &everything()).await)?,
                     Some(c) => {
                         let mut keys: Vec<String> = series_keys(engine, &m, Some(c))
                             .await?
@@ -69,7 +69,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
         Statement::ShowFieldKeys { from } => {
             let mut out = Vec::new();
             for m in measurements_or_all(engine, from).await? {
-                let fields = names(engine.list_fields_of(&m, &everything()).await)?;
+                let fields = names_of(engine.list_fields_of(&m, &everything()).await)?;
                 // tickertape keeps every number as a float (integers written with `i` too).
                 let rows = fields
                     .into_iter()
@@ -124,7 +124,7 @@ async fn show_measurements(
     limit: Option<u64>,
     offset: Option<u64>,
 ) -> StatementResult {
-    let mut measurements = names(engine.list_measurements(&everything()).await)?;
+    let mut measurements = names_of(engine.list_measurements(&everything()).await)?;
     match with {
         Some(MeasurementFilter::Name(n)) => measurements.retain(|m| m == n),
         Some(MeasurementFilter::Regex(r)) => {
@@ -178,9 +178,9 @@ async fn tag_values(
             }
         }
     } else {
-        for k in names(engine.list_tag_keys(measurement, &everything()).await)? {
+        for k in names_of(engine.list_tag_keys(measurement, &everything()).await)? {
             if picks(&k)? {
-                for v in names(engine.list_tag_values(measurement, &k, &everything()).await)? {
+                for v in names_of(engine.list_tag_values(measurement, &k, &everything()).await)? {
                     pairs.push((k.clone(), v));
                 }
             }
@@ -225,7 +225,7 @@ pub async fn measurements_of(engine: &Engine, from: &[Source]) -> Result<Vec<Str
             Source::Measurement { name, .. } => out.push(name.clone()),
             Source::Regex(r) => {
                 let re = regex(r)?;
-                let all = names(engine.list_measurements(&everything()).await)?;
+                let all = names_of(engine.list_measurements(&everything()).await)?;
                 out.extend(all.into_iter().filter(|m| re.is_match(m)));
             }
         }
@@ -237,7 +237,7 @@ pub async fn measurements_of(engine: &Engine, from: &[Source]) -> Result<Vec<Str
 
 async fn measurements_or_all(engine: &Engine, from: &[Source]) -> Result<Vec<String>, String> {
     match from.is_empty() {
-        true => names(engine.list_measurements(&everything()).await),
+        true => names_of(engine.list_measurements(&everything()).await),
         false => measurements_of(engine, from).await,
     }
 }
@@ -246,7 +246,9 @@ fn everything() -> NameQuery {
     NameQuery::new("", MAX_NAMES)
 }
 
-fn names(listing: Result<Listing, tickertape_engine::EngineError>) -> Result<Vec<String>, String> {
+pub(super) fn names_of(
+    listing: Result<Listing, tickertape_engine::EngineError>,
+) -> Result<Vec<String>, String> {
     let listing = listing.map_err(|e| e.to_string())?;
     if listing.truncated {
         return Err(format!("more than {MAX_NAMES} names: narrow the statement"));
