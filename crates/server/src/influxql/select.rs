@@ -349,7 +349,10 @@ impl<'a> Plan<'a> {
         let mut rows = join(&columns);
         // count() answers integers, as InfluxDB's JSON shows them.
         for (i, n) in self.nodes.iter().enumerate() {
-            if let Node::Agg { agg: Agg::Count, .. } = n {
+            if let Node::Agg {
+                agg: Agg::Count, ..
+            } = n
+            {
                 for row in &mut rows {
                     if let Some(Cell::Float(x)) = row.get(i + 1) {
                         row[i + 1] = Cell::Integer(*x as i64);
