@@ -248,8 +248,9 @@ pub fn numeric(i: &mut In<'_>) -> ModalResult<Numeric> {
         }
     }
     match text.parse::<f64>() {
-        Ok(x) => Ok(Numeric::Number(x)),
-        Err(_) => fail_expected("number"),
+        // Past f64's range a literal would read as infinity, which prints as no number.
+        Ok(x) if x.is_finite() => Ok(Numeric::Number(x)),
+        _ => fail_expected("number within ±1.8e308"),
     }
 }
 

@@ -359,6 +359,9 @@ fn errors_name_the_position_and_what_was_expected() {
     assert!(parse("  ;  ").is_err());
     let e = parse("SHOW TAG VALUES FROM cpu").unwrap_err();
     assert!(e.to_string().contains("found EOF"), "{e}");
+    // Found by the fuzz target: a literal past f64's range printed as `inf`.
+    let e = parse(&format!("SELECT v FROM m WHERE v <= {}", "9".repeat(400))).unwrap_err();
+    assert!(e.expected.contains("1.8e308"), "{e}");
     let e = parse("SELECT v FROM m WHERE time > 99999999999999999999s").unwrap_err();
     assert!(e.expected.contains("292 years"), "{e}");
 }
