@@ -97,6 +97,10 @@ fn kind(i: &mut In<'_>) -> ModalResult<VarKind> {
 /// `name(args)`; `distinct` is a keyword and a function.
 fn call(i: &mut In<'_>) -> ModalResult<Expr> {
     let start = *i;
+    // A function's name is a bare word: `"mean"(x)` is no call (and would not print back).
+    if i.trim_start().starts_with('"') {
+        return winnow::combinator::fail(i);
+    }
     let name = alt((kw("distinct").value("distinct".to_string()), ident)).parse_next(i)?;
     multispace0.parse_next(i)?;
     if !i.starts_with('(') {

@@ -359,6 +359,8 @@ fn errors_name_the_position_and_what_was_expected() {
     assert!(parse("  ;  ").is_err());
     let e = parse("SHOW TAG VALUES FROM cpu").unwrap_err();
     assert!(e.to_string().contains("found EOF"), "{e}");
+    // Found by the fuzz target: a quoted name before `(` was taken for a function.
+    assert!(parse(r#"SELECT "mean "(v) FROM m"#).is_err());
     // Found by the fuzz target: a literal past f64's range printed as `inf`.
     let e = parse(&format!("SELECT v FROM m WHERE v <= {}", "9".repeat(400))).unwrap_err();
     assert!(e.expected.contains("1.8e308"), "{e}");
