@@ -87,6 +87,20 @@ impl Agg {
         }
     }
 
+    /// The engine's aggregate that is this one for a single series (`spread` has none).
+    pub fn engine_direct(self) -> Option<Aggregate> {
+        match self {
+            Agg::Mean => Some(Aggregate::Avg),
+            Agg::Count => Some(Aggregate::Count),
+            Agg::Sum => Some(Aggregate::Sum),
+            Agg::Min => Some(Aggregate::Min),
+            Agg::Max => Some(Aggregate::Max),
+            Agg::First => Some(Aggregate::First),
+            Agg::Last => Some(Aggregate::Last),
+            _ => None,
+        }
+    }
+
     /// The aggregate of `points` (sorted by time): its value and, for selectors, the
     /// chosen point's time. `None` for no points (and stddev of one).
     pub fn over(self, points: &[Point]) -> Option<(Option<i64>, f64)> {

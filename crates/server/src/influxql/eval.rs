@@ -126,7 +126,13 @@ fn merged_windows(
         }
         out
     };
+    let direct = agg.engine_direct().filter(|a| parts.contains_key(a));
     let value: Box<dyn Fn(i64) -> Option<f64>> = match agg {
+        // Read as the engine's own aggregate (one series per group).
+        _ if direct.is_some() => {
+            let m = direct.map(merged).unwrap_or_default();
+            Box::new(move |w| m.get(&w).copied())
+        }
         Agg::Mean => {
             let (sums, counts) = (merged(Aggregate::Sum), merged(Aggregate::Count));
             Box::new(move |w| Some(sums.get(&w)? / counts.get(&w)?))
