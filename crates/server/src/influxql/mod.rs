@@ -79,12 +79,12 @@ pub async fn query(
         let body = output::csv_results(&results, epoch);
         return ([(header::CONTENT_TYPE, "application/csv")], body).into_response();
     }
-    let value = output::json_results(&results, epoch);
     let text = match param("pretty") {
-        Some("true") => serde_json::to_string_pretty(&value),
-        _ => serde_json::to_string(&value),
-    }
-    .unwrap_or_default();
+        Some("true") => {
+            serde_json::to_string_pretty(&output::json_results(&results, epoch)).unwrap_or_default()
+        }
+        _ => output::json_text(&results, epoch),
+    };
     let mut response = text.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
