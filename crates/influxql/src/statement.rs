@@ -97,7 +97,8 @@ fn dimension(i: &mut In<'_>) -> ModalResult<Dimension> {
     alt((
         preceded((kw("time"), sym("(")), cut_err(time_dimension)),
         sym("*").value(Dimension::Wildcard),
-        ident.map(Dimension::Tag),
+        // `"host"::tag`, as Grafana may write a tag key; the cast says nothing more here.
+        (ident, opt((sym("::"), kw("tag")))).map(|(k, _)| Dimension::Tag(k)),
     ))
     .parse_next(i)
 }

@@ -252,6 +252,8 @@ fn group_by_fill_order_limits_and_timezone() {
         assert_eq!(s.fill, Some(fill));
     }
     assert!(!select("SELECT v FROM m ORDER BY time ASC").descending);
+    let s = select(r#"SELECT mean(v) FROM m GROUP BY time(1m), "host"::tag"#);
+    assert_eq!(s.group_by[1], Dimension::Tag("host".into()));
 }
 
 #[test]

@@ -188,6 +188,7 @@ fn statements() -> Vec<String> {
         "SELECT last(\"usage_user\") FROM \"cpu\" WHERE (\"host\" = 'server2') AND {b}",
         "SELECT count(\"usage_user\"), sum(\"usage_system\") FROM \"cpu\" WHERE {b} GROUP BY \"host\"",
         "SELECT min(\"usage_user\") FROM \"cpu\" WHERE time >= now() - 3000d GROUP BY time(1h), \"region\" fill(none)",
+        "SELECT max(\"usage_user\") FROM \"cpu\" WHERE (\"region\"::tag = 'eu') AND {b} GROUP BY time(10m), \"host\"::tag fill(null)",
         "SHOW FIELD KEYS",
         "SHOW TAG KEYS FROM \"cpu\" WHERE \"host\" = 'server1'",
         "SHOW MEASUREMENTS",
