@@ -22,6 +22,7 @@ mod candidates;
 mod cardinality;
 mod dataset;
 mod disk;
+mod influxql;
 mod ingest;
 mod layouts;
 mod promql;
@@ -105,6 +106,11 @@ enum Command {
     /// embedded store, compacted. Prints the median, p90 and fastest of --runs queries.
     #[command(verbatim_doc_comment)]
     Promql(promql::Args),
+    /// Issue 25's InfluxQL target: Grafana's SELECT mean(...) GROUP BY time(1m) over 24
+    /// hours of one host against the own API's same windows (and, with --influx-url, an
+    /// InfluxDB 1.x loaded with the same points), alternated; medians and ratios.
+    #[command(verbatim_doc_comment)]
+    Influxql(influxql::Args),
     /// Issue 11's ingest target: the devops dataset as line protocol and as Prometheus
     /// remote-write bodies (each line-protocol body converted into one WriteRequest with
     /// the same points: one TimeSeries per series, metric <measurement>_<field>, the tags
@@ -134,6 +140,7 @@ fn main() -> std::process::ExitCode {
             Command::Candidates(args) => candidates::run(args).await,
             Command::Cardinality(args) => cardinality::run(args).await,
             Command::Promql(args) => promql::run(args).await,
+            Command::Influxql(args) => influxql::run(args).await,
             Command::RemoteWrite(args) => remote_write::run(args).await,
             Command::Shards(args) => shards::run(args).await,
         }

@@ -8,8 +8,8 @@
 //! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
 //! - `POST /api/v1/admin/compact`, `POST /api/v1/admin/snapshot` ([`admin`]).
-//! - `/ping`, and `/query` for `CREATE DATABASE`/`SHOW DATABASES`: what InfluxDB 1.x
-//!   clients ask before they write ([`influx`]).
+//! - `/ping` ([`influx`]), and InfluxQL on `/query` for Grafana's InfluxDB data source and
+//!   the `influx` shell ([`influxql`]).
 //! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
 //!
 //! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
@@ -25,6 +25,7 @@ pub mod cardinality;
 pub mod dashboard;
 pub mod error;
 pub mod influx;
+pub mod influxql;
 pub mod listen;
 pub mod listing;
 pub mod metrics;

@@ -1,0 +1,247 @@
+//! Statements: `SELECT`, the `SHOW`s of the subset, `CREATE DATABASE`.
+
+use winnow::combinator::{alt, cut_err, opt, preceded, separated};
+use winnow::prelude::*;
+
+use crate::ast::*;
+use crate::expr::expr;
+use crate::lex::{
+    count, duration, expected, fail_expected, ident, kw, numeric, one_of_these, regex, string, sym,
+    In, Numeric,
+};
+
+pub fn statement(i: &mut In<'_>) -> ModalResult<Statement> {
+    one_of_these(
+        "SELECT, SHOW, CREATE DATABASE",
+        alt((
+            preceded(kw("SELECT"), cut_err(select)).map(|s| Statement::Select(Box::new(s))),
+            preceded(kw("SHOW"), cut_err(show)),
+            preceded((kw("CREATE"), cut_err(kw("DATABASE"))), cut_err(ident))
+                .map(Statement::CreateDatabase),
+        )),
+    )
+    .parse_next(i)
+}
+
+fn select(i: &mut In<'_>) -> ModalResult<Select> {
+    let fields = separated(1.., field, sym(",")).parse_next(i)?;
+    kw("FROM").parse_next(i)?;
+    let from = sources(i)?;
+    let condition = opt(preceded(kw("WHERE"), cut_err(expr))).parse_next(i)?;
+    let group_by = opt(preceded(
+        (kw("GROUP"), cut_err(kw("BY"))),
+        cut_err(dimensions),
+    ))
+    .parse_next(i)?
+    .unwrap_or_default();
+    let fill = opt(fill).parse_next(i)?;
+    let descending = opt(preceded(
+        (kw("ORDER"), cut_err(kw("BY")), cut_err(kw("time"))),
+        cut_err(opt(alt((kw("ASC").value(false), kw("DESC").value(true))))),
+    ))
+    .parse_next(i)?
+    .flatten()
+    .unwrap_or(false);
+    let limit = opt(preceded(kw("LIMIT"), cut_err(count))).parse_next(i)?;
+    let offset = opt(preceded(kw("OFFSET"), cut_err(count))).parse_next(i)?;
+    let slimit = opt(preceded(kw("SLIMIT"), cut_err(count))).parse_next(i)?;
+    let soffset = opt(preceded(kw("SOFFSET"), cut_err(count))).parse_next(i)?;
+    let timezone = opt(preceded(
+        (kw("tz"), cut_err(sym("("))),
+        cut_err((string, sym(")")).map(|(s, _)| s)),
+    ))
+    .parse_next(i)?;
+    Ok(Select {
+        fields,
+        from,
+        condition,
+        group_by,
+        fill,
+        descending,
+        limit,
+        offset,
+        slimit,
+        soffset,
+        timezone,
+    })
+}
+
+fn field(i: &mut In<'_>) -> ModalResult<Field> {
+    let expr = expr.parse_next(i)?;
+    let alias = opt(preceded(kw("AS"), cut_err(ident))).parse_next(i)?;
+    Ok(Field { expr, alias })
+}
+
+fn sources(i: &mut In<'_>) -> ModalResult<Vec<Source>> {
+    separated(1.., one_of_these("identifier, regex", source), sym(",")).parse_next(i)
+}
+
+/// `m`, `rp.m`, `db.rp.m` (the database and retention policy are not tickertape's), `/re/`.
+fn source(i: &mut In<'_>) -> ModalResult<Source> {
+    if let Some(r) = opt(regex).parse_next(i)? {
+        return Ok(Source::Regex(r));
+    }
+    let mut parts: Vec<String> = separated(1..=3, ident, sym(".")).parse_next(i)?;
+    let name = parts.pop().unwrap_or_default();
+    Ok(Source::Measurement {
+        retention_policy: parts.pop(),
+        name,
+    })
+}
+
+fn dimensions(i: &mut In<'_>) -> ModalResult<Vec<Dimension>> {
+    separated(1.., one_of_these("time(), tag key, *", dimension), sym(",")).parse_next(i)
+}
+
+fn dimension(i: &mut In<'_>) -> ModalResult<Dimension> {
+    alt((
+        preceded((kw("time"), sym("(")), cut_err(time_dimension)),
+        sym("*").value(Dimension::Wildcard),
+        // `"host"::tag`, as Grafana may write a tag key; the cast says nothing more here.
+        (ident, opt((sym("::"), kw("tag")))).map(|(k, _)| Dimension::Tag(k)),
+    ))
+    .parse_next(i)
+}
+
+fn time_dimension(i: &mut In<'_>) -> ModalResult<Dimension> {
+    let interval = duration.parse_next(i)?;
+    if interval <= 0 {
+        return fail_expected("positive duration");
+    }
+    let offset = opt(preceded(sym(","), cut_err(duration))).parse_next(i)?;
+    sym(")").parse_next(i)?;
+    Ok(Dimension::Time { interval, offset })
+}
+
+fn fill(i: &mut In<'_>) -> ModalResult<Fill> {
+    preceded(
+        (kw("fill"), sym("(")),
+        cut_err((
+            alt((
+                kw("null").value(Fill::Null),
+                kw("none").value(Fill::None),
+                kw("previous").value(Fill::Previous),
+                kw("linear").value(Fill::Linear),
+                numeric.map(|n| match n {
+                    Numeric::Integer(n) => Fill::Number(n as f64),
+                    Numeric::Number(x) => Fill::Number(x),
+                    Numeric::Duration(ns) => Fill::Number(ns as f64),
+                }),
+            ))
+            .context(expected("null, none, previous, linear, number")),
+            sym(")"),
+        )),
+    )
+    .map(|(f, _)| f)
+    .parse_next(i)
+}
+
+/// `ON db`: accepted after `SHOW …`; tickertape has one namespace, so it names nothing.
+fn on_database(i: &mut In<'_>) -> ModalResult<()> {
+    opt(preceded(kw("ON"), cut_err(ident))).void().parse_next(i)
+}
+
+fn from(i: &mut In<'_>) -> ModalResult<Vec<Source>> {
+    on_database(i)?;
+    let sources = opt(preceded(kw("FROM"), cut_err(sources))).parse_next(i)?;
+    Ok(sources.unwrap_or_default())
+}
+
+fn condition(i: &mut In<'_>) -> ModalResult<Option<Expr>> {
+    opt(preceded(kw("WHERE"), cut_err(expr))).parse_next(i)
+}
+
+fn limit(i: &mut In<'_>) -> ModalResult<Option<u64>> {
+    opt(preceded(kw("LIMIT"), cut_err(count))).parse_next(i)
+}
+
+fn show(i: &mut In<'_>) -> ModalResult<Statement> {
+    let what =
+        "MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, RETENTION POLICIES, DATABASES";
+    one_of_these(
+        what,
+        alt((
+            preceded(kw("MEASUREMENTS"), show_measurements),
+            preceded((kw("TAG"), kw("KEYS")), show_tag_keys),
+            preceded((kw("TAG"), kw("VALUES")), show_tag_values),
+            preceded((kw("FIELD"), cut_err(kw("KEYS"))), from)
+                .map(|from| Statement::ShowFieldKeys { from }),
+            preceded(kw("SERIES"), show_series),
+            preceded((kw("RETENTION"), cut_err(kw("POLICIES"))), on_database)
+                .value(Statement::ShowRetentionPolicies),
+            kw("DATABASES").value(Statement::ShowDatabases),
+        )),
+    )
+    .parse_next(i)
+}
+
+fn show_measurements(i: &mut In<'_>) -> ModalResult<Statement> {
+    on_database(i)?;
+    let with = opt(preceded(
+        (kw("WITH"), cut_err(kw("MEASUREMENT"))),
+        cut_err(alt((
+            preceded(sym("=~"), regex).map(MeasurementFilter::Regex),
+            preceded(sym("="), ident).map(MeasurementFilter::Name),
+        ))),
+    ))
+    .parse_next(i)?;
+    let condition = condition(i)?;
+    let limit = limit(i)?;
+    let offset = opt(preceded(kw("OFFSET"), cut_err(count))).parse_next(i)?;
+    Ok(Statement::ShowMeasurements {
+        with,
+        condition,
+        limit,
+        offset,
+    })
+}
+
+fn show_tag_keys(i: &mut In<'_>) -> ModalResult<Statement> {
+    let from = from(i)?;
+    let condition = condition(i)?;
+    let limit = limit(i)?;
+    Ok(Statement::ShowTagKeys {
+        from,
+        condition,
+        limit,
+    })
+}
+
+fn show_tag_values(i: &mut In<'_>) -> ModalResult<Statement> {
+    let from = from(i)?;
+    cut_err((kw("WITH"), kw("KEY"))).parse_next(i)?;
+    let key = cut_err(one_of_these(
+        "=, !=, =~, !~, IN",
+        alt((
+            preceded(sym("=~"), regex).map(TagKeyFilter::Regex),
+            preceded(sym("!~"), regex).map(TagKeyFilter::NotRegex),
+            preceded(sym("!="), ident).map(TagKeyFilter::NotEq),
+            preceded(sym("="), ident).map(TagKeyFilter::Eq),
+            preceded(
+                (kw("IN"), sym("(")),
+                cut_err((separated(1.., ident, sym(",")), sym(")"))),
+            )
+            .map(|(keys, _)| TagKeyFilter::In(keys)),
+        )),
+    ))
+    .parse_next(i)?;
+    let condition = condition(i)?;
+    let limit = limit(i)?;
+    Ok(Statement::ShowTagValues {
+        from,
+        key,
+        condition,
+        limit,
+    })
+}
+
+fn show_series(i: &mut In<'_>) -> ModalResult<Statement> {
+    let from = from(i)?;
+    let condition = condition(i)?;
+    let limit = limit(i)?;
+    Ok(Statement::ShowSeries {
+        from,
+        condition,
+        limit,
+    })
+}

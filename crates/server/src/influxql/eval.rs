@@ -1,0 +1,190 @@
+//! Evaluating a `SELECT`'s expressions for one group of series: aggregate columns per
+//! window (from the engine's windows or from raw points), transformations, arithmetic, and
+//! the rows that join the columns by time.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tickertape_core::query::Aggregate;
+use tickertape_core::Point;
+use tickertape_influxql::{BinaryOp, Fill};
+
+use super::compute::{fill, per_window, Agg, Column};
+use super::condition::TimeRange;
+use super::output::Cell;
+use super::select::{FieldData, Node};
+
+/// Rows from columns: one per time of any column, in time order (a single column keeps
+/// its rows as they are, duplicate times included).
+pub(super) fn join(columns: &[Column]) -> Vec<Vec<Cell>> {
+    let cell = |v: Option<f64>| v.map_or(Cell::Null, Cell::Float);
+    if let [only] = columns {
+        return only
+            .iter()
+            .map(|(t, v)| vec![Cell::Time(*t), cell(*v)])
+            .collect();
+    }
+    let mut rows: BTreeMap<i64, Vec<Option<f64>>> = BTreeMap::new();
+    for (i, c) in columns.iter().enumerate() {
+        for (t, v) in c {
+            rows.entry(*t).or_insert_with(|| vec![None; columns.len()])[i] = *v;
+        }
+    }
+    rows.into_iter()
+        .map(|(t, vs)| {
+            std::iter::once(Cell::Time(t))
+                .chain(vs.into_iter().map(cell))
+                .collect()
+        })
+        .collect()
+}
+
+pub(super) enum Value {
+    Scalar(f64),
+    Column(Column),
+}
+
+pub(super) struct Eval<'p> {
+    pub fill: Fill,
+    pub range: TimeRange,
+    /// The statement selects this one expression: a selector then answers its point's time.
+    pub alone: bool,
+    pub data: &'p HashMap<String, FieldData>,
+    pub windows: Option<&'p (Vec<i64>, i64)>,
+}
+
+impl Eval<'_> {
+    pub fn eval(&self, n: &Node) -> Value {
+        match n {
+            Node::Scalar(x) => Value::Scalar(*x),
+            Node::Field(f) => Value::Column(
+                self.raw(f)
+                    .iter()
+                    .map(|p| (p.time, Some(p.value)))
+                    .collect(),
+            ),
+            Node::Agg { agg, field } => Value::Column(self.aggregate(*agg, field)),
+            Node::Transform { transform, inner } => match self.eval(inner) {
+                Value::Column(c) => Value::Column(transform.apply(&c)),
+                scalar => scalar,
+            },
+            Node::Binary { op, lhs, rhs } => binary(*op, self.eval(lhs), self.eval(rhs)),
+        }
+    }
+
+    fn raw(&self, field: &str) -> &[Point] {
+        self.data
+            .get(field)
+            .and_then(|f| f.raw.as_deref())
+            .unwrap_or(&[])
+    }
+
+    fn aggregate(&self, agg: Agg, field: &str) -> Column {
+        let fill_mode = &self.fill;
+        let Some((windows, interval)) = self.windows else {
+            let range = self.range;
+            let at = if range.start == i64::MIN {
+                0
+            } else {
+                range.start
+            };
+            let selector_alone = self.alone && agg.is_selector();
+            return match agg.over(self.raw(field)) {
+                Some((Some(t), v)) if selector_alone => vec![(t, Some(v))],
+                Some((_, v)) => vec![(at, Some(v))],
+                None if agg == Agg::Count => vec![(at, Some(0.0))],
+                None => Vec::new(),
+            };
+        };
+        let column = match self.data.get(field) {
+            Some(f) if !f.windows.is_empty() => merged_windows(agg, &f.windows, windows),
+            _ => per_window(agg, self.raw(field), windows, *interval),
+        };
+        fill(column, fill_mode, agg)
+    }
+}
+
+/// A column of `agg` from the engine's per-series windows of its parts.
+fn merged_windows(
+    agg: Agg,
+    parts: &HashMap<Aggregate, Vec<Vec<Point>>>,
+    windows: &[i64],
+) -> Column {
+    let merged = |a: Aggregate| -> HashMap<i64, f64> {
+        let mut out: HashMap<i64, f64> = HashMap::new();
+        for series in parts.get(&a).into_iter().flatten() {
+            for p in series {
+                out.entry(p.time)
+                    .and_modify(|v| {
+                        *v = match a {
+                            Aggregate::Min => v.min(p.value),
+                            Aggregate::Max => v.max(p.value),
+                            _ => *v + p.value,
+                        }
+                    })
+                    .or_insert(p.value);
+            }
+        }
+        out
+    };
+    let direct = agg.engine_direct().filter(|a| parts.contains_key(a));
+    let value: Box<dyn Fn(i64) -> Option<f64>> = match agg {
+        // Read as the engine's own aggregate (one series per group).
+        _ if direct.is_some() => {
+            let m = direct.map(merged).unwrap_or_default();
+            Box::new(move |w| m.get(&w).copied())
+        }
+        Agg::Mean => {
+            let (sums, counts) = (merged(Aggregate::Sum), merged(Aggregate::Count));
+            Box::new(move |w| Some(sums.get(&w)? / counts.get(&w)?))
+        }
+        Agg::Spread => {
+            let (max, min) = (merged(Aggregate::Max), merged(Aggregate::Min));
+            Box::new(move |w| Some(max.get(&w)? - min.get(&w)?))
+        }
+        other => {
+            let part = other.engine_parts().map_or(Aggregate::Sum, |(p, _)| p[0]);
+            let m = merged(part);
+            Box::new(move |w| m.get(&w).copied())
+        }
+    };
+    windows.iter().map(|&w| (w, value(w))).collect()
+}
+
+fn binary(op: BinaryOp, lhs: Value, rhs: Value) -> Value {
+    let f = |a: f64, b: f64| match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div if b == 0.0 => 0.0,
+        BinaryOp::Div => a / b,
+        BinaryOp::Mod => a % b,
+        _ => f64::NAN,
+    };
+    match (lhs, rhs) {
+        (Value::Scalar(a), Value::Scalar(b)) => Value::Scalar(f(a, b)),
+        (Value::Column(c), Value::Scalar(b)) => Value::Column(
+            c.into_iter()
+                .map(|(t, v)| (t, v.map(|a| f(a, b))))
+                .collect(),
+        ),
+        (Value::Scalar(a), Value::Column(c)) => Value::Column(
+            c.into_iter()
+                .map(|(t, v)| (t, v.map(|b| f(a, b))))
+                .collect(),
+        ),
+        (Value::Column(a), Value::Column(b)) => {
+            let right: BTreeMap<i64, Option<f64>> = b.into_iter().collect();
+            Value::Column(
+                a.into_iter()
+                    .map(|(t, v)| {
+                        (
+                            t,
+                            v.zip(right.get(&t).copied().flatten())
+                                .map(|(x, y)| f(x, y)),
+                        )
+                    })
+                    .collect(),
+            )
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! InfluxDB 1.x's answer shapes: `{"results":[{"statement_id":0,"series":[{"name","tags",
+//! "columns","values"}]}]}` with a per-statement `error`, or CSV for `Accept:
+//! application/csv`; times as RFC 3339 or, with `epoch=`, integers in that unit.
+
+use serde_json::{json, Map, Value};
+
+/// One value of a row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Time(i64),
+    Float(f64),
+    Integer(i64),
+    Text(String),
+    Bool(bool),
+    Null,
+}
+
+/// One series of a statement's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub name: String,
+    /// The `GROUP BY` tags; empty: no `tags` member.
+    pub tags: Vec<(String, String)>,
+    pub columns: Vec<String>,
+    pub values: Vec<Vec<Cell>>,
+}
+
+/// A statement's answer: its series (possibly none), or the error that stopped it.
+pub type StatementResult = Result<Vec<Series>, String>;
+
+/// `epoch=`: the unit of integer times; `None`: RFC 3339.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Epoch(Option<i64>);
+
+impl Epoch {
+    pub const RFC3339: Epoch = Epoch(None);
+
+    /// `ns`, `u`/`µ`, `ms`, `s`, `m`, `h`, as InfluxDB takes them.
+    pub fn parse(text: &str) -> Option<Self> {
+        let ns = match text {
+            "ns" | "n" => 1,
+            "u" | "µ" | "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return None,
+        };
+        Some(Epoch(Some(ns)))
+    }
+
+    fn time(self, ns: i64) -> Value {
+        match self.0 {
+            Some(unit) => json!(ns.div_euclid(unit)),
+            None => json!(rfc3339(ns)),
+        }
+    }
+}
+
+/// `2020-08-01T00:00:00Z`, `…:00.5Z`: Go's RFC3339Nano, which InfluxDB answers with.
+pub fn rfc3339(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let nanos = ns.rem_euclid(1_000_000_000) as u32;
+    match chrono::DateTime::from_timestamp(secs, nanos) {
+        Some(t) => {
+            let whole = t.format("%Y-%m-%dT%H:%M:%S").to_string();
+            if nanos == 0 {
+                format!("{whole}Z")
+            } else {
+                let fraction = format!("{nanos:09}");
+                format!("{whole}.{}Z", fraction.trim_end_matches('0'))
+            }
+        }
+        None => ns.to_string(),
+    }
+}
+
+fn cell(c: &Cell, epoch: Epoch) -> Value {
+    match c {
+        Cell::Time(ns) => epoch.time(*ns),
+        Cell::Float(x) if x.is_finite() => json!(x),
+        Cell::Float(_) | Cell::Null => Value::Null,
+        Cell::Integer(n) => json!(n),
+        Cell::Text(s) => json!(s),
+        Cell::Bool(b) => json!(b),
+    }
+}
+
+pub fn json_results(results: &[StatementResult], epoch: Epoch) -> Value {
+    let results: Vec<Value> = results
+        .iter()
+        .enumerate()
+        .map(|(id, result)| match result {
+            Err(error) => json!({ "statement_id": id, "error": error }),
+            Ok(series) if series.is_empty() => json!({ "statement_id": id }),
+            Ok(series) => {
+                let series: Vec<Value> = series.iter().map(|s| json_series(s, epoch)).collect();
+                json!({ "statement_id": id, "series": series })
+            }
+        })
+        .collect();
+    json!({ "results": results })
+}
+
+/// [`json_results`] as text, written directly: the shape of `json_results` without a
+/// `Value` per cell (what most of a large answer's time went to).
+pub fn json_text(results: &[StatementResult], epoch: Epoch) -> String {
+    use std::fmt::Write;
+    let quoted = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let mut out = String::from("{\"results\":[");
+    for (id, result) in results.iter().enumerate() {
+        if id > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"statement_id\":{id}");
+        match result {
+            Err(error) => {
+                let _ = write!(out, ",\"error\":{}", quoted(error));
+            }
+            Ok(series) if series.is_empty() => {}
+            Ok(series) => {
+                out.push_str(",\"series\":[");
+                for (i, s) in series.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push('{');
+                    if !s.name.is_empty() {
+                        let _ = write!(out, "\"name\":{},", quoted(&s.name));
+                    }
+                    if !s.tags.is_empty() {
+                        out.push_str("\"tags\":{");
+                        for (j, (k, v)) in s.tags.iter().enumerate() {
+                            let comma = if j > 0 { "," } else { "" };
+                            let _ = write!(out, "{comma}{}:{}", quoted(k), quoted(v));
+                        }
+                        out.push_str("},");
+                    }
+                    let columns: Vec<String> = s.columns.iter().map(|c| quoted(c)).collect();
+                    let _ = write!(out, "\"columns\":[{}],\"values\":[", columns.join(","));
+                    for (r, row) in s.values.iter().enumerate() {
+                        out.push_str(if r > 0 { ",[" } else { "[" });
+                        for (c, value) in row.iter().enumerate() {
+                            if c > 0 {
+                                out.push(',');
+                            }
+                            cell_text(&mut out, value, epoch);
+                        }
+                        out.push(']');
+                    }
+                    out.push_str("]}");
+                }
+                out.push(']');
+            }
+        }
+        out.push('}');
+    }
+    out.push_str("]}");
+    out
+}
+
+fn cell_text(out: &mut String, c: &Cell, epoch: Epoch) {
+    use std::fmt::Write;
+    let _ = match c {
+        Cell::Time(ns) => match epoch.0 {
+            Some(unit) => write!(out, "{}", ns.div_euclid(unit)),
+            None => write!(out, "\"{}\"", rfc3339(*ns)),
+        },
+        // `{:?}` is the shortest text that reads back as the same f64.
+        Cell::Float(x) if x.is_finite() => write!(out, "{x:?}"),
+        Cell::Float(_) | Cell::Null => write!(out, "null"),
+        Cell::Integer(n) => write!(out, "{n}"),
+        Cell::Text(s) => write!(out, "{}", serde_json::to_string(s).unwrap_or_default()),
+        Cell::Bool(b) => write!(out, "{b}"),
+    };
+}
+
+fn json_series(s: &Series, epoch: Epoch) -> Value {
+    let mut out = Map::new();
+    // `SHOW SERIES` answers a series without a name, as InfluxDB does.
+    if !s.name.is_empty() {
+        out.insert("name".into(), json!(s.name));
+    }
+    if !s.tags.is_empty() {
+        let tags: Map<String, Value> = s.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        out.insert("tags".into(), Value::Object(tags));
+    }
+    out.insert("columns".into(), json!(s.columns));
+    let values: Vec<Value> = s
+        .values
+        .iter()
+        .map(|row| Value::Array(row.iter().map(|c| cell(c, epoch)).collect()))
+        .collect();
+    out.insert("values".into(), Value::Array(values));
+    Value::Object(out)
+}
+
+/// InfluxDB's CSV: `name,tags,<columns>` then a line per row; times are integers
+/// (nanoseconds unless `epoch=` says otherwise); statements separated by a blank line.
+pub fn csv_results(results: &[StatementResult], epoch: Epoch) -> String {
+    let epoch = match epoch.0 {
+        Some(_) => epoch,
+        None => Epoch(Some(1)),
+    };
+    let mut out = String::new();
+    for (i, result) in results.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let series = match result {
+            Ok(series) => series,
+            Err(error) => {
+                out.push_str(&format!("error\n{}\n", csv_field(error)));
+                continue;
+            }
+        };
+        let mut header_written = false;
+        for s in series {
+            if !header_written {
+                out.push_str("name,tags");
+                for c in &s.columns {
+                    out.push(',');
+                    out.push_str(&csv_field(c));
+                }
+                out.push('\n');
+                header_written = true;
+            }
+            let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            for row in &s.values {
+                out.push_str(&csv_field(&s.name));
+                out.push(',');
+                out.push_str(&csv_field(&tags.join(",")));
+                for c in row {
+                    out.push(',');
+                    let text = match cell(c, epoch) {
+                        Value::Null => String::new(),
+                        Value::String(s) => s,
+                        v => v.to_string(),
+                    };
+                    out.push_str(&csv_field(&text));
+                }
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_nano_or_integers_in_the_epoch_unit() {
+        assert_eq!(rfc3339(1_596_240_000_000_000_000), "2020-08-01T00:00:00Z");
+        assert_eq!(rfc3339(1_596_240_000_500_000_000), "2020-08-01T00:00:00.5Z");
+        let ms = Epoch::parse("ms").map(|e| e.time(1_596_240_000_123_456_789));
+        assert_eq!(ms, Some(json!(1_596_240_000_123i64)));
+        assert_eq!(Epoch::parse("x"), None);
+    }
+
+    #[test]
+    fn json_and_csv_shapes() {
+        let series = Series {
+            name: "cpu".into(),
+            tags: vec![("host".into(), "a,b".into())],
+            columns: vec!["time".into(), "mean".into()],
+            values: vec![
+                vec![Cell::Time(10), Cell::Float(1.5)],
+                vec![Cell::Time(20), Cell::Null],
+            ],
+        };
+        let results = vec![Ok(vec![series]), Err("boom".to_string()), Ok(vec![])];
+        let ns = Epoch::parse("ns").unwrap_or(Epoch::RFC3339);
+        for epoch in [ns, Epoch::RFC3339] {
+            let text: Value = serde_json::from_str(&json_text(&results, epoch)).unwrap_or_default();
+            assert_eq!(text, json_results(&results, epoch));
+        }
+        assert_eq!(
+            json_results(&results, ns),
+            json!({"results": [
+                {"statement_id": 0, "series": [{"name": "cpu", "tags": {"host": "a,b"},
+                  "columns": ["time", "mean"], "values": [[10, 1.5], [20, null]]}]},
+                {"statement_id": 1, "error": "boom"},
+                {"statement_id": 2}
+            ]})
+        );
+        assert_eq!(
+            csv_results(&results, Epoch::RFC3339),
+            "name,tags,time,mean\ncpu,\"host=a,b\",10,1.5\ncpu,\"host=a,b\",20,\n\nerror\nboom\n\n"
+        );
+    }
+}

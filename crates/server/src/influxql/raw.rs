@@ -1,0 +1,220 @@
+//! `SELECT` without aggregates: the points of each series as rows, one per series and
+//! time (several fields of a series joined on their times), tags as columns where asked
+//! (`"k"::tag`, `*`), all series of a group merged in time order, as InfluxDB answers them.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tickertape_core::Point;
+use tickertape_engine::{Engine, Query};
+use tickertape_influxql::{Fill, VarKind};
+
+use super::eval::{join, Eval, Value};
+use super::output::{Cell, Series};
+use super::select::{engine_error, FieldData, Node, Plan, RawColumn};
+use super::show::names_of;
+
+/// The points of one series (its tags), per field.
+type TagsetData = HashMap<String, FieldData>;
+/// Per group (the `GROUP BY` tags), per series tag set.
+type RawGroups = BTreeMap<Vec<(String, String)>, BTreeMap<Vec<(String, String)>, TagsetData>>;
+
+/// A column as read: a value computed from fields, or a tag.
+enum Resolved<'n> {
+    Value(&'n Node),
+    Tag(String),
+}
+
+impl Plan<'_> {
+    pub(super) async fn raw_measurement(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+        raw: &[RawColumn],
+    ) -> Result<Vec<Series>, String> {
+        let (names, columns, field_nodes) = self.resolve(engine, measurement, raw).await?;
+        let columns: Vec<Resolved> = columns
+            .into_iter()
+            .map(|c| match c {
+                Err(tag) => Resolved::Tag(tag),
+                Ok(i) => Resolved::Value(&field_nodes[i]),
+            })
+            .collect();
+        let mut fields: Vec<String> = Vec::new();
+        for c in &columns {
+            if let Resolved::Value(n) = c {
+                fields_of(n, &mut fields);
+            }
+        }
+        fields.sort();
+        fields.dedup();
+        let groups = self.read_raw(engine, measurement, &fields).await?;
+        let mut out = Vec::new();
+        for (group, tagsets) in groups {
+            let mut rows: Vec<Vec<Cell>> = Vec::new();
+            for (tags, data) in &tagsets {
+                rows.extend(self.tagset_rows(&columns, tags, data));
+            }
+            // Stable: series of the same time stay in key order.
+            rows.sort_by_key(|row| match row.first() {
+                Some(Cell::Time(t)) => *t,
+                _ => i64::MIN,
+            });
+            if self.select.descending {
+                rows.reverse();
+            }
+            let offset = self.select.offset.unwrap_or(0) as usize;
+            let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
+            let values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
+            if values.is_empty() {
+                continue;
+            }
+            let mut column_names = vec!["time".to_string()];
+            column_names.extend(names.iter().cloned());
+            out.push(Series {
+                name: measurement.to_string(),
+                tags: group,
+                columns: column_names,
+                values,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The column names, and for each column a node index (`Ok`) or a tag (`Err`);
+    /// wildcards expanded to the measurement's fields and tags, sorted by name.
+    async fn resolve(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+        raw: &[RawColumn],
+    ) -> Result<(Vec<String>, Vec<Result<usize, String>>, Vec<Node>), String> {
+        let mut names = Vec::new();
+        let mut columns = Vec::new();
+        let mut nodes = Vec::new();
+        for (c, name) in raw.iter().zip(&self.columns) {
+            match c {
+                RawColumn::Value(n) => {
+                    columns.push(Ok(nodes.len()));
+                    nodes.push(n.clone());
+                    names.push(name.clone());
+                }
+                RawColumn::Tag(k) => {
+                    columns.push(Err(k.clone()));
+                    names.push(name.clone());
+                }
+                RawColumn::Wildcard(kind) => {
+                    let mut all: Vec<(String, bool)> = Vec::new();
+                    if *kind != Some(VarKind::Tag) {
+                        let fields =
+                            names_of(engine.list_fields_of(measurement, &everything()).await)?;
+                        all.extend(fields.into_iter().map(|f| (f, true)));
+                    }
+                    if *kind != Some(VarKind::Field) {
+                        let tags =
+                            names_of(engine.list_tag_keys(measurement, &everything()).await)?;
+                        all.extend(tags.into_iter().map(|t| (t, false)));
+                    }
+                    all.sort();
+                    for (name, is_field) in all {
+                        if is_field {
+                            columns.push(Ok(nodes.len()));
+                            nodes.push(Node::Field(name.clone()));
+                        } else {
+                            columns.push(Err(name.clone()));
+                        }
+                        names.push(name);
+                    }
+                }
+            }
+        }
+        Ok((names, columns, nodes))
+    }
+
+    async fn read_raw(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+        fields: &[String],
+    ) -> Result<RawGroups, String> {
+        let mut groups = RawGroups::new();
+        let range = self.condition.range;
+        for field in fields {
+            let selector = self.condition.selector(measurement, Some(field));
+            let query = Query::raw(selector, range.start, range.end);
+            for answer in engine.query(&query).await.map_err(engine_error)? {
+                if !self.condition.matches(&answer.key) {
+                    continue;
+                }
+                let mut points: Vec<Point> = answer.points;
+                if let Some(f) = &self.condition.field {
+                    points.retain(|p| f.matches_value(p.value));
+                }
+                let group = self.group_by.key(&answer.key);
+                let tagsets = groups.entry(group).or_default();
+                let data = tagsets.entry(answer.key.tags.clone()).or_default();
+                data.entry(field.clone()).or_default().raw = Some(points);
+            }
+        }
+        Ok(groups)
+    }
+
+    fn tagset_rows(
+        &self,
+        columns: &[Resolved],
+        tags: &[(String, String)],
+        data: &TagsetData,
+    ) -> Vec<Vec<Cell>> {
+        let eval = Eval {
+            fill: Fill::Null,
+            range: self.condition.range,
+            alone: false,
+            data,
+            windows: None,
+        };
+        let value_columns: Vec<_> = columns
+            .iter()
+            .filter_map(|c| match c {
+                Resolved::Value(n) => match eval.eval(n) {
+                    Value::Column(col) => Some(col),
+                    Value::Scalar(_) => Some(Vec::new()),
+                },
+                Resolved::Tag(_) => None,
+            })
+            .collect();
+        let tag = |k: &str| {
+            tags.iter()
+                .find(|(key, _)| key == k)
+                .map_or(Cell::Null, |(_, v)| Cell::Text(v.clone()))
+        };
+        join(&value_columns)
+            .into_iter()
+            .map(|row| {
+                let mut values = row.into_iter();
+                let mut out = vec![values.next().unwrap_or(Cell::Null)];
+                for c in columns {
+                    out.push(match c {
+                        Resolved::Tag(k) => tag(k),
+                        Resolved::Value(_) => values.next().unwrap_or(Cell::Null),
+                    });
+                }
+                out
+            })
+            .collect()
+    }
+}
+
+fn fields_of(n: &Node, out: &mut Vec<String>) {
+    match n {
+        Node::Field(f) | Node::Agg { field: f, .. } => out.push(f.clone()),
+        Node::Transform { inner, .. } => fields_of(inner, out),
+        Node::Binary { lhs, rhs, .. } => {
+            fields_of(lhs, out);
+            fields_of(rhs, out);
+        }
+        Node::Scalar(_) => {}
+    }
+}
+
+fn everything() -> tickertape_backend::NameQuery {
+    tickertape_backend::NameQuery::new("", super::show::MAX_NAMES)
+}

@@ -1,0 +1,501 @@
+//! `SELECT`: the series of each measurement (tag conditions pushed into the engine's
+//! selector, the rest checked on each key), grouped by the `GROUP BY` tags, read through
+//! the engine, and computed ([`super::compute`]) into InfluxDB's series.
+//!
+//! Aggregates per `GROUP BY time()` window are read as the engine's windowed aggregates
+//! (its read plan picks a rollup for long ranges), with the same `--max-query-series` and
+//! `--max-query-points` limits as the own API; aggregates the engine does not keep
+//! (median, stddev, percentile), windows with an offset, field conditions, and whole-
+//! range aggregates are computed from the raw points the engine reads.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tickertape_core::query::Aggregate;
+use tickertape_core::{Point, SeriesKey};
+use tickertape_engine::{Engine, EngineError, Query};
+use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, VarKind};
+
+use super::compute::{window_starts, Agg, Column, Transform};
+use super::condition::Condition;
+use super::eval::{join, Eval, Value};
+use super::output::{Cell, Series, StatementResult};
+use super::show::measurements_of;
+
+/// A selected expression, resolved.
+#[derive(Clone, Debug)]
+pub(super) enum Node {
+    Scalar(f64),
+    Field(String),
+    Agg {
+        agg: Agg,
+        field: String,
+    },
+    Transform {
+        transform: Transform,
+        inner: Box<Node>,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: Box<Node>,
+        rhs: Box<Node>,
+    },
+}
+
+/// `GROUP BY` tags: these keys, or every tag (`*`).
+pub(super) enum GroupBy {
+    Keys(Vec<String>),
+    All,
+}
+
+impl GroupBy {
+    pub fn key(&self, series: &SeriesKey) -> Vec<(String, String)> {
+        match self {
+            GroupBy::All => series.tags.clone(),
+            GroupBy::Keys(keys) => keys
+                .iter()
+                .map(|k| (k.clone(), series.tag(k).unwrap_or("").to_string()))
+                .collect(),
+        }
+    }
+}
+
+/// What is read for one field of one group: raw points (merged, sorted), or the engine's
+/// windows per series for each aggregate.
+#[derive(Default)]
+pub(super) struct FieldData {
+    pub raw: Option<Vec<Point>>,
+    pub windows: HashMap<Aggregate, Vec<Vec<Point>>>,
+}
+
+type Groups = BTreeMap<Vec<(String, String)>, HashMap<String, FieldData>>;
+
+pub(super) struct Plan<'a> {
+    pub select: &'a Select,
+    pub condition: Condition,
+    /// `GROUP BY time(interval, offset)`.
+    window: Option<(i64, i64)>,
+    pub group_by: GroupBy,
+    /// The selected expressions (aggregate statements).
+    nodes: Vec<Node>,
+    /// The selected columns of a raw statement (no aggregate): values, tags, wildcards.
+    pub raw: Option<Vec<RawColumn>>,
+    pub columns: Vec<String>,
+}
+
+/// A column of a statement without aggregates.
+#[derive(Clone, Debug)]
+pub(super) enum RawColumn {
+    Value(Node),
+    /// `"k"::tag`: the series' tag value.
+    Tag(String),
+    /// `*`, `*::field`, `*::tag`: every field and tag, sorted by name, as InfluxDB does.
+    Wildcard(Option<VarKind>),
+}
+
+pub async fn run(engine: &Engine, select: &Select) -> StatementResult {
+    let plan = Plan::new(engine, select)?;
+    let mut out = Vec::new();
+    for measurement in measurements_of(engine, &select.from).await? {
+        out.extend(plan.measurement(engine, &measurement).await?);
+    }
+    let skip = select.soffset.unwrap_or(0) as usize;
+    let take = select.slimit.map_or(usize::MAX, |n| n as usize);
+    Ok(out.into_iter().skip(skip).take(take).collect())
+}
+
+impl<'a> Plan<'a> {
+    fn new(engine: &Engine, select: &'a Select) -> Result<Self, String> {
+        if let Some(tz) = &select.timezone {
+            if !matches!(tz.as_str(), "UTC" | "Etc/UTC") {
+                return Err(format!(
+                    "tz('{tz}') is not supported by tickertape: times are UTC"
+                ));
+            }
+        }
+        let mut condition = Condition::new(select.condition.as_ref(), engine.now_nanos())?;
+        let mut window = None;
+        let mut keys = Vec::new();
+        let mut all = false;
+        for d in &select.group_by {
+            match d {
+                Dimension::Time { interval, offset } => {
+                    window = Some((*interval, offset.unwrap_or(0).rem_euclid(*interval)))
+                }
+                Dimension::Tag(k) => keys.push(k.clone()),
+                Dimension::Wildcard => all = true,
+            }
+        }
+        let mut nodes = Vec::new();
+        let mut raw = Vec::new();
+        let mut columns: Vec<String> = Vec::new();
+        for f in &select.fields {
+            match &f.expr {
+                Expr::Wildcard(kind) => raw.push(RawColumn::Wildcard(*kind)),
+                Expr::Var {
+                    name,
+                    kind: Some(VarKind::Tag),
+                } => raw.push(RawColumn::Tag(name.clone())),
+                e => {
+                    let n = node(e)?;
+                    raw.push(RawColumn::Value(n.clone()));
+                    nodes.push(n);
+                }
+            }
+            let base = f.alias.clone().unwrap_or_else(|| column_name(&f.expr));
+            let mut name = base.clone();
+            let mut n = 0;
+            while columns.contains(&name) {
+                n += 1;
+                name = format!("{base}_{n}");
+            }
+            columns.push(name);
+        }
+        let aggregated = nodes.iter().any(has_agg);
+        let all_values = raw.iter().all(|c| matches!(c, RawColumn::Value(_)));
+        if aggregated && (nodes.iter().any(has_raw_field) || !all_values) {
+            return Err("mixing aggregate and non-aggregate queries is not supported".into());
+        }
+        if window.is_some() && !aggregated {
+            return Err("GROUP BY requires at least one aggregate function".into());
+        }
+        if window.is_some() {
+            if condition.range.start == i64::MIN {
+                return Err(
+                    "a GROUP BY time() query needs a lower time bound (time >= …) in WHERE".into(),
+                );
+            }
+            if condition.range.end == i64::MAX {
+                // InfluxDB's upper bound for GROUP BY time() when none is given: now.
+                condition.range.end = engine.now_nanos().saturating_add(1);
+            }
+        }
+        let raw = (!aggregated).then_some(raw);
+        if condition.range.start >= condition.range.end {
+            return Ok(Self::empty(select, condition, nodes, raw, columns));
+        }
+        Ok(Plan {
+            select,
+            condition,
+            window,
+            group_by: if all {
+                GroupBy::All
+            } else {
+                GroupBy::Keys(keys)
+            },
+            nodes,
+            raw,
+            columns,
+        })
+    }
+
+    fn empty(
+        select: &'a Select,
+        condition: Condition,
+        nodes: Vec<Node>,
+        raw: Option<Vec<RawColumn>>,
+        columns: Vec<String>,
+    ) -> Self {
+        Plan {
+            select,
+            condition,
+            raw,
+            window: None,
+            group_by: GroupBy::All,
+            nodes,
+            columns,
+        }
+    }
+
+    async fn measurement(&self, engine: &Engine, measurement: &str) -> Result<Vec<Series>, String> {
+        if self.condition.range.start >= self.condition.range.end {
+            return Ok(Vec::new());
+        }
+        if let Some(raw) = &self.raw {
+            return self.raw_measurement(engine, measurement, raw).await;
+        }
+        let mut groups = Groups::new();
+        let mut needs: BTreeMap<String, Vec<Agg>> = BTreeMap::new();
+        for n in &self.nodes {
+            collect_needs(n, &mut needs);
+        }
+        for (field, aggs) in &needs {
+            self.read_field(engine, measurement, field, aggs, &mut groups)
+                .await?;
+        }
+        let mut out = Vec::new();
+        for (tags, data) in &groups {
+            if let Some(series) = self.group_series(measurement, tags, data)? {
+                out.push(series);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads one field for every group: the engine's windows when every aggregate of it
+    /// can be merged from them, raw points otherwise (and for raw selections).
+    async fn read_field(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+        field: &str,
+        aggs: &[Agg],
+        groups: &mut Groups,
+    ) -> Result<(), String> {
+        let selector = self.condition.selector(measurement, Some(field));
+        let range = self.condition.range;
+        let windowed = match self.window {
+            Some((interval, 0)) if self.condition.field.is_none() && !aggs.is_empty() => {
+                let parts: Option<Vec<_>> = aggs.iter().map(|a| a.engine_parts()).collect();
+                parts.map(|p| (interval, p))
+            }
+            _ => None,
+        };
+        if let Some((interval, parts)) = windowed {
+            // One series per group (Grafana's usual query: one host, or GROUP BY every tag
+            // that differs): each aggregate is the engine's own, one read instead of two
+            // for `mean`. The index lookup is cheap beside a read.
+            let series = engine.list_series(&selector).await.map_err(engine_error)?;
+            let mut per_key: BTreeMap<Vec<(String, String)>, usize> = BTreeMap::new();
+            for s in series.iter().filter(|s| self.condition.matches(&s.key)) {
+                *per_key.entry(self.group_by.key(&s.key)).or_default() += 1;
+            }
+            let direct: Option<Vec<Aggregate>> = match per_key.values().all(|n| *n <= 1) {
+                true => aggs.iter().map(|a| a.engine_direct()).collect(),
+                false => None,
+            };
+            let mut wanted: Vec<Aggregate> = match direct {
+                Some(direct) => direct,
+                None => parts.iter().flat_map(|(a, _)| a.iter().copied()).collect(),
+            };
+            wanted.sort_by_key(|a| a.name());
+            wanted.dedup();
+            let mergeable = parts.iter().all(|(_, m)| *m);
+            let mut per_group: Groups = Groups::new();
+            for agg in wanted {
+                let query = Query {
+                    step: Some(interval),
+                    agg: Some(agg),
+                    ..Query::raw(selector.clone(), range.start, range.end)
+                };
+                for answer in engine.query(&query).await.map_err(engine_error)? {
+                    if !self.condition.matches(&answer.key) {
+                        continue;
+                    }
+                    let data = per_group.entry(self.group_by.key(&answer.key)).or_default();
+                    let entry = data.entry(field.to_string()).or_default();
+                    entry.windows.entry(agg).or_default().push(answer.points);
+                }
+            }
+            let single = per_group
+                .values()
+                .all(|d| d.values().all(|f| f.windows.values().all(|w| w.len() <= 1)));
+            if mergeable || single {
+                for (key, data) in per_group {
+                    groups.entry(key).or_default().extend(data);
+                }
+                return Ok(());
+            }
+        }
+        let query = Query::raw(selector, range.start, range.end);
+        for answer in engine.query(&query).await.map_err(engine_error)? {
+            if !self.condition.matches(&answer.key) {
+                continue;
+            }
+            let mut points = answer.points;
+            if let Some(f) = &self.condition.field {
+                points.retain(|p| f.matches_value(p.value));
+            }
+            let data = groups.entry(self.group_by.key(&answer.key)).or_default();
+            let raw = data
+                .entry(field.to_string())
+                .or_default()
+                .raw
+                .get_or_insert_with(Vec::new);
+            raw.extend(points);
+        }
+        for data in groups.values_mut() {
+            if let Some(raw) = data.get_mut(field).and_then(|f| f.raw.as_mut()) {
+                raw.sort_by_key(|p| p.time);
+            }
+        }
+        Ok(())
+    }
+
+    fn group_series(
+        &self,
+        measurement: &str,
+        tags: &[(String, String)],
+        data: &HashMap<String, FieldData>,
+    ) -> Result<Option<Series>, String> {
+        let windows = match self.window {
+            Some((interval, offset)) => Some((
+                window_starts(
+                    self.condition.range.start,
+                    self.condition.range.end,
+                    interval,
+                    offset,
+                )?,
+                interval,
+            )),
+            None => None,
+        };
+        let has_data = data.values().any(|f| {
+            f.raw.as_ref().is_some_and(|r| !r.is_empty())
+                || f.windows.values().any(|w| w.iter().any(|p| !p.is_empty()))
+        });
+        if !has_data {
+            return Ok(None);
+        }
+        let ctx = Eval {
+            fill: self.select.fill.clone().unwrap_or(Fill::Null),
+            range: self.condition.range,
+            alone: self.nodes.len() == 1,
+            data,
+            windows: windows.as_ref(),
+        };
+        let mut columns: Vec<Column> = Vec::new();
+        for n in &self.nodes {
+            match ctx.eval(n) {
+                Value::Column(c) => columns.push(c),
+                Value::Scalar(_) => return Err("a selected expression needs a field".into()),
+            }
+        }
+        let mut rows = join(&columns);
+        // count() answers integers, as InfluxDB's JSON shows them.
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Node::Agg {
+                agg: Agg::Count, ..
+            } = n
+            {
+                for row in &mut rows {
+                    if let Some(Cell::Float(x)) = row.get(i + 1) {
+                        row[i + 1] = Cell::Integer(*x as i64);
+                    }
+                }
+            }
+        }
+        if self.select.descending {
+            rows.reverse();
+        }
+        let offset = self.select.offset.unwrap_or(0) as usize;
+        let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
+        let values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
+        if values.is_empty() {
+            return Ok(None);
+        }
+        let mut names = vec!["time".to_string()];
+        names.extend(self.columns.iter().cloned());
+        let tags = match &self.group_by {
+            GroupBy::Keys(keys) if keys.is_empty() => Vec::new(),
+            _ => tags.to_vec(),
+        };
+        Ok(Some(Series {
+            name: measurement.to_string(),
+            tags,
+            columns: names,
+            values,
+        }))
+    }
+}
+
+fn node(e: &Expr) -> Result<Node, String> {
+    match e {
+        Expr::Integer(n) => Ok(Node::Scalar(*n as f64)),
+        Expr::Number(x) => Ok(Node::Scalar(*x)),
+        Expr::Var { name, .. } => Ok(Node::Field(name.clone())),
+        Expr::Binary { op, lhs, rhs }
+            if matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod
+            ) =>
+        {
+            Ok(Node::Binary {
+                op: *op,
+                lhs: Box::new(node(lhs)?),
+                rhs: Box::new(node(rhs)?),
+            })
+        }
+        Expr::Call { name, args } => {
+            if let Some(agg) = Agg::of_call(name, args)? {
+                return match args.first() {
+                    Some(Expr::Var { name: field, .. }) => Ok(Node::Agg {
+                        agg,
+                        field: field.clone(),
+                    }),
+                    Some(other) => Err(format!("expected field argument in {name}(), got {other}")),
+                    None => Err(format!(
+                        "invalid number of arguments for {name}, expected 1, got 0"
+                    )),
+                };
+            }
+            if let Some(transform) = Transform::of_call(name, args)? {
+                let inner = args
+                    .first()
+                    .ok_or_else(|| format!("{name}() needs an argument"))?;
+                return Ok(Node::Transform {
+                    transform,
+                    inner: Box::new(node(inner)?),
+                });
+            }
+            Err(format!("function {name}() is not supported by tickertape"))
+        }
+        other => Err(format!("unsupported expression in SELECT: {other}")),
+    }
+}
+
+fn has_agg(n: &Node) -> bool {
+    match n {
+        Node::Agg { .. } => true,
+        Node::Transform { inner, .. } => has_agg(inner),
+        Node::Binary { lhs, rhs, .. } => has_agg(lhs) || has_agg(rhs),
+        _ => false,
+    }
+}
+
+fn has_raw_field(n: &Node) -> bool {
+    match n {
+        Node::Field(_) => true,
+        Node::Transform { inner, .. } => has_raw_field(inner),
+        Node::Binary { lhs, rhs, .. } => has_raw_field(lhs) || has_raw_field(rhs),
+        _ => false,
+    }
+}
+
+/// The aggregates each field is read for (empty: raw points).
+fn collect_needs(n: &Node, needs: &mut BTreeMap<String, Vec<Agg>>) {
+    match n {
+        Node::Field(f) => {
+            needs.entry(f.clone()).or_default();
+        }
+        Node::Agg { agg, field } => needs.entry(field.clone()).or_default().push(*agg),
+        Node::Transform { inner, .. } => collect_needs(inner, needs),
+        Node::Binary { lhs, rhs, .. } => {
+            collect_needs(lhs, needs);
+            collect_needs(rhs, needs);
+        }
+        Node::Scalar(_) => {}
+    }
+}
+
+/// InfluxDB's column name: the outermost function's, or the field's.
+fn column_name(e: &Expr) -> String {
+    match e {
+        Expr::Call { name, .. } => name.clone(),
+        Expr::Var { name, .. } => name.clone(),
+        Expr::Binary { lhs, rhs, .. } => match (&**lhs, &**rhs) {
+            (Expr::Call { .. } | Expr::Var { .. } | Expr::Binary { .. }, _) => column_name(lhs),
+            _ => column_name(rhs),
+        },
+        _ => String::new(),
+    }
+}
+
+pub(super) fn engine_error(e: EngineError) -> String {
+    match e {
+        EngineError::OverLimit(over) => format!(
+            "{}: narrow it with tag conditions in WHERE, a shorter time range or a larger GROUP BY time() interval",
+            over.what()
+        ),
+        other => other.to_string(),
+    }
+}
