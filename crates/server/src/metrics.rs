@@ -27,6 +27,10 @@ pub struct Metrics {
     pub prometheus_samples_received: AtomicU64,
     /// Of those, samples refused (series limits, no metric name, late samples).
     pub prometheus_samples_refused: AtomicU64,
+    /// Data points in OTLP metrics requests that decoded.
+    pub otlp_data_points_received: AtomicU64,
+    /// Of those, data points refused (`partial_success.rejected_data_points`).
+    pub otlp_data_points_rejected: AtomicU64,
     requests: Mutex<BTreeMap<(String, u16), Latency>>,
 }
 
@@ -83,6 +87,16 @@ impl Metrics {
                 "tickertape_prometheus_samples_refused_total",
                 "Remote-write samples refused (the request was answered 204 all the same).",
                 &self.prometheus_samples_refused,
+            ),
+            (
+                "tickertape_otlp_data_points_received_total",
+                "Data points received by OTLP metrics (/opentelemetry/v1/metrics).",
+                &self.otlp_data_points_received,
+            ),
+            (
+                "tickertape_otlp_data_points_rejected_total",
+                "OTLP data points rejected (answered in partial_success; the rest stored).",
+                &self.otlp_data_points_rejected,
             ),
         ] {
             let _ = writeln!(

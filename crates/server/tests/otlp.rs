@@ -282,6 +282,21 @@ async fn deltas_and_exponential_histograms_are_rejected_data_points() {
     let at = T_S as f64 + 2.0;
     assert_eq!(server.values("kept", at).await, [5.0]);
     assert_eq!(server.query("{__name__=~\"d_.*|u_.*|e_.*\"}", at).await, []);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let metrics = client
+        .get(format!("{}/metrics", server.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "tickertape_otlp_data_points_received_total 7",
+        "tickertape_otlp_data_points_rejected_total 6",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
 }
 
 /// Series past `--max-series` are refused by the engine as in remote write: each refused

@@ -133,11 +133,22 @@ async fn store(
         .engine
         .write_samples(&series, Precision::Milliseconds)
         .await?;
-    state
-        .metrics
+    let response = response_of(&translation, &report);
+    let metrics = &state.metrics;
+    metrics
         .points_written
         .fetch_add(report.points_written, Ordering::Relaxed);
-    Ok(response_of(&translation, &report))
+    metrics
+        .otlp_data_points_received
+        .fetch_add(translation.data_points as u64, Ordering::Relaxed);
+    let rejected = response
+        .partial_success
+        .as_ref()
+        .map_or(0, |p| p.rejected_data_points.max(0) as u64);
+    metrics
+        .otlp_data_points_rejected
+        .fetch_add(rejected, Ordering::Relaxed);
+    Ok(response)
 }
 
 /// The body without its `Content-Encoding`: none, `identity` or `gzip` (decoded to at
