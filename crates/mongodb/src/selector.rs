@@ -124,7 +124,7 @@ fn successor(c: char) -> Option<char> {
 /// - a quantifier (`*`, `+`, `?`, `{`) after the run takes its last character back out, since
 ///   it applies to that character.
 pub(crate) fn literal_prefix(pattern: &str) -> String {
-    if pattern.contains('|') {
+    if pattern.contains('|') || closes_the_anchoring_group(pattern) {
         return String::new();
     }
     let mut prefix = String::new();
@@ -148,6 +148,32 @@ pub(crate) fn literal_prefix(pattern: &str) -> String {
         prefix.push(literal);
     }
     prefix
+}
+
+/// Whether `pattern` has a `)` with no `(` before it: the matcher anchors a pattern as
+/// `^(?:pattern)$`, so such a `)` closes that group and what follows applies to all that
+/// came before (`\.)*(` matches ""), and no literal prefix holds.
+fn closes_the_anchoring_group(pattern: &str) -> bool {
+    let (mut depth, mut in_class) = (0i64, false);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Characters with a meaning in the regex syntax (outside classes), which a `\` makes
@@ -179,6 +205,9 @@ mod tests {
             ("h0*x", "h"),
             ("h0{2}", "h"),
             ("ab(c|d)", ""),
+            (r"\.)*(", ""),
+            ("ab)c(", ""),
+            ("a[)]b", "a"),
             ("a|b", ""),
             (r"\$x\.y", "$x.y"),
             (r"\$x\.*", "$x"),
