@@ -8,7 +8,6 @@
 mod support;
 
 use serde_json::Value;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::TestServer;
@@ -316,7 +315,7 @@ async fn influx_cli_writes_with_a_token() {
     let port = server.url.rsplit(':').next().unwrap().to_string();
     // Blocking calls: the multi-threaded runtime serves meanwhile.
     let influx = |password: &str| {
-        run_bounded(
+        support::run_bounded(
             INFLUX,
             &[
                 "-host",
@@ -334,6 +333,7 @@ async fn influx_cli_writes_with_a_token() {
                 "-execute",
                 "INSERT cpu,host=cli usage=2.5 1700000000",
             ],
+            Duration::from_secs(30),
         )
     };
     let (ok, out) = influx(READ_WRITE);
@@ -356,33 +356,4 @@ async fn influx_cli_writes_with_a_token() {
         serde_json::json!([[1_700_000_000_000_000_000i64, 2.5]])
     );
     server.stop().await;
-}
-
-/// Runs `program`, killed after 30 s: whether it exited 0, and its output.
-fn run_bounded(program: &str, args: &[&str]) -> (bool, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the program");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            let output = child.wait_with_output().expect("output");
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            return (status.success(), text);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{program} {args:?} did not finish within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

@@ -9,8 +9,7 @@ mod support;
 
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::TestServer;
 
 const INFLUX: &str = "/usr/bin/influx";
@@ -105,7 +104,7 @@ async fn influx_cli_writes() {
     let influx = |args: &[&str]| {
         let mut all = vec!["-host", "127.0.0.1", "-port", port.as_str()];
         all.extend_from_slice(args);
-        run_bounded(INFLUX, &all)
+        support::run_bounded(INFLUX, &all, CLI_LIMIT)
     };
     let (ok, out) = influx(&["-execute", "CREATE DATABASE telegraf"]);
     assert!(ok, "{out}");
@@ -163,34 +162,4 @@ async fn influx_cli_writes() {
         ])
     );
     server.stop().await;
-}
-
-/// Runs `program` with `args`, killed after [`CLI_LIMIT`]: whether it exited 0, and its
-/// stdout and stderr together.
-fn run_bounded(program: &str, args: &[&str]) -> (bool, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the influx CLI");
-    let deadline = Instant::now() + CLI_LIMIT;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for influx") {
-            let output = child.wait_with_output().expect("influx output");
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            return (status.success(), text);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("influx {args:?} did not finish within {CLI_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

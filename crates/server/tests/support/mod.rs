@@ -220,3 +220,34 @@ fn write_request_bytes() {
         .unwrap();
     assert_eq!(back, got);
 }
+
+/// Runs `program` with `args`, killed after `limit`: whether it exited 0, and its stdout
+/// and stderr together. (A client such as the `influx` CLI, run to its end.)
+pub fn run_bounded(program: &str, args: &[&str], limit: std::time::Duration) -> (bool, String) {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {program}: {e}"));
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the program") {
+            let output = child.wait_with_output().expect("the program's output");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            return (status.success(), text);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{program} {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
