@@ -15,11 +15,11 @@
 //! method, and the in-memory reference backend (`crates/reference`) is that contract as
 //! code: the conformance suite compares every backend with it.
 //!
-//! [`Backend`] is four narrow stores in one handle, each trait's method docs its contract:
+//! [`Backend`] is five narrow stores in one handle, each trait's method docs its contract:
 //! the [`SeriesCatalog`] (which series exist), the [`ValueStore`] (value segments, seed
 //! 000: points, derived rollups, raw retention), the [`BucketStore`] (time buckets with
-//! their partitions, seeds 001/003/004) and the [`NameStore`] (seed 002); callers take the
-//! one they need.
+//! their partitions, seeds 001/003/004), the [`NameStore`] (seed 002) and the
+//! [`DatabaseCatalog`] (which databases exist); callers take the one they need.
 //!
 //! Deleting points ([`ValueStore::delete_points`], [`DeleteRange`]) and removing a series
 //! whole ([`SeriesCatalog::remove_series`]) are one contract on every backend too.
@@ -27,6 +27,7 @@
 pub mod bucket_store;
 pub mod buckets;
 pub mod catalog;
+pub mod databases;
 pub mod delete;
 pub mod listing;
 pub mod names;
@@ -37,6 +38,7 @@ pub mod value_store;
 
 pub use bucket_store::BucketStore;
 pub use catalog::SeriesCatalog;
+pub use databases::DatabaseCatalog;
 pub use delete::{DeleteRange, EmptyDeleteRange};
 pub use tokens::TokenStore;
 pub use value_store::ValueStore;
@@ -236,7 +238,7 @@ pub struct SeriesCount {
 /// part takes it alone (`&dyn ValueStore`, `&dyn NameStore`: trait upcasting).
 #[async_trait]
 pub trait Backend:
-    SeriesCatalog + ValueStore + BucketStore + NameStore + Send + Sync + 'static
+    SeriesCatalog + ValueStore + BucketStore + NameStore + DatabaseCatalog + Send + Sync + 'static
 {
     /// A short name for logs and errors: `embedded`, `mongodb`.
     fn kind(&self) -> &'static str;

@@ -11,12 +11,14 @@
 //! - [`hold`]: how a change-only series answers (the value holds until the next change).
 //! - [`rollup`], [`schema`]: rollup arithmetic; the per-measurement config.
 //! - [`auth`]: API tokens' scopes and how a store keeps them (hashed).
+//! - [`database`]: databases as namespaces of stored measurement names.
 //!
 //! Every function here is deterministic and free of I/O, so it is tested by itself,
 //! including property tests.
 
 pub mod auth;
 pub mod codec;
+pub mod database;
 pub mod hold;
 pub mod lineproto;
 pub mod matcher;

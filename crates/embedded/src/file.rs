@@ -104,12 +104,13 @@ pub fn create_tables(db: &Database) -> Result<()> {
                     "migrated the series catalog from format 4 to {FORMAT_VERSION}"
                 );
             }
-            Some(7) => {
-                // Format 8 adds `removed_series` (created on the first removal); a format
-                // 7 store has none, so the number is all that changes.
+            Some(old @ (7 | 8)) => {
+                // Format 8 adds `removed_series` (created on the first removal) and 9 named
+                // databases (created by the first `CREATE DATABASE`); an older store has
+                // neither, so the number is all that changes.
                 meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
-                tracing::info!("recorded the store's format as {FORMAT_VERSION} (was 7)");
+                tracing::info!("recorded the store's format as {FORMAT_VERSION} (was {old})");
             }
             Some(5 | 6) => {
                 drop(meta);

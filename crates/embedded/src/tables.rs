@@ -27,6 +27,8 @@ pub const FORMAT_VERSION_KEY: &str = "format_version";
 /// rollups of value segments in the part files too; 5 writes series keys as name store
 /// tokens instead of JSON, once; 6 stopped writing their name → token rows; 7 writes the
 /// catalog as one row per registering job, strings included; 8 may hold series removed
-/// from the catalog (`removed_series`), which a binary reading 7 would list again (formats
-/// 4 to 7 are migrated in place at open; 7 to 8 only records the number).
-pub const FORMAT_VERSION: u64 = 8;
+/// from the catalog (`removed_series`), which a binary reading 7 would list again; 9 may
+/// hold series of named databases (measurement names marked as `tickertape_core::database`
+/// says, and the `databases` table), which a binary reading 8 would show in the default
+/// database (formats 4 to 8 are migrated in place at open; 7 and 8 only record the number).
+pub const FORMAT_VERSION: u64 = 9;

@@ -179,7 +179,7 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
 /// refused with a message that says so, and left as it was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(2), Some(3), Some(9)] {
+    for version in [None, Some(1u64), Some(2), Some(3), Some(10)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -326,11 +326,11 @@ async fn a_format_5_catalog_is_read_and_extended() {
     }
 }
 
-/// A format 7 store (before series could be removed) opens with its series and is
-/// recorded as format 8, so a binary reading 7 refuses it from then on instead of listing
-/// removed series again.
+/// A format 7 store (before series could be removed) or 8 (before databases) opens with
+/// its series and is recorded as format 9, so an older binary refuses it from then on
+/// instead of listing removed series again or other databases' series as its own.
 #[tokio::test]
-async fn a_format_7_store_is_recorded_as_8() {
+async fn a_format_7_or_8_store_is_recorded_as_9() {
     let dir = tempfile::tempdir().unwrap();
     let key = tickertape_core::SeriesKey::new("cpu", vec![("host".into(), "a".into())], "usage");
     {
@@ -352,13 +352,15 @@ async fn a_format_7_store_is_recorded_as_8() {
         txn.commit().unwrap();
         found
     };
-    assert_eq!(version(Some(7)), Some(7));
-    {
-        let b = open(&dir);
-        let found = b.lookup_series(std::slice::from_ref(&key)).await.unwrap();
-        assert!(found[0].is_some(), "the series survives the upgrade");
+    for old in [7, 8] {
+        assert_eq!(version(Some(old)), Some(old));
+        {
+            let b = open(&dir);
+            let found = b.lookup_series(std::slice::from_ref(&key)).await.unwrap();
+            assert!(found[0].is_some(), "the series survives the upgrade");
+        }
+        assert_eq!(version(None), Some(9));
     }
-    assert_eq!(version(None), Some(8));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

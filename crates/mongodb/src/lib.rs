@@ -24,6 +24,7 @@
 //!   collections (seeds 001, 003, 004): names, slot paths, shells, writes, reads.
 //! - `names`: the name store (seed 002).
 //! - `api_tokens`: the API tokens, hashed ([`MongoTokens`]).
+//! - `databases`: the databases created and not dropped (`DatabaseCatalog`).
 //! - `error`: driver errors mapped to [`BackendError`].
 
 mod admin;
@@ -34,6 +35,7 @@ mod bucket_read;
 mod bucket_write;
 mod bulk;
 mod connect;
+mod databases;
 mod error;
 mod find;
 pub mod layout;
@@ -56,7 +58,8 @@ use tickertape_backend::{
     SeriesCount, SeriesHead, SeriesInfo, SnapshotReport, SnapshotTarget, StorageStats,
     StoredBucket,
 };
-use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
+use tickertape_backend::{BucketStore, DatabaseCatalog, NameStore, SeriesCatalog, ValueStore};
+use tickertape_core::database::DatabaseName;
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::Segment;
@@ -341,6 +344,21 @@ impl BucketStore for MongoBackend {
 
     async fn drop_partition(&self, partition: Partition) -> Result<()> {
         self.shared.drop_bucket_partition(partition).await
+    }
+}
+
+#[async_trait]
+impl DatabaseCatalog for MongoBackend {
+    async fn databases(&self) -> Result<Vec<DatabaseName>> {
+        self.shared.databases().await
+    }
+
+    async fn create_database(&self, name: &DatabaseName) -> Result<bool> {
+        self.shared.create_database(name).await
+    }
+
+    async fn drop_database(&self, name: &DatabaseName) -> Result<bool> {
+        self.shared.drop_database(name).await
     }
 }
 

@@ -97,7 +97,7 @@ pub fn shard_key_of(name: &str) -> (Option<Document>, &'static str) {
         "tag_values" | "names" | "measurements" => {
             "one small document per distinct name, not per point: stays on the primary shard"
         }
-        "meta" | "counters" | "pending" | "api_tokens" => "a handful of documents",
+        "meta" | "counters" | "pending" | "api_tokens" | "databases" => "a handful of documents",
         _ => "not a collection of the store's layout",
     };
     (None, reason)

@@ -37,7 +37,8 @@ use tickertape_backend::{
     RollupPlan, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
     SnapshotReport, SnapshotTarget, StorageStats, StoredBucket,
 };
-use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
+use tickertape_backend::{BucketStore, DatabaseCatalog, NameStore, SeriesCatalog, ValueStore};
+use tickertape_core::database::DatabaseName;
 use tickertape_core::partition::{Partitioning, DEFAULT_PARTITION_NS};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
@@ -57,6 +58,8 @@ struct State {
     kept: rollups::Kept,
     buckets: buckets::Buckets,
     names: names::Names,
+    /// `DatabaseCatalog`: the databases created and not dropped.
+    databases: std::collections::BTreeSet<DatabaseName>,
 }
 
 impl State {
@@ -134,6 +137,7 @@ impl ReferenceBackend {
                 kept: Default::default(),
                 buckets: Default::default(),
                 names: Default::default(),
+                databases: Default::default(),
             })),
             plan: Arc::new(RollupPlan::default()),
         }
@@ -397,6 +401,24 @@ impl BucketStore for ReferenceBackend {
     async fn drop_partition(&self, partition: Partition) -> Result<()> {
         self.state().buckets.drop_partition(partition);
         Ok(())
+    }
+}
+
+#[async_trait]
+impl DatabaseCatalog for ReferenceBackend {
+    /// "Every database created and not dropped, sorted by name."
+    async fn databases(&self) -> Result<Vec<DatabaseName>> {
+        Ok(self.state().databases.iter().cloned().collect())
+    }
+
+    /// "Answers whether it was new."
+    async fn create_database(&self, name: &DatabaseName) -> Result<bool> {
+        Ok(self.state().databases.insert(name.clone()))
+    }
+
+    /// "Removes `name` from the list … and answers whether it was there."
+    async fn drop_database(&self, name: &DatabaseName) -> Result<bool> {
+        Ok(self.state().databases.remove(name))
     }
 }
 

@@ -2,6 +2,7 @@
 //! durable or aborted.
 
 use crate::buckets::{Target, ValidWrite};
+use crate::databases::DatabaseChange;
 use crate::values::background::Dropped;
 use tickertape_backend::{
     BackendError, BucketWriteOutcome, DeleteRange, DeriveRollups, NameSpace, RawOutcome, Result,
@@ -52,6 +53,11 @@ pub enum Job {
         names: Vec<String>,
         reply: oneshot::Sender<Result<Vec<u64>>>,
     },
+    /// A database created or dropped (`DatabaseCatalog`); answers whether the list changed.
+    Database {
+        change: DatabaseChange,
+        reply: oneshot::Sender<Result<bool>>,
+    },
     /// Not a write: freeze the head and have the background thread flush and merge
     /// everything; answered when it has.
     Compact { reply: oneshot::Sender<Result<()>> },
@@ -97,6 +103,7 @@ impl Job {
             } => appends.iter().map(|a| a.points().len()).sum::<usize>() + buckets.len(),
             Job::Preallocate { targets, .. } => targets.len(),
             Job::Tokenize { names, .. } => names.len(),
+            Job::Database { .. } => 1,
             Job::DropPartition { .. }
             | Job::Compact { .. }
             | Job::DropBefore { .. }
@@ -133,6 +140,7 @@ impl Job {
             Job::Preallocate { reply, .. } => Answer::unapplied(reply),
             Job::DropPartition { reply, .. } => Answer::unapplied(reply),
             Job::Tokenize { reply, .. } => Answer::unapplied(reply),
+            Job::Database { reply, .. } => Answer::unapplied(reply),
             Job::Compact { reply } => Answer::unapplied(reply),
             Job::DropBefore { reply, .. } => Answer::unapplied(reply),
             Job::Delete { reply, .. } => Answer::unapplied(reply),

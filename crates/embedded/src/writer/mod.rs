@@ -28,6 +28,7 @@ pub use job::Job;
 
 use crate::buckets::{self, ValidWrite};
 use crate::catalog::{Catalog, Pending};
+use crate::databases;
 use crate::names;
 use crate::series_keys;
 use crate::tables::{META, NEXT_SERIES_ID};
@@ -481,6 +482,7 @@ impl Writer {
                 names,
                 reply,
             } => answered(reply, names::issue(txn, namespace, &names)),
+            Job::Database { change, reply } => answered(reply, databases::apply(txn, &change)),
             job @ (Job::Compact { .. }
             | Job::DropBefore { .. }
             | Job::Delete { .. }
