@@ -33,6 +33,12 @@ pub struct StoreArgs {
     /// MongoDB: wait for the journal before acknowledging (overrides the URI's `journal=`).
     #[arg(long)]
     pub journal: Option<bool>,
+    /// The name of the default database: where a request naming no database (`db`,
+    /// `bucket`, `/prometheus/db/<name>/`) or this name reads and writes, and where a store
+    /// written before databases existed keeps its data. Name it after the database your
+    /// clients already write to (Telegraf's `telegraf`) to keep their older data with them.
+    #[arg(long, env = "TICKERTAPE_DEFAULT_DATABASE", default_value = tickertape_engine::DEFAULT_DATABASE)]
+    pub default_database: String,
     /// Per-measurement schema (layouts, rollups, retention, change-only filter) in TOML;
     /// measurements it does not list get the defaults.
     #[arg(long, env = "TICKERTAPE_CONFIG")]
@@ -74,7 +80,9 @@ impl StoreArgs {
     /// The store opened, with the engine over it and the schema of `--config`.
     pub async fn engine(&self) -> Result<Engine> {
         let schema = self.schema()?;
-        let engine = Engine::new(self.open().await?).with_schema(schema);
+        let engine = Engine::new(self.open().await?)
+            .with_schema(schema)
+            .with_default_database(&self.default_database)?;
         if let Some(path) = &self.config {
             engine
                 .check_schema_fits_store()

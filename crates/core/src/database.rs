@@ -115,6 +115,14 @@ pub fn split_stored(stored: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// A stored measurement name as a person reads it: `cpu`, or `cpu (database app)`.
+pub fn describe_stored(stored: &str) -> String {
+    match split_stored(stored) {
+        (None, measurement) => measurement.to_string(),
+        (Some(database), measurement) => format!("{measurement} (database {database})"),
+    }
+}
+
 /// Why `measurement` cannot be written to the default database, if it cannot: a name
 /// starting with [`MARK`] would read as another database's (see the module's invariant).
 pub fn refuse_measurement(measurement: &str) -> Option<String> {
@@ -165,6 +173,11 @@ mod tests {
         assert_eq!(split_stored("cpu"), (None, "cpu"));
         assert!(refuse_measurement("\u{10FFFF}x").is_some());
         assert!(refuse_measurement("cpu").is_none());
+        assert_eq!(
+            describe_stored("\u{10FFFF}app\u{1F}cpu"),
+            "cpu (database app)"
+        );
+        assert_eq!(describe_stored("cpu"), "cpu");
     }
 
     proptest! {

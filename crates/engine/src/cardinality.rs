@@ -9,13 +9,21 @@
 
 use crate::{Engine, EngineError};
 use std::collections::{BTreeSet, HashMap, HashSet};
+use tickertape_core::database::split_stored;
 use tickertape_core::{SeriesKey, SeriesSelector};
 
-/// The counts, each list the `limit` largest, largest first (ties by name).
+/// The counts of one database, each list the `limit` largest, largest first (ties by
+/// name), and the series of every database.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Cardinality {
-    /// Registered series in all.
+    /// The database counted.
+    pub database: String,
+    /// Registered series of the database.
     pub series: u64,
+    /// Registered series of every database.
+    pub series_in_all_databases: u64,
+    /// Series per database, every database that holds any, largest first.
+    pub series_by_database: Vec<(String, u64)>,
     /// Distinct measurements, (measurement, field) pairs and tag pairs in all.
     pub measurements: u64,
     pub fields: u64,
@@ -59,6 +67,9 @@ impl Counter {
     pub fn top(self, limit: usize) -> Cardinality {
         Cardinality {
             series: self.series,
+            series_in_all_databases: self.series,
+            database: String::new(),
+            series_by_database: Vec::new(),
             measurements: self.by_measurement.len() as u64,
             fields: self.by_field.len() as u64,
             tag_pairs: self.by_pair.len() as u64,
@@ -84,21 +95,49 @@ fn largest<K: Ord>(counts: impl IntoIterator<Item = (K, u64)>, limit: usize) -> 
 }
 
 impl Engine {
-    /// The counts of every registered series, each list cut to `limit`.
+    /// The counts of this database's registered series, each list cut to `limit`, and
+    /// how many series each database holds.
     pub async fn cardinality(&self, limit: usize) -> Result<Cardinality, EngineError> {
-        let fields = self.backend.list_fields().await?;
-        let measurements: BTreeSet<&str> = fields.iter().map(|(m, _)| m.as_str()).collect();
         let mut counter = Counter::default();
+        let fields = self.list_fields().await?;
+        let measurements: BTreeSet<String> = fields.into_iter().map(|(m, _)| m).collect();
         for measurement in measurements {
             let selector = SeriesSelector {
-                measurement: measurement.to_string(),
+                measurement,
                 ..SeriesSelector::default()
             };
-            for series in self.backend.find_series(&selector).await? {
+            for series in self.find_stored(&selector).await? {
                 counter.add(&series.key);
             }
         }
-        Ok(counter.top(limit))
+        let by_database = self.series_by_database().await?;
+        let mut cardinality = counter.top(limit);
+        cardinality.database = self.database_name().to_string();
+        cardinality.series_in_all_databases = by_database.iter().map(|(_, n)| n).sum();
+        cardinality.series_by_database = largest(by_database, usize::MAX);
+        Ok(cardinality)
+    }
+
+    /// Series per database, from the backend's counts per stored measurement.
+    async fn series_by_database(&self) -> Result<Vec<(String, u64)>, EngineError> {
+        let stored: BTreeSet<String> = self
+            .backend
+            .list_fields()
+            .await?
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect();
+        let stored: Vec<String> = stored.into_iter().collect();
+        let counts = self.backend.count_series(&stored).await?;
+        let mut by_database: HashMap<String, u64> = HashMap::new();
+        for (measurement, count) in stored.iter().zip(counts.per_measurement) {
+            let database = match split_stored(measurement).0 {
+                Some(name) => name.to_string(),
+                None => self.default_database().to_string(),
+            };
+            *by_database.entry(database).or_default() += count;
+        }
+        Ok(by_database.into_iter().collect())
     }
 }
 
@@ -124,7 +163,7 @@ mod tests {
         }
         counter.add(&key("mem", &[("host", "a")], "used"));
         let c = counter.top(2);
-        assert_eq!(c.series, 7);
+        assert_eq!((c.series, c.series_in_all_databases), (7, 7));
         assert_eq!((c.measurements, c.fields, c.tag_pairs), (2, 3, 4));
         assert_eq!(
             c.series_by_measurement,

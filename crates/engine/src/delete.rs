@@ -32,7 +32,7 @@ impl Engine {
         selector: &SeriesSelector,
         range: DeleteRange,
     ) -> Result<DeleteReport, EngineError> {
-        let series = self.backend.find_series(selector).await?;
+        let series = self.find_stored(selector).await?;
         self.delete_series(series, range).await
     }
 
@@ -76,7 +76,7 @@ impl Engine {
         };
         if removed > 0 {
             // Their ids are gone: a line naming them again registers them anew.
-            self.cache.clear();
+            self.db.cache.clear();
         }
         tracing::info!(
             matched = by_id.len(),

@@ -21,8 +21,11 @@
 //! - [`cardinality`]: series counts by measurement, field, tag key and tag pair.
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 //! - `delete`: a selection's points deleted over a range, emptied series removed.
+//! - `databases`: the database an engine works in (a namespace of measurement names),
+//!   the others, creating and dropping them.
 
 pub mod cardinality;
+mod databases;
 mod delete;
 pub mod key_limits;
 mod listing;
@@ -45,7 +48,6 @@ pub mod write;
 
 pub use key_limits::KeyLimits;
 use names::NameCache;
-use series_cache::SeriesCache;
 pub use series_limits::SeriesLimits;
 use std::sync::Arc;
 use string_fields::SkipLog;
@@ -56,6 +58,7 @@ use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{Clock, SystemClock};
 
 pub use cardinality::Cardinality;
+pub use databases::DEFAULT_DATABASE;
 pub use delete::DeleteReport;
 pub use listing::Listing;
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
@@ -76,6 +79,9 @@ pub enum EngineError {
     /// from [`OverLimit::what`]).
     #[error("{0}")]
     OverLimit(OverLimit),
+    /// A request named a database that does not exist (InfluxDB 1.x's words).
+    #[error("database not found: {0:?}")]
+    UnknownDatabase(String),
 }
 
 /// Which of the [`QueryLimits`] a query went past.
@@ -145,7 +151,9 @@ impl Default for QueryLimits {
 #[derive(Clone)]
 pub struct Engine {
     backend: Arc<dyn Backend>,
-    cache: Arc<SeriesCache>,
+    /// The database this engine works in, with its series cache.
+    db: Arc<databases::View>,
+    databases: Arc<databases::Databases>,
     names: Arc<NameCache>,
     clock: Arc<dyn Clock>,
     schema: Arc<Schema>,
@@ -162,9 +170,11 @@ impl Engine {
     }
 
     pub fn with_clock(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Self {
+        let databases = Arc::new(databases::Databases::new(default_database_name()));
         Self {
             backend,
-            cache: Arc::new(SeriesCache::default()),
+            db: databases.default_view(),
+            databases,
             names: Arc::new(NameCache::default()),
             clock,
             schema: Arc::new(Schema::default()),
@@ -216,8 +226,9 @@ impl Engine {
     /// derives them from the points it holds (`Backend::derive_segment_rollups`).
     fn offer_segment_rollups(self) -> Self {
         let schema = Arc::clone(&self.schema);
-        let plan: SegmentRollupPlan = Arc::new(move |measurement: &str| {
-            let m = schema.for_measurement(measurement);
+        // The backend names a measurement by its stored name, whatever its database.
+        let plan: SegmentRollupPlan = Arc::new(move |stored: &str| {
+            let m = schema.for_measurement(tickertape_core::database::split_stored(stored).1);
             match m.layout {
                 Layout::Segments => m.rollups.clone(),
                 Layout::Buckets { .. } => Vec::new(),
@@ -240,5 +251,13 @@ impl Engine {
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+}
+
+/// [`DEFAULT_DATABASE`], checked.
+fn default_database_name() -> tickertape_core::database::DatabaseName {
+    match tickertape_core::database::DatabaseName::new(DEFAULT_DATABASE) {
+        Ok(name) => name,
+        Err(e) => unreachable!("{e}"),
     }
 }

@@ -27,9 +27,22 @@ fn one_more(query: &NameQuery) -> NameQuery {
 }
 
 impl Engine {
-    /// The measurements any series has.
+    /// The measurements any series of this database has.
+    ///
+    /// The backend lists stored names, in which the default database's sort before every
+    /// other database's (`tickertape_core::database`): a named database asks for its
+    /// prefix, the default one drops the marked names from the end of its answer.
     pub async fn list_measurements(&self, query: &NameQuery) -> Result<Listing, EngineError> {
-        let names = self.backend.list_measurements(&one_more(query)).await?;
+        let namespace = self.namespace();
+        let prefix = namespace.stored(query.prefix());
+        let stored = NameQuery::new(prefix, query.limit().saturating_add(1));
+        let names = self
+            .backend
+            .list_measurements(&stored)
+            .await?
+            .iter()
+            .filter_map(|m| namespace.user(m).map(str::to_string))
+            .collect();
         Ok(Listing::cut(names, query.limit()))
     }
 
@@ -41,7 +54,7 @@ impl Engine {
     ) -> Result<Listing, EngineError> {
         let names = self
             .backend
-            .list_fields_of(measurement, &one_more(query))
+            .list_fields_of(&self.stored_measurement(measurement), &one_more(query))
             .await?;
         Ok(Listing::cut(names, query.limit()))
     }
@@ -54,7 +67,7 @@ impl Engine {
     ) -> Result<Listing, EngineError> {
         let names = self
             .backend
-            .list_tag_keys(measurement, &one_more(query))
+            .list_tag_keys(&self.stored_measurement(measurement), &one_more(query))
             .await?;
         Ok(Listing::cut(names, query.limit()))
     }
@@ -68,7 +81,7 @@ impl Engine {
     ) -> Result<Listing, EngineError> {
         let names = self
             .backend
-            .list_tag_values(measurement, key, &one_more(query))
+            .list_tag_values(&self.stored_measurement(measurement), key, &one_more(query))
             .await?;
         Ok(Listing::cut(names, query.limit()))
     }

@@ -9,6 +9,7 @@ use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     BackendError, BucketFamily, BucketWrite, NameSpace, Partition, SeriesInfo,
 };
+use tickertape_core::database::{describe_stored, split_stored, Namespace};
 use tickertape_core::query::{select_range, without_stale_markers};
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, ResolutionOrRaw};
 use tickertape_core::schema::Layout;
@@ -64,12 +65,14 @@ impl Engine {
         let partitions = self.backend.list_partitions().await?;
         let names = self.measurement_names(&partitions).await?;
         for partition in partitions {
-            let Some(name) = names.get(&partition.family().measurement()) else {
+            let Some(stored) = names.get(&partition.family().measurement()) else {
                 report.kept += 1;
                 continue;
             };
+            let name = &describe_stored(stored);
             let level = partition.family().resolution();
-            let retention = self.schema.for_measurement(name).retention_ns(level);
+            let schema = self.schema.for_measurement(split_stored(stored).1);
+            let retention = schema.retention_ns(level);
             let expired = retention.filter(|&keep| partition.end() <= now.saturating_sub(keep));
             let Some(retention) = expired else {
                 report.kept += 1;
@@ -101,9 +104,15 @@ impl Engine {
         dry_run: bool,
     ) -> Result<RetentionReport, EngineError> {
         let mut report = RetentionReport::default();
-        for (name, retention) in self.raw_segment_retentions() {
+        let namespaces = self.all_namespaces().await?;
+        let each = self.raw_segment_retentions().into_iter();
+        for (stored, retention) in each.flat_map(|r| in_every(&namespaces, r)) {
+            let name = describe_stored(&stored);
             let cutoff = now.saturating_sub(retention);
-            let dropped = self.backend.drop_raw_before(&name, cutoff, dry_run).await?;
+            let dropped = self
+                .backend
+                .drop_raw_before(&stored, cutoff, dry_run)
+                .await?;
             for (start, end) in dropped {
                 if !dry_run {
                     tracing::info!(measurement = %name, start, "retention dropped a partition of raw points");
@@ -128,31 +137,36 @@ impl Engine {
         dry_run: bool,
     ) -> Result<RetentionReport, EngineError> {
         let mut report = RetentionReport::default();
+        let namespaces = self.all_namespaces().await?;
+        let mut kept = Vec::new();
         for (name, m) in &self.schema.measurements {
             if self.writes_rollups_of(m) {
                 continue;
             }
             for &r in &m.rollups {
-                let Some(retention) = m.retention_ns(ResolutionOrRaw::Rollup(r)) else {
-                    continue;
-                };
-                let cutoff = now.saturating_sub(retention);
-                let dropped = self
-                    .backend
-                    .drop_segment_rollup_before(name, r, cutoff, dry_run)
-                    .await?;
-                for (start, end) in dropped {
-                    if !dry_run {
-                        tracing::info!(measurement = %name, resolution = %r, start, "retention dropped a partition of a rollup");
-                    }
-                    report.dropped.push(ExpiredPartition {
-                        measurement: name.clone(),
-                        resolution: ResolutionOrRaw::Rollup(r),
-                        start,
-                        end,
-                        retention,
-                    });
+                if let Some(retention) = m.retention_ns(ResolutionOrRaw::Rollup(r)) {
+                    kept.extend(in_every(&namespaces, (name.clone(), (r, retention))));
                 }
+            }
+        }
+        for (stored, (r, retention)) in kept {
+            let name = describe_stored(&stored);
+            let cutoff = now.saturating_sub(retention);
+            let dropped = self
+                .backend
+                .drop_segment_rollup_before(&stored, r, cutoff, dry_run)
+                .await?;
+            for (start, end) in dropped {
+                if !dry_run {
+                    tracing::info!(measurement = %name, resolution = %r, start, "retention dropped a partition of a rollup");
+                }
+                report.dropped.push(ExpiredPartition {
+                    measurement: name.clone(),
+                    resolution: ResolutionOrRaw::Rollup(r),
+                    start,
+                    end,
+                    retention,
+                });
             }
         }
         Ok(report)
@@ -204,6 +218,19 @@ impl Engine {
     /// series of every measurement configured with `preallocate = true`. Returns how many
     /// documents were created (existing ones are left alone).
     pub async fn preallocate_next_period(&self) -> Result<u64, EngineError> {
+        let mut created = 0;
+        for name in self.list_databases().await? {
+            created += self
+                .database(Some(name.as_str()))
+                .await?
+                .preallocate_in_database()
+                .await?;
+        }
+        Ok(created)
+    }
+
+    /// [`preallocate_next_period`](Self::preallocate_next_period) in this database.
+    async fn preallocate_in_database(&self) -> Result<u64, EngineError> {
         let now = self.clock.now_nanos();
         let mut created = 0;
         for (name, schema) in &self.schema.measurements {
@@ -227,8 +254,7 @@ impl Engine {
                 ..SeriesSelector::default()
             };
             let series: Vec<_> = self
-                .backend
-                .find_series(&selector)
+                .find_stored(&selector)
                 .await?
                 .into_iter()
                 .map(|s| s.id)
@@ -271,8 +297,7 @@ impl Engine {
             )));
         }
         let series = self
-            .backend
-            .find_series(&SeriesSelector {
+            .find_stored(&SeriesSelector {
                 measurement: measurement.to_string(),
                 ..SeriesSelector::default()
             })
@@ -328,6 +353,14 @@ impl Engine {
         self.backend.write_buckets(writes).await?;
         Ok(points.len() as u64)
     }
+}
+
+/// `(measurement, what)` once per namespace, the measurement as each stores it.
+fn in_every<T: Clone>(namespaces: &[Namespace], (name, what): (String, T)) -> Vec<(String, T)> {
+    namespaces
+        .iter()
+        .map(|ns| (ns.stored(&name).into_owned(), what.clone()))
+        .collect()
 }
 
 /// The starts of the partitions of `geometry` overlapping `[start, end)`.

@@ -36,7 +36,7 @@ impl Engine {
         &self,
         selector: &SeriesSelector,
     ) -> Result<Vec<SeriesInfo>, EngineError> {
-        let mut series = self.backend.find_series(selector).await?;
+        let mut series = self.find_stored(selector).await?;
         self.check_series_limit(series.len())?;
         series.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(series)
@@ -50,7 +50,7 @@ impl Engine {
         let query = closed.as_ref().unwrap_or(query);
         let schema = self.schema.for_measurement(&query.selector.measurement);
         let plan = ReadPlan::new(query, schema)?;
-        let mut series = self.backend.find_series(&query.selector).await?;
+        let mut series = self.find_stored(&query.selector).await?;
         self.check_series_limit(series.len())?;
         series.sort_by(|a, b| a.key.cmp(&b.key));
         let QueryReads {

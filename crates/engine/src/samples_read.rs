@@ -10,9 +10,23 @@ use tickertape_core::{Point, SeriesSelector};
 const CONCURRENT_SERIES_READS: usize = 16;
 
 impl Engine {
-    /// Every (measurement, field) pair a series has, sorted.
+    /// Every (measurement, field) pair a series of this database has, sorted.
     pub async fn list_fields(&self) -> Result<Vec<(String, String)>, EngineError> {
-        Ok(self.backend.list_fields().await?)
+        let all = self.backend.list_fields().await?;
+        let namespace = self.namespace();
+        Ok(all
+            .into_iter()
+            .filter_map(|(m, f)| Some((namespace.user(&m)?.to_string(), f)))
+            .collect())
+    }
+
+    /// Every series of this database the selector selects, in id order, with no limit:
+    /// for callers that bound what they read themselves.
+    pub async fn find_series(
+        &self,
+        selector: &SeriesSelector,
+    ) -> Result<Vec<SeriesInfo>, EngineError> {
+        self.find_stored(selector).await
     }
 
     /// The series a selector selects, refused past `--max-query-series` as a query is.
@@ -20,7 +34,7 @@ impl Engine {
         &self,
         selector: &SeriesSelector,
     ) -> Result<Vec<SeriesInfo>, EngineError> {
-        let series = self.backend.find_series(selector).await?;
+        let series = self.find_stored(selector).await?;
         self.check_series_limit(series.len())?;
         Ok(series)
     }

@@ -12,7 +12,7 @@ mod group;
 use crate::key_limits::KeyLimits;
 use crate::parse::{parse_lines, Parsed};
 use crate::rollup_source::{nothing_refused, stored_count, RollupGroup, RollupSource};
-use crate::series_limits::admit;
+use crate::series_limits::{admit, SeriesLimits};
 use crate::{Engine, EngineError};
 use group::{drop_stale_markers_from_buckets, group_by_series, Group};
 use std::collections::{BTreeMap, HashMap};
@@ -21,6 +21,7 @@ use tickertape_backend::{
     BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups, NameSpace,
     RawBatch, RawOutcome, SeriesAppend, SlotChange,
 };
+use tickertape_core::database::{self, Namespace};
 use tickertape_core::rollup::{BucketGeometry, MIN_BUCKET_TIME};
 use tickertape_core::schema::{Kind, Layout, Schema};
 use tickertape_core::time::{format_rfc3339, Precision};
@@ -343,11 +344,12 @@ impl Engine {
         Ok((batch, Arc::new(source)))
     }
 
-    /// The name-store token of a measurement (cached).
+    /// The name-store token of this database's `measurement` (its stored name's).
     pub(crate) async fn measurement_token(&self, measurement: &str) -> Result<u64, EngineError> {
+        let stored = self.stored_measurement(measurement);
         let tokens = self
             .names
-            .tokenize(&*self.backend, NameSpace::Measurement, &[measurement])
+            .tokenize(&*self.backend, NameSpace::Measurement, &[&stored])
             .await?;
         tokens.first().copied().ok_or_else(|| {
             EngineError::Backend(tickertape_backend::BackendError::Storage(format!(
@@ -365,6 +367,7 @@ impl Engine {
         errors: &mut Errors,
     ) -> Result<Vec<Option<SeriesId>>, EngineError> {
         let mut ids = self
+            .db
             .cache
             .lookup_many(pending.iter().map(|p| (p.source.series_text(), p.field)));
         // New series are registered in the order they first appear in the body, so ids
@@ -408,10 +411,12 @@ impl Engine {
         if admitted.is_empty() {
             return Ok(ids);
         }
+        let admitted: Vec<SeriesKey> = admitted.into_iter().map(|k| self.stored_key(k)).collect();
         let resolved = self.backend.resolve_series(&admitted).await?;
         for (id, users) in resolved.into_iter().zip(admitted_users) {
             for i in users {
-                self.cache
+                self.db
+                    .cache
                     .insert(pending[i].source.series_text(), pending[i].field, id);
                 ids[i] = Some(id);
             }
@@ -423,18 +428,28 @@ impl Engine {
     /// (`None`: it may be registered, or is already: a stored series is never refused).
     /// Asks the backend only when limits are set.
     async fn over_limits(&self, keys: &[SeriesKey]) -> Result<Vec<Option<String>>, EngineError> {
+        let reserved = keys
+            .iter()
+            .map(|k| match self.namespace() {
+                Namespace::Default => database::refuse_measurement(&k.measurement),
+                Namespace::Named { .. } => None,
+            })
+            .collect::<Vec<_>>();
         if self.series_limits.is_none() && self.key_limits == KeyLimits::NONE {
-            return Ok(vec![None; keys.len()]);
+            return Ok(reserved);
         }
+        let stored: Vec<SeriesKey> = keys.iter().map(|k| self.stored_key(k.clone())).collect();
         let mut known: Vec<Option<Result<(), String>>> = self
             .backend
-            .lookup_series(keys)
+            .lookup_series(&stored)
             .await?
             .into_iter()
             .zip(keys)
-            .map(|(id, key)| match id {
-                Some(_) => None,
-                None => Some(self.key_limits.refuse(key).map_or(Ok(()), Err)),
+            .zip(reserved)
+            .map(|((id, key), reserved)| match (id, reserved) {
+                (_, Some(refusal)) => Some(Err(refusal)),
+                (Some(_), None) => None,
+                (None, None) => Some(self.key_limits.refuse(key).map_or(Ok(()), Err)),
             })
             .collect();
         let new: Vec<&str> = keys
@@ -446,20 +461,48 @@ impl Engine {
         if self.series_limits.is_none() || new.is_empty() {
             return Ok(known.into_iter().map(|v| v.and_then(Result::err)).collect());
         }
-        if new.is_empty() {
-            return Ok(vec![None; keys.len()]);
-        }
         let mut measurements: Vec<String> = new.iter().map(|m| m.to_string()).collect();
         measurements.sort_unstable();
         measurements.dedup();
-        let count = self.backend.count_series(&measurements).await?;
-        let mut verdicts = admit(self.series_limits, &count, &measurements, &new).into_iter();
+        let stored: Vec<String> = measurements
+            .iter()
+            .map(|m| self.stored_measurement(m).into_owned())
+            .collect();
+        let count = self.backend.count_series(&stored).await?;
+        let in_database = match self.series_limits.max_series_per_database {
+            0 => 0,
+            _ => self.count_database_series().await?,
+        };
+        let database = SeriesLimits::database(self.database_name().as_str(), in_database);
+        let mut verdicts =
+            admit(self.series_limits, &count, database, &measurements, &new).into_iter();
         for verdict in &mut known {
             if matches!(verdict, Some(Ok(()))) {
                 *verdict = verdicts.next();
             }
         }
         Ok(known.into_iter().map(|v| v.and_then(Result::err)).collect())
+    }
+}
+
+impl Engine {
+    /// How many series this database holds: the sum over its measurements.
+    async fn count_database_series(&self) -> Result<u64, EngineError> {
+        let every = tickertape_backend::NameQuery::new("", usize::MAX);
+        let measurements: Vec<String> = self
+            .list_measurements(&every)
+            .await?
+            .names
+            .iter()
+            .map(|m| self.stored_measurement(m).into_owned())
+            .collect();
+        Ok(self
+            .backend
+            .count_series(&measurements)
+            .await?
+            .per_measurement
+            .iter()
+            .sum())
     }
 }
 

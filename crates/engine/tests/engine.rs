@@ -244,6 +244,7 @@ async fn series_limits_refuse_only_lines_that_add_series() {
     use tickertape_engine::SeriesLimits;
     let e = engine("").with_series_limits(SeriesLimits {
         max_series: 3,
+        max_series_per_database: 0,
         max_series_per_measurement: 2,
     });
     let r = e

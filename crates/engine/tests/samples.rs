@@ -146,6 +146,7 @@ async fn a_time_past_the_nanosecond_range_refuses_its_series_only() {
 async fn series_limits_refuse_new_series_per_series() {
     let e = Engine::new(Arc::new(ReferenceBackend::default())).with_series_limits(SeriesLimits {
         max_series: 2,
+        max_series_per_database: 0,
         max_series_per_measurement: 0,
     });
     let report = write(

@@ -28,6 +28,8 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Engine(EngineError::BadQuery(_)) => StatusCode::BAD_REQUEST,
             Self::Engine(EngineError::OverLimit(_)) => StatusCode::UNPROCESSABLE_ENTITY,
+            // InfluxDB 1.x answers a write to a database that does not exist with 404.
+            Self::Engine(EngineError::UnknownDatabase(_)) => StatusCode::NOT_FOUND,
             Self::Engine(EngineError::Backend(e)) => match e {
                 BackendError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 BackendError::Invalid(_) => StatusCode::BAD_REQUEST,

@@ -305,6 +305,7 @@ async fn deltas_and_exponential_histograms_are_rejected_data_points() {
 async fn series_past_a_limit_are_rejected_data_points() {
     let server = Server::start(SeriesLimits {
         max_series: 3,
+        max_series_per_database: 0,
         max_series_per_measurement: 0,
     })
     .await;

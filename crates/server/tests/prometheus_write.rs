@@ -352,6 +352,7 @@ async fn a_metadata_only_request_is_204() {
 async fn partial_refusals_are_204_and_counted() {
     let limits = SeriesLimits {
         max_series: 1,
+        max_series_per_database: 0,
         max_series_per_measurement: 0,
     };
     let server = Server::start(ServerConfig::default(), limits).await;

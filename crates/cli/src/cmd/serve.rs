@@ -61,6 +61,9 @@ pub struct Args {
     /// naming the limit) while the rest of its body is stored. 0: no limit.
     #[arg(long, default_value_t = SeriesLimits::DEFAULT_MAX_SERIES)]
     pub max_series: u64,
+    /// Most series one database may hold, as --max-series. 0: no limit.
+    #[arg(long, default_value_t = 0)]
+    pub max_series_per_database: u64,
     /// Most series one measurement may hold, as --max-series. 0: no limit.
     #[arg(long, default_value_t = SeriesLimits::DEFAULT_MAX_SERIES_PER_MEASUREMENT)]
     pub max_series_per_measurement: u64,
@@ -185,6 +188,7 @@ pub async fn run(args: Args) -> Result<()> {
         })
         .with_series_limits(SeriesLimits {
             max_series: args.max_series,
+            max_series_per_database: args.max_series_per_database,
             max_series_per_measurement: args.max_series_per_measurement,
         })
         .with_key_limits(KeyLimits {

@@ -66,6 +66,7 @@ impl From<EngineError> for PromError {
             StatusCode::BAD_REQUEST => "bad_data",
             StatusCode::UNPROCESSABLE_ENTITY => "execution",
             StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            StatusCode::NOT_FOUND => "not_found",
             _ => "internal",
         };
         Self {

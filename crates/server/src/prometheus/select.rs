@@ -49,7 +49,7 @@ async fn select(
         let selector = pushed_down(measurement, field, &others);
         let found = match limited {
             true => engine.find_series_limited(&selector).await?,
-            false => engine.backend().find_series(&selector).await?,
+            false => engine.find_series(&selector).await?,
         };
         for info in found {
             let labels = labels_of(&info.key);
