@@ -3,7 +3,7 @@
 //! the answer.
 
 use crate::remote::{Remote, RemoteArgs};
-use crate::store::StoreArgs;
+use crate::store::{DatabaseArg, StoreArgs};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use tickertape_core::time::{format_rfc3339, parse_time, parse_timestamp, Clock, SystemClock};
@@ -15,6 +15,8 @@ pub struct QueryArgs {
     pub store: StoreArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Measurement to read.
     #[arg(long, short)]
     pub measurement: String,
@@ -134,7 +136,10 @@ impl QueryArgs {
     /// The answer: from the server of `--url`, or from the store opened here.
     pub async fn fetch(&self) -> Result<Answer> {
         match self.remote.remote()? {
-            Some(remote) => ask_server(&remote, &self.query_string()).await,
+            Some(remote) => {
+                let query = self.query_string() + &self.database.url_suffix();
+                ask_server(&remote, &query).await
+            }
             None => self.ask_store().await,
         }
     }
@@ -143,7 +148,7 @@ impl QueryArgs {
         let query =
             tickertape_server::query::parse_query(&self.query_string(), SystemClock.now_nanos())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let engine = self.store.engine().await?;
+        let engine = self.database.engine(&self.store).await?;
         let result = engine.query(&query).await?;
         Ok(Answer {
             series: result

@@ -145,3 +145,48 @@ impl StoreArgs {
 async fn open_mongodb(args: &StoreArgs) -> Result<Arc<dyn Backend>> {
     Ok(Arc::new(MongoBackend::connect(args.mongo_options()).await?))
 }
+
+/// `--db`: the database a command reads or writes (InfluxDB's `db`), on a store opened
+/// here or on the server of `--url`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct DatabaseArg {
+    /// The database to read or write: a name `tickertape admin database list` shows.
+    /// Default: the default database (--default-database), where everything written
+    /// without a database is.
+    #[arg(long = "db", env = "TICKERTAPE_DB", value_name = "NAME")]
+    pub db: Option<String>,
+}
+
+impl DatabaseArg {
+    /// The engine of `--store`, working in this database. A database that does not exist
+    /// is refused (as a server answers 404): a typo never makes a new namespace.
+    pub async fn engine(&self, store: &StoreArgs) -> Result<Engine> {
+        let engine = store.engine().await?;
+        self.of(&engine).await
+    }
+
+    /// `engine`'s view of this database.
+    pub async fn of(&self, engine: &Engine) -> Result<Engine> {
+        match engine.database(self.db.as_deref()).await {
+            Ok(engine) => Ok(engine),
+            Err(tickertape_engine::EngineError::UnknownDatabase(name)) => anyhow::bail!(
+                "--db {name}: database not found (`tickertape admin database list` shows \
+                 the databases; `tickertape admin database create {name}` makes it)"
+            ),
+            Err(e) => Err(e).context("--db"),
+        }
+    }
+
+    /// `&db=NAME` (URL-encoded) to append to a server's query string; empty for the
+    /// default database, which a server takes a request naming none to mean.
+    pub fn url_suffix(&self) -> String {
+        match self.db.as_deref().filter(|d| !d.is_empty()) {
+            None => String::new(),
+            Some(name) => {
+                let mut s = form_urlencoded::Serializer::for_suffix(String::from("&"), 1);
+                s.append_pair("db", name);
+                s.finish()
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@ use tickertape_core::time::{format_duration, format_rfc3339, parse_timestamp};
 use tickertape_core::{SeriesSelector, TagCondition};
 use tickertape_mongodb::MongoBackend;
 
-use crate::store::StoreArgs;
+use crate::store::{DatabaseArg, StoreArgs};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -46,6 +46,11 @@ pub enum Command {
     /// A bucket measurement is deleted whole only. Embedded: run it while no server has
     /// the store open (a server takes `POST /api/v1/admin/delete`).
     Delete(DeleteArgs),
+    /// The store's databases (InfluxDB's `db`, namespaces of series): list, create, drop.
+    /// Embedded: run it while no server has the store open (a server takes
+    /// `/api/v1/databases`).
+    #[command(subcommand)]
+    Database(super::database::Command),
     /// Copy an embedded store into --out, a store of its own (`serve --store OUT` opens
     /// it; copy it back to restore): part files hard-linked where the file system allows,
     /// the rest copied. Opens the store itself, so no server may hold it: a running
@@ -58,6 +63,8 @@ pub enum Command {
 pub struct DeleteArgs {
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// The measurement whose series to delete (required: a delete names what it deletes).
     #[arg(long, short)]
     pub measurement: String,
@@ -137,6 +144,7 @@ pub async fn run(command: Command) -> Result<()> {
         Command::Token(command) => super::token::run(command).await,
         Command::Delete(args) => delete(args).await,
         Command::Snapshot(args) => snapshot(args).await,
+        Command::Database(command) => super::database::run(command).await,
     }
 }
 
@@ -215,7 +223,7 @@ async fn delete(args: DeleteArgs) -> Result<()> {
     };
     let range = DeleteRange::new(time("start", &args.start)?, time("end", &args.end)?)
         .context("--start must be before --end")?;
-    let engine = args.store.engine().await?;
+    let engine = args.database.engine(&args.store).await?;
     let report = engine.delete(&selector, range).await?;
     let span = match (range.start(), range.end()) {
         (i64::MIN, None) => "at every time".to_owned(),
@@ -225,8 +233,13 @@ async fn delete(args: DeleteArgs) -> Result<()> {
             end.map_or_else(|| "the end of time".to_owned(), format_rfc3339)
         ),
     };
+    let database = match args.database.db {
+        Some(_) => format!(" in database {}", engine.database_name()),
+        None => String::new(),
+    };
     println!(
-        "deleted the points {span} of {} series of {}; {} series left with no point removed",
+        "deleted the points {span} of {} series of {}{database}; {} series left with no point \
+         removed",
         report.series_matched, args.measurement, report.series_removed
     );
     Ok(())

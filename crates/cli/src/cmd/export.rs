@@ -7,12 +7,13 @@
 //! measurement's series, and each series' raw points over all time. Rollups are not
 //! exported: the store that imports the points derives its own.
 
-use crate::store::StoreArgs;
+use crate::store::{DatabaseArg, StoreArgs};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
 use std::io::Write;
 use tickertape_backend::{NameSpace, SeriesInfo, SlotKind};
+use tickertape_core::database::Namespace;
 use tickertape_core::lineproto::{
     escape_field_key, escape_measurement, escape_tag_key, escape_tag_value, format_field_value,
     FieldValue, MAX_TIMESTAMP, MIN_TIMESTAMP,
@@ -32,6 +33,8 @@ const SERIES_PER_READ: usize = 16;
 pub struct Args {
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Where to write the line protocol: a file (created or truncated), or `-` for
     /// standard output.
     #[arg(long, default_value = "-")]
@@ -50,10 +53,14 @@ struct Totals {
 
 pub async fn run(args: Args) -> Result<()> {
     // An export reads everything by design: the per-query limits of `serve` do not apply.
-    let engine = args.store.engine().await?.with_query_limits(QueryLimits {
-        max_series: usize::MAX,
-        max_points: usize::MAX,
-    });
+    let engine = args
+        .database
+        .engine(&args.store)
+        .await?
+        .with_query_limits(QueryLimits {
+            max_series: usize::MAX,
+            max_points: usize::MAX,
+        });
     let measurements = measurements(&engine, &args.measurement).await?;
     check_layouts(&engine, &measurements).await?;
     let mut series = Vec::new();
@@ -147,11 +154,17 @@ async fn check_layouts(engine: &Engine, measurements: &[String]) -> Result<()> {
     raw.dedup();
     let tokens: Vec<u64> = raw.iter().map(|(token, _)| *token).collect();
     let names = backend.names_of(NameSpace::Measurement, &tokens).await?;
-    for ((_, interval_ns), name) in raw.into_iter().zip(names) {
-        let Some(name) = name.filter(|n| measurements.contains(n)) else {
+    // The backend lists stored names: those of this database are read as the user's.
+    let namespace = match engine.database_name() == engine.default_database() {
+        true => Namespace::Default,
+        false => Namespace::named(engine.database_name()),
+    };
+    for ((_, interval_ns), stored) in raw.into_iter().zip(names) {
+        let name = stored.as_deref().and_then(|n| namespace.user(n));
+        let Some(name) = name.filter(|n| measurements.iter().any(|m| m == n)) else {
             continue;
         };
-        match engine.schema().for_measurement(&name).layout {
+        match engine.schema().for_measurement(name).layout {
             Layout::Buckets { interval_ns: i } if i == interval_ns => {}
             _ => bail!(
                 "measurement {name:?} is stored in buckets of {} slots, which the schema does \

@@ -2,7 +2,7 @@
 //! in batches, with a progress bar and a summary. Refused lines are reported as FILE:LINE.
 
 use crate::remote::RemoteArgs;
-use crate::store::StoreArgs;
+use crate::store::{DatabaseArg, StoreArgs};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader};
@@ -22,6 +22,8 @@ pub struct Args {
     pub store: StoreArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
+    #[command(flatten)]
+    pub database: DatabaseArg,
     /// Unit of the timestamps in the files: ns, us, ms or s.
     #[arg(long, default_value = "ns")]
     pub precision: String,
@@ -79,13 +81,17 @@ pub async fn run(args: Args) -> Result<()> {
     let sink = match args.remote.remote()? {
         Some(remote) => Sink::Server {
             url: remote.endpoint(&format!(
-                "/write?precision={}&mode={}",
+                "/write?precision={}&mode={}{}",
                 args.precision,
-                args.mode.name()
+                args.mode.name(),
+                args.database.url_suffix()
             )),
             client: remote.client,
         },
-        None => Sink::Store(args.store.engine().await?, args.mode.write_mode()),
+        None => Sink::Store(
+            args.database.engine(&args.store).await?,
+            args.mode.write_mode(),
+        ),
     };
     let mut totals = Totals::default();
     for file in &args.files {

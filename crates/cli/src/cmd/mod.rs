@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod admin;
+pub mod database;
 pub mod export;
 pub mod import;
 pub mod plot;

@@ -1,0 +1,233 @@
+//! Databases through the binary: two databases holding a measurement of the same name stay
+//! apart through `import`, `query`, `plot`, `export`, `admin delete` and
+//! `admin database list|create|drop`, on an embedded store.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use support::text;
+
+/// `tickertape ARGS --store STORE`, with `TICKERTAPE_DB` set to `db` (or unset).
+fn run_in(store: &Path, db_env: Option<&str>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tickertape"));
+    command
+        .args(args)
+        .args(["--store", store.to_str().unwrap()])
+        .env("TICKERTAPE_LOG", "warn")
+        .env_remove("TICKERTAPE_DB");
+    if let Some(db) = db_env {
+        command.env("TICKERTAPE_DB", db);
+    }
+    command.output().expect("run tickertape")
+}
+
+fn run(store: &Path, args: &[&str]) -> Output {
+    run_in(store, None, args)
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+fn failed(out: Output) -> String {
+    assert!(!out.status.success(), "succeeded: {}", text(&out.stdout));
+    text(&out.stderr)
+}
+
+/// `cpu,host=a usage=V T` for each (T in seconds, V).
+fn lines(points: &[(i64, f64)]) -> String {
+    points
+        .iter()
+        .map(|(t, v)| format!("cpu,host=a usage={v} {t}\n"))
+        .collect()
+}
+
+fn import(store: &Path, dir: &Path, db: Option<&str>, points: &[(i64, f64)]) -> Output {
+    let file = dir.join(format!("{}.lp", db.unwrap_or("default")));
+    std::fs::write(&file, lines(points)).unwrap();
+    let mut args = vec!["import", file.to_str().unwrap(), "--precision", "s"];
+    if let Some(db) = db {
+        args.extend(["--db", db]);
+    }
+    run(store, &args)
+}
+
+fn csv(store: &Path, db: Option<&str>) -> String {
+    let mut args = vec!["query", "-m", "cpu", "--format", "csv"];
+    if let Some(db) = db {
+        args.extend(["--db", db]);
+    }
+    ok(run(store, &args))
+}
+
+const T: i64 = 1_700_000_000;
+
+#[test]
+fn two_databases_with_one_measurement_stay_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+
+    let err = failed(import(&store, dir.path(), Some("app"), &[(T, 1.0)]));
+    assert!(
+        err.contains("--db app: database not found")
+            && err.contains("tickertape admin database create app"),
+        "{err}"
+    );
+    let err = failed(run(&store, &["admin", "database", "create", "no/slash"]));
+    assert!(err.contains("invalid database name \"no/slash\""), "{err}");
+
+    assert_eq!(
+        ok(run(&store, &["admin", "database", "create", "app"])),
+        format!("created database app in {}\n", store.display())
+    );
+    assert!(ok(run(&store, &["admin", "database", "create", "app"])).contains("already exists"));
+    ok(run(&store, &["admin", "database", "create", "telegraf"]));
+    assert_eq!(
+        ok(run(&store, &["admin", "database", "list"])),
+        "app\ntelegraf\ntickertape (default)\n"
+    );
+
+    ok(import(&store, dir.path(), None, &[(T, 100.0)]));
+    ok(import(
+        &store,
+        dir.path(),
+        Some("app"),
+        &[(T, 1.0), (T + 60, 2.0)],
+    ));
+    ok(import(&store, dir.path(), Some("telegraf"), &[(T, 10.0)]));
+
+    let row = |v: &str| format!("cpu{{host=a}}#usage,2023-11-14T22:13:20Z,{v}\n");
+    assert_eq!(
+        csv(&store, None),
+        format!("series,time,value\n{}", row("100"))
+    );
+    assert_eq!(csv(&store, Some("tickertape")), csv(&store, None));
+    assert_eq!(
+        csv(&store, Some("app")),
+        format!(
+            "series,time,value\n{}cpu{{host=a}}#usage,2023-11-14T22:14:20Z,2\n",
+            row("1")
+        )
+    );
+    assert_eq!(
+        csv(&store, Some("telegraf")),
+        format!("series,time,value\n{}", row("10"))
+    );
+    let via_env = ok(run_in(
+        &store,
+        Some("telegraf"),
+        &["query", "-m", "cpu", "--format", "csv"],
+    ));
+    assert_eq!(via_env, format!("series,time,value\n{}", row("10")));
+    let err = failed(run(&store, &["query", "-m", "cpu", "--db", "nope"]));
+    assert!(err.contains("--db nope: database not found"), "{err}");
+
+    let export = |db: &str| ok(run(&store, &["admin", "export", "--db", db]));
+    let ns = |t: i64| t * 1_000_000_000;
+    assert_eq!(
+        export("app"),
+        format!(
+            "cpu,host=a usage=1.0 {}\ncpu,host=a usage=2.0 {}\n",
+            ns(T),
+            ns(T + 60)
+        )
+    );
+    assert_eq!(
+        export("telegraf"),
+        format!("cpu,host=a usage=10.0 {}\n", ns(T))
+    );
+    assert_eq!(
+        export("tickertape"),
+        format!("cpu,host=a usage=100.0 {}\n", ns(T))
+    );
+
+    let chart = dir.path().join("app.svg");
+    let out = run(
+        &store,
+        &[
+            "plot",
+            "-m",
+            "cpu",
+            "--db",
+            "app",
+            "-o",
+            chart.to_str().unwrap(),
+        ],
+    );
+    ok(out);
+    assert!(std::fs::read_to_string(&chart).unwrap().contains("<svg"));
+
+    let deleted = ok(run(
+        &store,
+        &["admin", "delete", "--db", "app", "-m", "cpu"],
+    ));
+    assert!(
+        deleted.contains("of 1 series of cpu in database app; 1 series"),
+        "{deleted}"
+    );
+    assert_eq!(csv(&store, Some("app")), "series,time,value\n");
+    assert_eq!(
+        csv(&store, Some("telegraf")),
+        format!("series,time,value\n{}", row("10"))
+    );
+    assert_eq!(
+        csv(&store, None),
+        format!("series,time,value\n{}", row("100"))
+    );
+    let err = failed(run(
+        &store,
+        &[
+            "plot",
+            "-m",
+            "cpu",
+            "--db",
+            "app",
+            "-o",
+            chart.to_str().unwrap(),
+        ],
+    ));
+    assert!(err.contains("no points"), "{err}");
+
+    let err = failed(run(&store, &["admin", "database", "drop", "telegraf"]));
+    assert!(
+        err.contains("--yes") && err.contains("nothing was deleted"),
+        "{err}"
+    );
+    assert_eq!(
+        csv(&store, Some("telegraf")),
+        format!("series,time,value\n{}", row("10"))
+    );
+    let err = failed(run(&store, &["admin", "database", "drop", "nope", "--yes"]));
+    assert!(err.contains("database not found"), "{err}");
+    assert_eq!(
+        ok(run(
+            &store,
+            &["admin", "database", "drop", "telegraf", "--yes"]
+        )),
+        format!(
+            "dropped database telegraf in {}: 1 series removed\n",
+            store.display()
+        )
+    );
+    assert_eq!(
+        ok(run(&store, &["admin", "database", "list"])),
+        "app\ntickertape (default)\n"
+    );
+    let err = failed(run(&store, &["query", "-m", "cpu", "--db", "telegraf"]));
+    assert!(err.contains("database not found"), "{err}");
+    assert_eq!(
+        csv(&store, None),
+        format!("series,time,value\n{}", row("100"))
+    );
+
+    // Created again, it starts empty: the drop took its series.
+    ok(run(&store, &["admin", "database", "create", "telegraf"]));
+    assert_eq!(csv(&store, Some("telegraf")), "series,time,value\n");
+}
