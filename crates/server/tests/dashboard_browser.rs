@@ -6,6 +6,10 @@
 //! ticks around summer-time changes in node. `dashboard_in_a_browser_with_auth` runs the
 //! same data behind `serve --auth`: the page refused without a token, and with a read
 //! token as the Basic password the page, its charts and the Series view.
+//! `dashboard_in_a_browser_with_databases` runs `tests/browser/databases.test.mjs` on the
+//! same data alone (the database picker hidden), then with a second database `app` holding
+//! a `cpu` of its own (the picker, `db` in the URL and in every request, the Series view
+//! per database).
 //!
 //! Needs `node` and playwright-core: scripts/test installs them (scripts/browser-test-deps)
 //! and sets `TICKERTAPE_NODE` and `TICKERTAPE_PLAYWRIGHT_DIR`; where it cannot, it leaves
@@ -238,6 +242,53 @@ async fn dashboard_in_a_browser_with_auth() {
     browser
         .run("series-view.test.mjs", &[&server.url, READ_TOKEN])
         .await;
+    server.stop().await;
+}
+
+/// `app`'s data: cpu's usage_user of app_0 and app_1, and jobs' waiting of queue q1, over
+/// the last hour (3 series; databases.test.mjs counts them).
+fn app_lines(now_s: i64) -> String {
+    let mut body = String::new();
+    for k in 0..360 {
+        let t = now_s - 3600 + k * 10;
+        for (i, host) in ["app_0", "app_1"].iter().enumerate() {
+            let usage = 60.0 + 10.0 * i as f64;
+            body.push_str(&format!("cpu,hostname={host} usage_user={usage} {t}\n"));
+        }
+        body.push_str(&format!("jobs,queue=q1 waiting={} {t}\n", k % 5));
+    }
+    body
+}
+
+/// The dashboard's databases: first with the default database alone, then with `app`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_in_a_browser_with_databases() {
+    let browser = BrowserEnv::required();
+    let server = TestServer::start_with_schema(SCHEMA).await;
+    fill(&server, None).await;
+    browser
+        .run("databases.test.mjs", &[&server.url, "single"])
+        .await;
+
+    let created = server
+        .client
+        .post(format!("{}/api/v1/databases?name=app", server.url))
+        .send()
+        .await
+        .expect("POST /api/v1/databases");
+    assert_eq!(created.status().as_u16(), 201, "creating the database app");
+    let now_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs() as i64;
+    write(
+        &server,
+        "db=app&precision=s",
+        app_lines(now_s - now_s % 10),
+        None,
+    )
+    .await;
+    browser.run("databases.test.mjs", &[&server.url]).await;
     server.stop().await;
 }
 

@@ -1,9 +1,25 @@
-// The HTTP API the page talks to, on its own origin: the listing endpoints for the
-// pickers, the schema (which measurements are counters), the query, and the series counts
-// of the Series view. Plain same-origin fetches: behind `serve --auth` the browser sends
-// the Basic credentials it was asked for when the page loaded.
+// The HTTP API the page talks to, on its own origin: the databases, the listing endpoints
+// for the pickers, the schema (which measurements are counters), the query, and the series
+// counts of the Series view. Plain same-origin fetches: behind `serve --auth` the browser
+// sends the Basic credentials it was asked for when the page loaded.
+//
+// The database is set here, once, for every request about data (listings, query, counts):
+// `useDatabase` before a view's requests, so no caller can forget its `db`.
 
 import { isoUtc, parseDurationMs } from './time-format.js';
+
+/** The database the data requests name ('' = none: the server's default database). */
+let database = '';
+
+/** Makes every later data request name database `name` ('' for the default one). */
+export function useDatabase(name) {
+  database = name || '';
+}
+
+/** `params` with the chosen database's `db`, if one is chosen. */
+function inDatabase(params) {
+  return database ? [...params, ['db', database]] : params;
+}
 
 /** An answer that is not 2xx, with the server's `{"error": …}` message when it sent one. */
 export class ApiError extends Error {
@@ -61,7 +77,7 @@ export async function listNames(kind, scope, prefix, signal) {
   if (scope.key !== undefined) params.push(['key', scope.key]);
   if (prefix) params.push(['prefix', prefix]);
   params.push(['limit', String(LIST_LIMIT)]);
-  const body = await getJson(`/api/v1/${kind}`, params, signal);
+  const body = await getJson(`/api/v1/${kind}`, inDatabase(params), signal);
   const items = Array.isArray(body[kind]) ? body[kind] : [];
   return { items, truncated: body.truncated === true };
 }
@@ -77,12 +93,25 @@ export async function counterMeasurements(signal) {
 }
 
 /**
- * `GET /api/v1/status/cardinality?limit=N`: the totals (series, measurements, fields,
- * tag_pairs) and the `limit` largest of series_by_measurement, series_by_field,
- * values_by_tag_key and series_by_tag, largest first.
+ * `GET /api/v1/status/cardinality?limit=N`: the chosen database's totals (series,
+ * measurements, fields, tag_pairs) and the `limit` largest of series_by_measurement,
+ * series_by_field, values_by_tag_key and series_by_tag, largest first; and the series of
+ * every database (series_in_all_databases, series_by_database).
  */
 export async function cardinality(limit, signal) {
-  return getJson('/api/v1/status/cardinality', [['limit', String(limit)]], signal);
+  return getJson('/api/v1/status/cardinality', inDatabase([['limit', String(limit)]]), signal);
+}
+
+/**
+ * `GET /api/v1/databases`: `{names, defaultName}`, the names sorted, the default database's
+ * among them.
+ */
+export async function listDatabases(signal) {
+  const body = await getJson('/api/v1/databases', [], signal);
+  const names = Array.isArray(body.databases) ? body.databases.filter((n) => typeof n === 'string') : [];
+  const defaultName = typeof body.default === 'string' ? body.default : '';
+  if (defaultName && !names.includes(defaultName)) names.push(defaultName);
+  return { names: names.sort(), defaultName };
 }
 
 /** The range a state stands for, in milliseconds; `end` is "now" for a "last N" view. */
@@ -141,7 +170,7 @@ export function queryParams(state, field, { nowMs, plotWidth, isCounter }) {
  * and the CSV; JSON.parse would round them to doubles).
  */
 export async function runQuery(params, signal) {
-  const text = await getText('/api/v1/query', params, signal);
+  const text = await getText('/api/v1/query', inDatabase(params), signal);
   let body;
   try {
     body = JSON.parse(text);

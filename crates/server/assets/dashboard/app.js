@@ -1,6 +1,6 @@
 // The dashboard: one chart per field of the URL's state (one chart of every field when it
-// names none), MMS's controls above them, shared by all: measurement, tags, range,
-// resolution, aggregate, display. Each chart (panel.js) has its own legend and points and
+// names none), MMS's controls above them, shared by all: database (when the server has
+// more than one), measurement, tags, range, resolution, aggregate, display. Each chart (panel.js) has its own legend and points and
 // runs its own query, all in parallel. Zooming any chart zooms them all, as they share
 // the range; hovering one shows the crosshair on the others. The Series view
 // (cardinality.js), opened from the header, counts what the store holds; its names put
@@ -9,11 +9,11 @@
 // The state lives in the URL (url-state.js): every change the user makes is a new history
 // entry, so Back returns to the previous view and a link reproduces one.
 
-import { counterMeasurements, listNames, viewRange } from './api.js';
+import { counterMeasurements, listNames, useDatabase, viewRange } from './api.js';
 import { CardinalityView } from './cardinality.js';
 import { Controls } from './controls.js';
 import { Panel } from './panel.js';
-import { Picker } from './pickers.js';
+import { DatabasePicker, Picker } from './pickers.js';
 import { TagFilters } from './tag-filters.js';
 import { isoUtc, parseDurationMs } from './time-format.js';
 import { RANGE_PRESETS, readState, sameState, withChanges, writeState } from './url-state.js';
@@ -36,6 +36,7 @@ function refreshPolicy(state) {
 class Dashboard {
   constructor() {
     this.state = readState(window.location.search);
+    useDatabase(this.state.db);
     this.counters = new Set();
     this.schemaLoaded = counterMeasurements()
       .then((counters) => {
@@ -53,6 +54,9 @@ class Dashboard {
       onChange: (changes) => this.change(changes),
       onRefreshToggle: (on) => this.setRefresh(on ? 'on' : 'off'),
     });
+    // Names belong to a database: another one starts from an empty selection.
+    const inDatabase = (db) => ({ db, measurement: '', fields: [], tags: [], display: '' });
+    this.databasePicker = new DatabasePicker({ onChange: (db) => this.change(inDatabase(db)) });
     this.measurementPicker = new Picker(byId('measurement'), {
       load: (prefix, signal) => listNames('measurements', {}, prefix, signal),
       // Fields and tags belong to the measurement they were picked for.
@@ -86,6 +90,10 @@ class Dashboard {
       pickTagKey: (key) => this.tagFilters.startWith(key),
       pickTag: (condition) => {
         if (!this.state.tags.includes(condition)) this.change({ tags: [...this.state.tags, condition] });
+      },
+      pickDatabase: (name) => {
+        const db = name === this.databasePicker.defaultName ? '' : name;
+        if (db !== this.state.db) this.change(inDatabase(db));
       },
     });
     byId('cardinality-toggle').addEventListener('click',
@@ -180,6 +188,9 @@ class Dashboard {
     const { state } = this;
     const isCounter = this.counters.has(state.measurement);
     const range = viewRange(state, Date.now());
+    // Before any request of this state: every data request names its database.
+    useDatabase(state.db);
+    this.databasePicker.sync(state.db);
     this.measurementPicker.setValue(state.measurement);
     this.fieldPicker.setValue(state.fields[0] || '');
     // With several charts each names its field; the top bar's picker is for one.
@@ -200,7 +211,8 @@ class Dashboard {
     byId('cardinality-toggle').setAttribute('aria-pressed', String(state.cardinality === 'open'));
     const fields = state.fields.length > 1 ? `{${state.fields.join(',')}}` : state.fields[0];
     const name = [state.measurement, fields].filter(Boolean).join('.');
-    document.title = name ? `${name} · tickertape` : 'tickertape';
+    const title = [state.db, name].filter(Boolean).join(' / ');
+    document.title = title ? `${title} · tickertape` : 'tickertape';
   }
 
   /** Keeps the panel of a field that stays (its answer, its hidden series), adds and removes. */

@@ -1,7 +1,9 @@
 // The Series view (issue 24): what makes the store's series count. Totals, then the
 // largest measurements, fields, tag keys and tag pairs, the top TOP of each
 // (`GET /api/v1/status/cardinality`), as small tables with a bar for each row's size
-// beside the list's largest.
+// beside the list's largest. All of the chosen database (the view's `db`); where the
+// server has several databases, a list of them with their series comes first, each a
+// button that chooses it, and the head says how many series all of them hold.
 //
 // Names a chart can use are buttons that put them into the chart's pickers: a measurement
 // selects it, a field charts it. Tag keys and pairs are counted over every measurement, so
@@ -29,6 +31,13 @@ const TOTALS = [
  * never a button), `needsMeasurement` whether that only makes sense with one chosen.
  */
 const LISTS = [
+  {
+    key: 'series_by_database', title: 'Databases', column: 'database', count: 'series',
+    name: (item) => item.name,
+    pick: (on, item) => on.pickDatabase(item.name),
+    hint: (item) => `chart the series of database ${item.name}`,
+    allDatabases: true,
+  },
   {
     key: 'series_by_measurement', title: 'Measurements', column: 'measurement', count: 'series',
     name: (item) => item.name,
@@ -63,19 +72,21 @@ export class CardinalityView {
   /**
    * The view in `#cardinality`. Callbacks: `onClose()` (its × button), and the picks
    * `pickMeasurement(name)`, `pickField(measurement, field)`, `pickTagKey(key)`,
-   * `pickTag('K:V')`.
+   * `pickTag('K:V')`, `pickDatabase(name)`.
    */
-  constructor({ onClose, pickMeasurement, pickField, pickTagKey, pickTag }) {
+  constructor({ onClose, pickMeasurement, pickField, pickTagKey, pickTag, pickDatabase }) {
     this.element = byId('cardinality');
     this.totals = byId('cardinality-totals');
     this.lists = byId('cardinality-lists');
     this.error = byId('cardinality-error');
     this.note = byId('cardinality-note');
-    this.picks = { pickMeasurement, pickField, pickTagKey, pickTag };
+    this.database = byId('cardinality-database');
+    this.picks = { pickMeasurement, pickField, pickTagKey, pickTag, pickDatabase };
     byId('cardinality-close').addEventListener('click', onClose);
     byId('cardinality-reload').addEventListener('click', () => this.load());
     this.isOpen = false;
     this.hasMeasurement = false;
+    this.db = '';
     this.answer = null;
     this.request = null; // the load in flight: {controller}
   }
@@ -85,8 +96,10 @@ export class CardinalityView {
     const open = state.cardinality === 'open';
     const measurementChanged = this.hasMeasurement !== Boolean(state.measurement);
     this.hasMeasurement = Boolean(state.measurement);
+    const databaseChanged = this.db !== state.db;
+    this.db = state.db;
     this.element.hidden = !open;
-    if (open && !this.isOpen) {
+    if (open && (!this.isOpen || databaseChanged)) {
       this.isOpen = true;
       this.load();
     } else if (!open && this.isOpen) {
@@ -131,6 +144,12 @@ export class CardinalityView {
 
   render() {
     const { answer } = this;
+    const databases = answer.series_by_database || [];
+    const several = databases.length > 1;
+    this.database.textContent = several && answer.database
+      ? `database ${answer.database} · ${formatCount(answer.series_in_all_databases)} series in all ${databases.length} databases`
+      : '';
+    this.database.dataset.database = answer.database || '';
     this.totals.replaceChildren(...TOTALS.map(([key, label]) => {
       const group = document.createElement('div');
       group.className = 'total';
@@ -142,7 +161,8 @@ export class CardinalityView {
       group.append(term, value);
       return group;
     }));
-    this.lists.replaceChildren(...LISTS.map((list) => this.renderList(list, answer[list.key] || [])));
+    const lists = LISTS.filter((list) => !list.allDatabases || several);
+    this.lists.replaceChildren(...lists.map((list) => this.renderList(list, answer[list.key] || [])));
   }
 
   /** One list as a table: name (a button where it can be picked), count, bar. */
@@ -164,6 +184,7 @@ export class CardinalityView {
       const tr = row('td', ['', formatCount(count), '']);
       tr.dataset.name = name;
       tr.dataset.count = String(count);
+      if (list.allDatabases && name === this.answer.database) tr.setAttribute('aria-current', 'true');
       const [nameCell, , barCell] = tr.children;
       if (pickable) {
         const button = document.createElement('button');
@@ -178,7 +199,8 @@ export class CardinalityView {
         nameCell.title = list.needsMeasurement ? `${name}: pick a measurement to filter by this` : name;
       }
       barCell.className = 'bar-cell';
-      barCell.append(bar(count, largest, list.count === 'series' ? this.answer.series : null));
+      const total = list.allDatabases ? this.answer.series_in_all_databases : this.answer.series;
+      barCell.append(bar(count, largest, list.count === 'series' ? total : null));
       body.append(tr);
     }
     if (items.length === 0) {

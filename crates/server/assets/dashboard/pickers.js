@@ -1,9 +1,10 @@
 // Search-as-you-type pickers over the listing endpoints: a text input with a drop-down of
 // the names that start with what is typed (the server's `prefix`, at most LIST_LIMIT of
-// them, and a note when there are more). Requests are debounced and the one in flight is
+// them, and a note when there are more); and the database picker, a plain select (a
+// server has few databases). Requests are debounced and the one in flight is
 // cancelled by the next, so an answer never overwrites a newer one.
 
-import { LIST_LIMIT } from './api.js';
+import { LIST_LIMIT, listDatabases } from './api.js';
 
 const DEBOUNCE_MS = 150;
 
@@ -159,4 +160,73 @@ export class Picker {
     this.close();
     this.onPick(value);
   }
+}
+
+// The database picker (InfluxDB's `db`): a select of the server's databases
+// (`GET /api/v1/databases`), shown only when there is more than the default one, so a
+// store that never names a database looks as it always did. The default database is the
+// option of value '' (no `db` in the URL or the requests); a `db` from a link that the
+// server does not list is kept and shown as unknown, and the requests' 404 says why. It
+// only reports what the user picked (`onChange(name)`); app.js owns the state.
+
+const byId = (id) => document.getElementById(id);
+
+export class DatabasePicker {
+  constructor({ onChange }) {
+    this.box = byId('database-picker');
+    this.select = byId('database');
+    this.names = [];
+    this.defaultName = '';
+    this.current = '';
+    this.select.addEventListener('change', () => onChange(this.select.value));
+    // Listed again when the user reaches for it: a database made since is offered.
+    this.select.addEventListener('focus', () => this.load());
+    this.load();
+  }
+
+  /** Reads the list; an older server without the route, or a failure, hides the picker. */
+  async load() {
+    try {
+      const { names, defaultName } = await listDatabases();
+      this.names = names;
+      this.defaultName = defaultName;
+      this.box.dataset.state = 'ok';
+    } catch (error) {
+      this.names = [];
+      this.box.dataset.state = 'error';
+      this.box.title = `databases not available: ${error.message}`;
+    }
+    this.render();
+  }
+
+  /** Shows `db`, the state's database ('' = the default one). */
+  sync(db) {
+    this.current = db;
+    this.render();
+  }
+
+  render() {
+    // A link may name the default database: it is the same option as none.
+    const value = this.current === this.defaultName ? '' : this.current;
+    const others = this.names.filter((name) => name !== this.defaultName);
+    const unknown = value && !others.includes(value) ? [value] : [];
+    this.box.hidden = others.length === 0 && unknown.length === 0;
+    const defaultText = this.defaultName ? `${this.defaultName} (default)` : 'default';
+    const options = [['', defaultText], ...[...others, ...unknown].sort()
+      .map((name) => [name, unknown.includes(name) && this.box.dataset.state === 'ok' ? `${name} (unknown)` : name])];
+    // Rebuilt only when the list changed: rebuilding an open select would close it.
+    const signature = JSON.stringify(options);
+    if (signature !== this.signature) {
+      this.signature = signature;
+      this.select.replaceChildren(...options.map(([v, text]) => databaseOption(v, text)));
+    }
+    this.select.value = value;
+  }
+}
+
+function databaseOption(value, text) {
+  const node = document.createElement('option');
+  node.value = value;
+  node.textContent = text;
+  return node;
 }

@@ -1,5 +1,6 @@
 // The view's state and its URL query string. The parameter names are a public contract
-// (bookmarks, shared links and tests use them): measurement, field (repeatable: one chart
+// (bookmarks, shared links and tests use them): db (the database; absent, the server's
+// default database), measurement, field (repeatable: one chart
 // per field, in order), tag (repeatable K:V), range or start/end, resolution, agg, display,
 // refresh (on/off: auto-refresh as the user chose it; absent, the range's default),
 // tz (local: times in the browser's zone; absent, UTC), and cardinality (open: the Series
@@ -30,6 +31,7 @@ export const DEFAULT_RESOLUTION = 'auto';
  */
 export function emptyState() {
   return {
+    db: '',
     measurement: '',
     fields: [],
     tags: [],
@@ -49,6 +51,7 @@ export function emptyState() {
 export function readState(search) {
   const params = new URLSearchParams(search);
   const state = emptyState();
+  state.db = params.get('db') || '';
   state.measurement = params.get('measurement') || '';
   state.fields = uniqueFields(params.getAll('field'));
   state.tags = params.getAll('tag').filter((t) => t !== '');
@@ -70,6 +73,7 @@ export function readState(search) {
 /** The query string of `state` ("?measurement=…"), in a fixed parameter order. */
 export function writeState(state) {
   const params = new URLSearchParams();
+  if (state.db) params.set('db', state.db);
   if (state.measurement) params.set('measurement', state.measurement);
   for (const field of state.fields) params.append('field', field);
   for (const tag of state.tags) params.append('tag', tag);
