@@ -1,12 +1,13 @@
 //! Databases through the binary: two databases holding a measurement of the same name stay
 //! apart through `import`, `query`, `plot`, `export`, `admin delete` and
-//! `admin database list|create|drop`, on an embedded store.
+//! `admin database list|create|drop`, on an embedded store; and through `import`, `query`
+//! and `plot` with `--url`, against a `tickertape serve` of the test's own.
 
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
-use support::text;
+use std::process::{Child, Command, Output};
+use support::{serve, text};
 
 /// `tickertape ARGS --store STORE`, with `TICKERTAPE_DB` set to `db` (or unset).
 fn run_in(store: &Path, db_env: Option<&str>, args: &[&str]) -> Output {
@@ -230,4 +231,95 @@ fn two_databases_with_one_measurement_stay_apart() {
     // Created again, it starts empty: the drop took its series.
     ok(run(&store, &["admin", "database", "create", "telegraf"]));
     assert_eq!(csv(&store, Some("telegraf")), "series,time,value\n");
+}
+
+/// The server process, killed (by its PID, through its handle) when the test ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `tickertape ARGS --url URL`, `TICKERTAPE_DB` unset.
+fn remote(url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tickertape"))
+        .args(args)
+        .args(["--url", url])
+        .env("TICKERTAPE_LOG", "warn")
+        .env_remove("TICKERTAPE_DB")
+        .output()
+        .expect("run tickertape")
+}
+
+#[test]
+fn with_url_the_database_is_sent_as_db() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    // Made before the server opens the store (it holds an embedded store's file).
+    ok(run(&store, &["admin", "database", "create", "app"]));
+    let (child, url) = serve(&store);
+    let _server = Server(child);
+
+    let file = dir.path().join("points.lp");
+    std::fs::write(&file, lines(&[(T, 1.0), (T + 60, 2.0)])).unwrap();
+    let file = file.to_str().unwrap();
+    ok(remote(
+        &url,
+        &["import", file, "--precision", "s", "--db", "app"],
+    ));
+    std::fs::write(dir.path().join("points.lp"), lines(&[(T, 100.0)])).unwrap();
+    ok(remote(&url, &["import", file, "--precision", "s"]));
+
+    let query = |db: Option<&str>| {
+        let mut args = vec!["query", "-m", "cpu", "--format", "csv"];
+        args.extend(db.map(|db| ["--db", db]).iter().flatten());
+        ok(remote(&url, &args))
+    };
+    let row = |t: &str, v: &str| format!("cpu{{host=a}}#usage,2023-11-14T22:1{t}Z,{v}\n");
+    assert_eq!(
+        query(Some("app")),
+        format!(
+            "series,time,value\n{}{}",
+            row("3:20", "1"),
+            row("4:20", "2")
+        )
+    );
+    assert_eq!(
+        query(None),
+        format!("series,time,value\n{}", row("3:20", "100"))
+    );
+    assert_eq!(query(Some("tickertape")), query(None));
+
+    let err = failed(remote(&url, &["query", "-m", "cpu", "--db", "nope"]));
+    assert!(
+        err.contains("404") && err.contains("database not found"),
+        "{err}"
+    );
+    let err = failed(remote(
+        &url,
+        &["import", file, "--precision", "s", "--db", "nope"],
+    ));
+    assert!(
+        err.contains("404") && err.contains("database not found"),
+        "{err}"
+    );
+    assert_eq!(
+        query(None),
+        format!("series,time,value\n{}", row("3:20", "100"))
+    );
+
+    let chart = dir.path().join("app.png");
+    let chart = chart.to_str().unwrap();
+    ok(remote(
+        &url,
+        &["plot", "-m", "cpu", "--db", "app", "-o", chart],
+    ));
+    let err = failed(remote(
+        &url,
+        &["plot", "-m", "jobs", "--db", "app", "-o", chart],
+    ));
+    assert!(err.contains("no points"), "{err}");
 }

@@ -270,13 +270,20 @@ async fn dashboard_in_a_browser_with_databases() {
         .run("databases.test.mjs", &[&server.url, "single"])
         .await;
 
+    // InfluxQL's CREATE DATABASE, as an InfluxDB 1.x user makes one.
     let created = server
         .client
-        .post(format!("{}/api/v1/databases?name=app", server.url))
+        .post(format!("{}/query", server.url))
+        .form(&[("q", "CREATE DATABASE app")])
         .send()
         .await
-        .expect("POST /api/v1/databases");
-    assert_eq!(created.status().as_u16(), 201, "creating the database app");
+        .expect("POST /query");
+    let status = created.status().as_u16();
+    let text = created.text().await.unwrap_or_default();
+    assert!(
+        status == 200 && !text.contains("error"),
+        "creating the database app: {status} {text}"
+    );
     let now_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("a clock after 1970")
