@@ -82,8 +82,9 @@ pub async fn run(args: Args) -> Result<()> {
         ("step", "1m".to_string()),
         ("agg", "avg".to_string()),
     ]);
+    // tickertape's data is in its default database (named, as Grafana names one).
     let ours = client.get(format!("{url}/query")).query(&[
-        ("db", "bench"),
+        ("db", tickertape_engine::DEFAULT_DATABASE),
         ("epoch", "ms"),
         ("q", influxql.as_str()),
     ]);

@@ -559,3 +559,34 @@ async fn rebuilt_rollups_match_raw_points_again() {
         .to_string();
     assert!(err.contains("nothing to rebuild"), "{err}");
 }
+
+/// Retention holds in every database: the schema is by measurement name, and a named
+/// database's partitions of that measurement expire as the default database's do.
+#[tokio::test]
+async fn retention_drops_the_partitions_of_every_database() {
+    let config = "[measurements.bkt]\nlayout = \"buckets\"\ninterval = \"10s\"\n\
+                  rollups = []\nretention = { raw = \"1d\" }\n";
+    let clock = Arc::new(ManualClock::new(0));
+    let e = engine_on(open(), config, clock.clone());
+    assert!(e.create_database("app").await.unwrap());
+    let app = e.database(Some("app")).await.unwrap();
+    for engine in [&e, &app] {
+        engine
+            .write_lines("bkt v=1 0\n", Precision::Nanoseconds)
+            .await
+            .unwrap();
+    }
+    let q = query("bkt", 0, H);
+    assert_eq!(points(&app, &q).await, [Point::new(0, 1.0)]);
+    clock.set(30 * D);
+    let report = e.apply_retention(false).await.unwrap();
+    let mut dropped: Vec<&str> = report
+        .dropped
+        .iter()
+        .map(|p| p.measurement.as_str())
+        .collect();
+    dropped.sort();
+    assert_eq!(dropped, ["bkt", "bkt (database app)"], "{report:?}");
+    assert!(points(&app, &q).await.is_empty());
+    assert!(points(&e, &q).await.is_empty());
+}

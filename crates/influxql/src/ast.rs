@@ -17,6 +17,7 @@ pub enum Statement {
     Select(Box<Select>),
     /// `SHOW MEASUREMENTS [WITH MEASUREMENT =~ /re/ | = name] [WHERE …] [LIMIT n] [OFFSET n]`.
     ShowMeasurements {
+        on: Option<String>,
         with: Option<MeasurementFilter>,
         condition: Option<Expr>,
         limit: Option<u64>,
@@ -24,12 +25,14 @@ pub enum Statement {
     },
     /// `SHOW TAG KEYS [FROM m] [WHERE …] [LIMIT n]`.
     ShowTagKeys {
+        on: Option<String>,
         from: Vec<Source>,
         condition: Option<Expr>,
         limit: Option<u64>,
     },
     /// `SHOW TAG VALUES [FROM m] WITH KEY … [WHERE …] [LIMIT n]`.
     ShowTagValues {
+        on: Option<String>,
         from: Vec<Source>,
         key: TagKeyFilter,
         condition: Option<Expr>,
@@ -37,17 +40,52 @@ pub enum Statement {
     },
     /// `SHOW FIELD KEYS [FROM m]`.
     ShowFieldKeys {
+        on: Option<String>,
         from: Vec<Source>,
     },
     /// `SHOW SERIES [FROM m] [WHERE …] [LIMIT n]`.
     ShowSeries {
+        on: Option<String>,
         from: Vec<Source>,
         condition: Option<Expr>,
         limit: Option<u64>,
     },
-    ShowRetentionPolicies,
+    ShowRetentionPolicies {
+        on: Option<String>,
+    },
     ShowDatabases,
     CreateDatabase(String),
+    DropDatabase(String),
+}
+
+impl Statement {
+    /// The database the statement names itself (`ON db`, or the first `FROM "db"."rp"."m"`),
+    /// which goes before the request's `db` parameter.
+    pub fn database(&self) -> Option<&str> {
+        let on = match self {
+            Statement::ShowMeasurements { on, .. }
+            | Statement::ShowTagKeys { on, .. }
+            | Statement::ShowTagValues { on, .. }
+            | Statement::ShowFieldKeys { on, .. }
+            | Statement::ShowSeries { on, .. }
+            | Statement::ShowRetentionPolicies { on } => on.as_deref(),
+            _ => None,
+        };
+        let from = match self {
+            Statement::Select(s) => s.from.as_slice(),
+            Statement::ShowTagKeys { from, .. }
+            | Statement::ShowTagValues { from, .. }
+            | Statement::ShowFieldKeys { from, .. }
+            | Statement::ShowSeries { from, .. } => from.as_slice(),
+            _ => &[],
+        };
+        on.or_else(|| {
+            from.iter().find_map(|s| match s {
+                Source::Measurement { database, .. } => database.as_deref(),
+                Source::Regex(_) => None,
+            })
+        })
+    }
 }
 
 /// `WITH MEASUREMENT = name` or `=~ /re/`.
@@ -91,11 +129,12 @@ pub struct Field {
     pub alias: Option<String>,
 }
 
-/// `"m"`, `"rp"."m"` (the retention policy is kept for printing; tickertape ignores it),
-/// `/re/`.
+/// `"m"`, `"rp"."m"`, `"db"."rp"."m"` (the retention policy is kept for printing;
+/// tickertape ignores it), `/re/`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Source {
     Measurement {
+        database: Option<String>,
         retention_policy: Option<String>,
         name: String,
     },

@@ -142,8 +142,17 @@ impl Display for Source {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
             Source::Measurement {
+                database: Some(db),
+                retention_policy,
+                name,
+            } => match retention_policy {
+                Some(rp) => write!(f, "{}.{}.{}", Ident(db), Ident(rp), Ident(name)),
+                None => write!(f, "{}..{}", Ident(db), Ident(name)),
+            },
+            Source::Measurement {
                 retention_policy: Some(rp),
                 name,
+                ..
             } => write!(f, "{}.{}", Ident(rp), Ident(name)),
             Source::Measurement { name, .. } => write!(f, "{}", Ident(name)),
             Source::Regex(r) => write!(f, "{}", Regex(r)),
@@ -179,6 +188,13 @@ impl Display for Fill {
             Fill::Number(x) => number(f, *x)?,
         }
         f.write_char(')')
+    }
+}
+
+fn on(f: &mut Formatter<'_>, database: &Option<String>) -> fmt::Result {
+    match database {
+        Some(db) => write!(f, " ON {}", Ident(db)),
+        None => Ok(()),
     }
 }
 
@@ -251,12 +267,14 @@ impl Display for Statement {
         match self {
             Statement::Select(s) => write!(f, "{s}"),
             Statement::ShowMeasurements {
+                on: database,
                 with,
                 condition,
                 limit,
                 offset,
             } => {
                 f.write_str("SHOW MEASUREMENTS")?;
+                on(f, database)?;
                 match with {
                     Some(MeasurementFilter::Name(n)) => {
                         write!(f, " WITH MEASUREMENT = {}", Ident(n))?
@@ -271,44 +289,58 @@ impl Display for Statement {
                 clause(f, "OFFSET", offset)
             }
             Statement::ShowTagKeys {
+                on: database,
                 from: sources,
                 condition,
                 limit,
             } => {
                 f.write_str("SHOW TAG KEYS")?;
+                on(f, database)?;
                 from(f, sources)?;
                 clause(f, "WHERE", condition)?;
                 clause(f, "LIMIT", limit)
             }
             Statement::ShowTagValues {
+                on: database,
                 from: sources,
                 key,
                 condition,
                 limit,
             } => {
                 f.write_str("SHOW TAG VALUES")?;
+                on(f, database)?;
                 from(f, sources)?;
                 write!(f, " WITH KEY {key}")?;
                 clause(f, "WHERE", condition)?;
                 clause(f, "LIMIT", limit)
             }
-            Statement::ShowFieldKeys { from: sources } => {
+            Statement::ShowFieldKeys {
+                on: database,
+                from: sources,
+            } => {
                 f.write_str("SHOW FIELD KEYS")?;
+                on(f, database)?;
                 from(f, sources)
             }
             Statement::ShowSeries {
+                on: database,
                 from: sources,
                 condition,
                 limit,
             } => {
                 f.write_str("SHOW SERIES")?;
+                on(f, database)?;
                 from(f, sources)?;
                 clause(f, "WHERE", condition)?;
                 clause(f, "LIMIT", limit)
             }
-            Statement::ShowRetentionPolicies => f.write_str("SHOW RETENTION POLICIES"),
+            Statement::ShowRetentionPolicies { on: database } => {
+                f.write_str("SHOW RETENTION POLICIES")?;
+                on(f, database)
+            }
             Statement::ShowDatabases => f.write_str("SHOW DATABASES"),
             Statement::CreateDatabase(name) => write!(f, "CREATE DATABASE {}", Ident(name)),
+            Statement::DropDatabase(name) => write!(f, "DROP DATABASE {}", Ident(name)),
         }
     }
 }

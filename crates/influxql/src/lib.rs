@@ -52,7 +52,7 @@ pub struct ParseError {
 /// Statement keywords of InfluxQL that tickertape does not run: named in the error, so
 /// the user reads "not supported" rather than a syntax complaint.
 const UNSUPPORTED: &[&str] = &[
-    "ALTER", "DELETE", "DROP", "EXPLAIN", "GRANT", "KILL", "REVOKE", "SET",
+    "ALTER", "DELETE", "EXPLAIN", "GRANT", "KILL", "REVOKE", "SET",
 ];
 
 /// Parses `;`-separated statements (blank ones are skipped; none at all is an error).
@@ -113,8 +113,9 @@ fn error(text: &str, rest: &str, e: Option<ContextError>) -> ParseError {
     let word = first_word(rest.trim_start());
     if rest.len() == text.len() || expected.starts_with("SELECT") {
         if let Some(k) = UNSUPPORTED.iter().find(|k| k.eq_ignore_ascii_case(word)) {
-            expected =
-                format!("SELECT, SHOW, CREATE DATABASE ({k} is not supported by tickertape)");
+            expected = format!(
+                "SELECT, SHOW, CREATE DATABASE, DROP DATABASE ({k} is not supported by tickertape)"
+            );
         }
     }
     error_expected(text, rest, expected)

@@ -1,4 +1,4 @@
-//! Statements: `SELECT`, the `SHOW`s of the subset, `CREATE DATABASE`.
+//! Statements: `SELECT`, the `SHOW`s of the subset, `CREATE DATABASE`, `DROP DATABASE`.
 
 use winnow::combinator::{alt, cut_err, opt, preceded, separated};
 use winnow::prelude::*;
@@ -12,12 +12,14 @@ use crate::lex::{
 
 pub fn statement(i: &mut In<'_>) -> ModalResult<Statement> {
     one_of_these(
-        "SELECT, SHOW, CREATE DATABASE",
+        "SELECT, SHOW, CREATE DATABASE, DROP DATABASE",
         alt((
             preceded(kw("SELECT"), cut_err(select)).map(|s| Statement::Select(Box::new(s))),
             preceded(kw("SHOW"), cut_err(show)),
             preceded((kw("CREATE"), cut_err(kw("DATABASE"))), cut_err(ident))
                 .map(Statement::CreateDatabase),
+            preceded((kw("DROP"), cut_err(kw("DATABASE"))), cut_err(ident))
+                .map(Statement::DropDatabase),
         )),
     )
     .parse_next(i)
@@ -76,17 +78,33 @@ fn sources(i: &mut In<'_>) -> ModalResult<Vec<Source>> {
     separated(1.., one_of_these("identifier, regex", source), sym(",")).parse_next(i)
 }
 
-/// `m`, `rp.m`, `db.rp.m` (the database and retention policy are not tickertape's), `/re/`.
+/// `m`, `rp.m`, `db.rp.m` (the retention policy is not tickertape's), `/re/`.
 fn source(i: &mut In<'_>) -> ModalResult<Source> {
     if let Some(r) = opt(regex).parse_next(i)? {
         return Ok(Source::Regex(r));
     }
-    let mut parts: Vec<String> = separated(1..=3, ident, sym(".")).parse_next(i)?;
-    let name = parts.pop().unwrap_or_default();
-    Ok(Source::Measurement {
-        retention_policy: parts.pop(),
+    let first = ident(i)?;
+    if opt(sym(".")).parse_next(i)?.is_none() {
+        return Ok(measurement(None, None, first));
+    }
+    // `db..m` names the database's default retention policy.
+    let second = opt(ident).parse_next(i)?;
+    if opt(sym(".")).parse_next(i)?.is_some() {
+        let name = cut_err(ident).parse_next(i)?;
+        return Ok(measurement(Some(first), second, name));
+    }
+    match second {
+        Some(name) => Ok(measurement(None, Some(first), name)),
+        None => fail_expected("identifier"),
+    }
+}
+
+fn measurement(database: Option<String>, retention_policy: Option<String>, name: String) -> Source {
+    Source::Measurement {
+        database,
+        retention_policy,
         name,
-    })
+    }
 }
 
 fn dimensions(i: &mut In<'_>) -> ModalResult<Vec<Dimension>> {
@@ -136,15 +154,16 @@ fn fill(i: &mut In<'_>) -> ModalResult<Fill> {
     .parse_next(i)
 }
 
-/// `ON db`: accepted after `SHOW …`; tickertape has one namespace, so it names nothing.
-fn on_database(i: &mut In<'_>) -> ModalResult<()> {
-    opt(preceded(kw("ON"), cut_err(ident))).void().parse_next(i)
+/// `ON db` after `SHOW …`: the database the statement is about.
+fn on_database(i: &mut In<'_>) -> ModalResult<Option<String>> {
+    opt(preceded(kw("ON"), cut_err(ident))).parse_next(i)
 }
 
-fn from(i: &mut In<'_>) -> ModalResult<Vec<Source>> {
-    on_database(i)?;
+/// `[ON db] [FROM sources]`.
+fn from(i: &mut In<'_>) -> ModalResult<(Option<String>, Vec<Source>)> {
+    let on = on_database(i)?;
     let sources = opt(preceded(kw("FROM"), cut_err(sources))).parse_next(i)?;
-    Ok(sources.unwrap_or_default())
+    Ok((on, sources.unwrap_or_default()))
 }
 
 fn condition(i: &mut In<'_>) -> ModalResult<Option<Expr>> {
@@ -165,10 +184,10 @@ fn show(i: &mut In<'_>) -> ModalResult<Statement> {
             preceded((kw("TAG"), kw("KEYS")), show_tag_keys),
             preceded((kw("TAG"), kw("VALUES")), show_tag_values),
             preceded((kw("FIELD"), cut_err(kw("KEYS"))), from)
-                .map(|from| Statement::ShowFieldKeys { from }),
+                .map(|(on, from)| Statement::ShowFieldKeys { on, from }),
             preceded(kw("SERIES"), show_series),
             preceded((kw("RETENTION"), cut_err(kw("POLICIES"))), on_database)
-                .value(Statement::ShowRetentionPolicies),
+                .map(|on| Statement::ShowRetentionPolicies { on }),
             kw("DATABASES").value(Statement::ShowDatabases),
         )),
     )
@@ -176,7 +195,7 @@ fn show(i: &mut In<'_>) -> ModalResult<Statement> {
 }
 
 fn show_measurements(i: &mut In<'_>) -> ModalResult<Statement> {
-    on_database(i)?;
+    let on = on_database(i)?;
     let with = opt(preceded(
         (kw("WITH"), cut_err(kw("MEASUREMENT"))),
         cut_err(alt((
@@ -189,6 +208,7 @@ fn show_measurements(i: &mut In<'_>) -> ModalResult<Statement> {
     let limit = limit(i)?;
     let offset = opt(preceded(kw("OFFSET"), cut_err(count))).parse_next(i)?;
     Ok(Statement::ShowMeasurements {
+        on,
         with,
         condition,
         limit,
@@ -197,10 +217,11 @@ fn show_measurements(i: &mut In<'_>) -> ModalResult<Statement> {
 }
 
 fn show_tag_keys(i: &mut In<'_>) -> ModalResult<Statement> {
-    let from = from(i)?;
+    let (on, from) = from(i)?;
     let condition = condition(i)?;
     let limit = limit(i)?;
     Ok(Statement::ShowTagKeys {
+        on,
         from,
         condition,
         limit,
@@ -208,7 +229,7 @@ fn show_tag_keys(i: &mut In<'_>) -> ModalResult<Statement> {
 }
 
 fn show_tag_values(i: &mut In<'_>) -> ModalResult<Statement> {
-    let from = from(i)?;
+    let (on, from) = from(i)?;
     cut_err((kw("WITH"), kw("KEY"))).parse_next(i)?;
     let key = cut_err(one_of_these(
         "=, !=, =~, !~, IN",
@@ -228,6 +249,7 @@ fn show_tag_values(i: &mut In<'_>) -> ModalResult<Statement> {
     let condition = condition(i)?;
     let limit = limit(i)?;
     Ok(Statement::ShowTagValues {
+        on,
         from,
         key,
         condition,
@@ -236,10 +258,11 @@ fn show_tag_values(i: &mut In<'_>) -> ModalResult<Statement> {
 }
 
 fn show_series(i: &mut In<'_>) -> ModalResult<Statement> {
-    let from = from(i)?;
+    let (on, from) = from(i)?;
     let condition = condition(i)?;
     let limit = limit(i)?;
     Ok(Statement::ShowSeries {
+        on,
         from,
         condition,
         limit,

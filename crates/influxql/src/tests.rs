@@ -51,6 +51,7 @@ fn grafanas_default_query_with_tag_filter_and_time_bounds() {
     assert_eq!(
         s.from,
         [Source::Measurement {
+            database: None,
             retention_policy: None,
             name: "cpu".into()
         }]
@@ -86,6 +87,7 @@ fn grafanas_relative_time_filter_and_retention_policy() {
     assert_eq!(
         s.from,
         [Source::Measurement {
+            database: None,
             retention_policy: Some("autogen".into()),
             name: "mem".into()
         }]
@@ -178,12 +180,21 @@ fn from_regex_and_several_measurements() {
     assert_eq!(
         s.from[2],
         Source::Measurement {
+            database: Some("db".into()),
             retention_policy: Some("rp".into()),
             name: "disk".into()
         }
     );
     let s = select(r#"SELECT v FROM /a\/b/"#);
     assert_eq!(s.from[0], Source::Regex("a/b".into()));
+    let s = select(r#"SELECT v FROM "app".."cpu""#);
+    let app = Source::Measurement {
+        database: Some("app".into()),
+        retention_policy: None,
+        name: "cpu".into(),
+    };
+    assert_eq!(s.from[0], app);
+    assert_eq!(Statement::Select(Box::new(s)).database(), Some("app"));
     round_trip(r#"SELECT v FROM /a\/b\d/"#);
 }
 
@@ -262,6 +273,7 @@ fn show_statements_grafana_sends() {
         (
             "SHOW MEASUREMENTS LIMIT 100",
             Statement::ShowMeasurements {
+                on: None,
                 with: None,
                 condition: None,
                 limit: Some(100),
@@ -271,6 +283,7 @@ fn show_statements_grafana_sends() {
         (
             "SHOW MEASUREMENTS WITH MEASUREMENT =~ /cpu/ LIMIT 100",
             Statement::ShowMeasurements {
+                on: None,
                 with: Some(MeasurementFilter::Regex("cpu".into())),
                 condition: None,
                 limit: Some(100),
@@ -280,7 +293,9 @@ fn show_statements_grafana_sends() {
         (
             r#"SHOW TAG KEYS FROM "cpu""#,
             Statement::ShowTagKeys {
+                on: None,
                 from: vec![Source::Measurement {
+                    database: None,
                     retention_policy: None,
                     name: "cpu".into(),
                 }],
@@ -291,7 +306,9 @@ fn show_statements_grafana_sends() {
         (
             r#"SHOW TAG VALUES FROM "cpu" WITH KEY = "host" WHERE "region" =~ /^eu$/"#,
             Statement::ShowTagValues {
+                on: None,
                 from: vec![Source::Measurement {
+                    database: None,
                     retention_policy: None,
                     name: "cpu".into(),
                 }],
@@ -303,7 +320,9 @@ fn show_statements_grafana_sends() {
         (
             r#"SHOW FIELD KEYS FROM "cpu""#,
             Statement::ShowFieldKeys {
+                on: None,
                 from: vec![Source::Measurement {
+                    database: None,
                     retention_policy: None,
                     name: "cpu".into(),
                 }],
@@ -311,7 +330,26 @@ fn show_statements_grafana_sends() {
         ),
         (
             r#"SHOW RETENTION POLICIES on "telegraf""#,
-            Statement::ShowRetentionPolicies,
+            Statement::ShowRetentionPolicies {
+                on: Some("telegraf".into()),
+            },
+        ),
+        (
+            r#"SHOW TAG KEYS ON "app" FROM "cpu""#,
+            Statement::ShowTagKeys {
+                on: Some("app".into()),
+                from: vec![Source::Measurement {
+                    database: None,
+                    retention_policy: None,
+                    name: "cpu".into(),
+                }],
+                condition: None,
+                limit: None,
+            },
+        ),
+        (
+            r#"DROP DATABASE "app""#,
+            Statement::DropDatabase("app".into()),
         ),
         ("show databases", Statement::ShowDatabases),
         (
@@ -357,7 +395,13 @@ fn errors_name_the_position_and_what_was_expected() {
     let e = parse("SHOW DATABASES\nSHOW FOO").unwrap_err();
     assert_eq!((e.line, e.column), (2, 1), "{e}");
     let e = parse("DROP MEASUREMENT cpu").unwrap_err();
-    assert!(e.to_string().contains("DROP is not supported"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("found MEASUREMENT, expected DATABASE"),
+        "{e}"
+    );
+    let e = parse("DELETE FROM cpu").unwrap_err();
+    assert!(e.to_string().contains("DELETE is not supported"), "{e}");
     assert!(parse("  ;  ").is_err());
     let e = parse("SHOW TAG VALUES FROM cpu").unwrap_err();
     assert!(e.to_string().contains("found EOF"), "{e}");
@@ -442,12 +486,13 @@ fn expr() -> impl Strategy<Value = Expr> {
 
 fn source() -> impl Strategy<Value = Source> {
     prop_oneof![
-        (prop::option::of(name()), name()).prop_map(|(retention_policy, name)| {
-            Source::Measurement {
+        (prop::option::of(name()), prop::option::of(name()), name()).prop_map(
+            |(database, retention_policy, name)| Source::Measurement {
+                database,
                 retention_policy,
                 name,
             }
-        }),
+        ),
         regex_text().prop_map(Source::Regex),
     ]
 }

@@ -1,5 +1,6 @@
 //! Operations on the store rather than its data.
 
+use crate::database::DB_PARAM;
 use crate::error::ApiError;
 use crate::query::Params;
 use crate::AppState;
@@ -36,7 +37,7 @@ pub struct DeleteAnswer {
     pub series_removed: u64,
 }
 
-/// `POST /api/v1/admin/delete?measurement=M[&tag=K:V…][&field=F][&start=S][&end=E]` (or
+/// `POST /api/v1/admin/delete?measurement=M[&tag=K:V…][&field=F][&start=S][&end=E][&db=D]` (or
 /// the same as a form body): deletes the points in `[start, end)` (RFC 3339, integer ns or
 /// relative to now, as the query API) of the series the selection matches; without
 /// `start` and `end`, the series whole, which leave the catalog. Answers how many series
@@ -61,7 +62,10 @@ pub async fn delete(
         ));
     }
     let selector = params.selector()?;
-    let now = state.engine.now_nanos();
+    // From the query string or the form body alike: a `db` left unread would delete in
+    // the default database.
+    let engine = state.engine.database(params.one(DB_PARAM)).await?;
+    let now = engine.now_nanos();
     let time = |name: &str| {
         params
             .one(name)
@@ -73,7 +77,7 @@ pub async fn delete(
     };
     let range = DeleteRange::new(time("start")?, time("end")?)
         .map_err(|e| ApiError::BadRequest(format!("parameters start and end: {e}")))?;
-    let report = state.engine.delete(&selector, range).await?;
+    let report = engine.delete(&selector, range).await?;
     Ok(Json(DeleteAnswer {
         series_matched: report.series_matched,
         series_removed: report.series_removed,

@@ -137,6 +137,8 @@ pub enum AuthSetupError {
 ///
 /// Unknown paths need `admin`: a route added without a line here is closed, not open.
 pub fn required_scope(path: &str) -> Option<Scope> {
+    let path = without_database(path);
+    let path: &str = &path;
     const OPEN: [&str; 2] = ["/health", "/ping"];
     const WRITE: [&str; 4] = [
         "/write",
@@ -160,6 +162,18 @@ pub fn required_scope(path: &str) -> Option<Scope> {
         return Some(Scope::Read);
     }
     Some(Scope::Admin)
+}
+
+/// `/prometheus/db/<name>/rest` as `/prometheus/rest`: a database's Prometheus routes
+/// need what the default database's do.
+fn without_database(path: &str) -> std::borrow::Cow<'_, str> {
+    let Some(rest) = path.strip_prefix("/prometheus/db/") else {
+        return path.into();
+    };
+    match rest.split_once('/') {
+        Some((_, rest)) => format!("/prometheus/{rest}").into(),
+        None => path.into(),
+    }
 }
 
 /// The token a request carries, from the first of: the `Authorization` header (Bearer,
@@ -194,8 +208,27 @@ fn from_authorization(value: &HeaderValue) -> Option<String> {
     None
 }
 
+/// The scopes of the token a request was let through with (none without `--auth`), in
+/// its extensions: for a handler whose statements need more than its route (InfluxQL's
+/// `CREATE DATABASE` and `DROP DATABASE` on `/query` need admin).
+#[derive(Clone, Debug)]
+pub struct Granted(pub Scopes);
+
+impl Granted {
+    /// Whether a request let through with `granted` may do what needs `scope`.
+    pub fn allows(granted: Option<&Granted>, scope: Scope) -> Result<(), String> {
+        match granted {
+            None => Ok(()),
+            Some(Granted(scopes)) if scopes.allow(scope) => Ok(()),
+            Some(Granted(scopes)) => Err(format!(
+                "this statement needs a token with the {scope} scope; this token has {scopes}"
+            )),
+        }
+    }
+}
+
 /// The middleware: lets a request through when its token allows the route.
-pub async fn require(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn require(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let Some(auth) = state.config.auth.clone() else {
         return next.run(request).await;
     };
@@ -208,7 +241,10 @@ pub async fn require(State(state): State<AppState>, request: Request, next: Next
     };
     match auth.scopes_of(&secret).await {
         None => refuse(&path, Refusal::Unknown),
-        Some(scopes) if scopes.allow(needed) => next.run(request).await,
+        Some(scopes) if scopes.allow(needed) => {
+            request.extensions_mut().insert(Granted(scopes));
+            next.run(request).await
+        }
         Some(scopes) => refuse(&path, Refusal::Scope { needed, scopes }),
     }
 }
@@ -287,6 +323,15 @@ mod tests {
             ("/metrics", Some(Scope::Read)),
             ("/something/new", Some(Scope::Admin)),
             ("/writes", Some(Scope::Admin)),
+            ("/api/v1/databases", Some(Scope::Read)),
+            ("/api/v1/admin/databases", Some(Scope::Admin)),
+            ("/prometheus/db/app/api/v1/write", Some(Scope::Write)),
+            ("/prometheus/db/app/api/v1/query", Some(Scope::Read)),
+            (
+                "/prometheus/db/app/api/v1/admin/tsdb/delete_series",
+                Some(Scope::Admin),
+            ),
+            ("/prometheus/db/app", Some(Scope::Admin)),
         ] {
             assert_eq!(required_scope(path), scope, "{path}");
         }

@@ -1,12 +1,13 @@
-//! `GET /api/v1/status/cardinality?limit=N`: which measurements, fields, tag keys and tag
+//! `GET /api/v1/status/cardinality?limit=N[&db=D]`: the database's series (and every
+//! database's count), which measurements, fields, tag keys and tag
 //! pairs make the series count (the engine's [`tickertape_engine::Cardinality`]), the
 //! `limit` largest of each (default 10). Prometheus' view of the same counts is
 //! `/prometheus/api/v1/status/tsdb` (`prometheus/status.rs`).
 
+use crate::database::InDatabase;
 use crate::error::ApiError;
 use crate::query::Params;
-use crate::AppState;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -26,12 +27,12 @@ pub fn parse_limit(text: Option<&str>) -> Result<usize, String> {
 }
 
 pub async fn cardinality(
-    State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let params = Params::parse(raw.as_deref().unwrap_or(""), &["limit"])?;
     let limit = parse_limit(params.one("limit")).map_err(ApiError::BadRequest)?;
-    let c = state.engine.cardinality(limit).await?;
+    let c = engine.cardinality(limit).await?;
     let named = |items: Vec<(String, u64)>, what: &str| -> Vec<Value> {
         items
             .into_iter()
@@ -39,7 +40,10 @@ pub async fn cardinality(
             .collect()
     };
     Ok(Json(json!({
+        "database": c.database,
         "series": c.series,
+        "series_in_all_databases": c.series_in_all_databases,
+        "series_by_database": named(c.series_by_database, "series"),
         "measurements": c.measurements,
         "fields": c.fields,
         "tag_pairs": c.tag_pairs,

@@ -5,12 +5,15 @@
 //! - `GET /api/v1/measurements`, `fields`, `tag_keys`, `tag_values`: the pickers' names
 //!   ([`listing`]).
 //! - `GET /api/v1/status/cardinality`: what makes the series count ([`cardinality`]).
+//! - `GET /api/v1/databases`, `POST`/`DELETE /api/v1/admin/databases` ([`databases`]);
+//!   every route of the data works in the database the request names ([`database`]).
 //! - `GET /`: the dashboard, its assets under `/assets/` ([`dashboard`]).
 //! - `GET /health`, `GET /metrics` ([`metrics`]).
 //! - `POST /api/v1/admin/compact`, `POST /api/v1/admin/snapshot` ([`admin`]).
 //! - `/ping` ([`influx`]), and InfluxQL on `/query` for Grafana's InfluxDB data source and
 //!   the `influx` shell ([`influxql`]).
-//! - Prometheus' remote write/read and query API under `/prometheus` ([`prometheus`]).
+//! - Prometheus' remote write/read and query API under `/prometheus`, and under
+//!   `/prometheus/db/<name>` for a database ([`prometheus`]).
 //!
 //! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
 //!
@@ -23,6 +26,8 @@ pub mod auth;
 pub mod binary;
 pub mod cardinality;
 pub mod dashboard;
+pub mod database;
+pub mod databases;
 pub mod error;
 pub mod influx;
 pub mod influxql;
@@ -116,6 +121,11 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/tag_keys", get(listing::tag_keys))
         .route("/api/v1/tag_values", get(listing::tag_values))
         .route("/api/v1/status/cardinality", get(cardinality::cardinality))
+        .route("/api/v1/databases", get(databases::list))
+        .route(
+            "/api/v1/admin/databases",
+            post(databases::create).delete(databases::drop),
+        )
         .route("/api/v1/admin/compact", post(admin::compact))
         .route("/api/v1/admin/delete", post(admin::delete))
         .route("/api/v1/admin/snapshot", post(admin::snapshot))
@@ -123,6 +133,8 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
         .nest("/prometheus", prometheus::routes())
+        // A Grafana data source's URL can name the database (`crate::database`).
+        .nest("/prometheus/db/{db}", prometheus::routes())
         .merge(dashboard::routes())
         .merge(influx::routes())
         // Inside `track`, so refused requests are counted under their route and status.

@@ -2,10 +2,10 @@
 //! the names a search box offers as one types (`prefix`), the first `limit`, cheap at a
 //! million series because they come from the index, never from the series.
 
+use crate::database::InDatabase;
 use crate::error::ApiError;
 use crate::query::Params;
-use crate::AppState;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tickertape_backend::NameQuery;
@@ -17,47 +17,41 @@ pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 10_000;
 
 pub async fn measurements(
-    State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let params = Params::parse(raw.as_deref().unwrap_or(""), &["prefix", "limit"])?;
-    let listing = state
-        .engine
-        .list_measurements(&name_query(&params)?)
-        .await?;
+    let listing = engine.list_measurements(&name_query(&params)?).await?;
     Ok(answer("measurements", listing))
 }
 
 pub async fn fields(
-    State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let (params, names) = of_measurement(raw, &[])?;
     let measurement = params.required("measurement")?;
-    let listing = state.engine.list_fields_of(measurement, &names).await?;
+    let listing = engine.list_fields_of(measurement, &names).await?;
     Ok(answer("fields", listing))
 }
 
 pub async fn tag_keys(
-    State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let (params, names) = of_measurement(raw, &[])?;
     let measurement = params.required("measurement")?;
-    let listing = state.engine.list_tag_keys(measurement, &names).await?;
+    let listing = engine.list_tag_keys(measurement, &names).await?;
     Ok(answer("tag_keys", listing))
 }
 
 pub async fn tag_values(
-    State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let (params, names) = of_measurement(raw, &["key"])?;
     let (measurement, key) = (params.required("measurement")?, params.required("key")?);
-    let listing = state
-        .engine
-        .list_tag_values(measurement, key, &names)
-        .await?;
+    let listing = engine.list_tag_values(measurement, key, &names).await?;
     Ok(answer("tag_values", listing))
 }
 

@@ -1,5 +1,7 @@
 //! `GET /api/v1/query` and `GET /api/v1/series` (DESIGN §5).
 
+use crate::database::InDatabase;
+use crate::database::DB_PARAM;
 use crate::error::ApiError;
 use crate::AppState;
 use axum::extract::{RawQuery, State};
@@ -39,13 +41,13 @@ pub struct SeriesList {
 }
 
 pub async fn query(
-    State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let raw = raw.as_deref().unwrap_or("");
-    let query = parse_query(raw, state.engine.now_nanos())?;
+    let query = parse_query(raw, engine.now_nanos())?;
     let merge = Params::parse(raw, QUERY_PARAMS)?.flag("merge")?;
-    let answer = state.engine.query(&query).await?;
+    let answer = engine.query(&query).await?;
     if merge {
         let points: Vec<_> = answer.iter().map(|s| s.points.clone()).collect();
         let (times, columns) = merge_on_time_axis(&points);
@@ -91,7 +93,7 @@ pub struct MergedSeries {
 }
 
 pub async fn series(
-    State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Json<SeriesList>, ApiError> {
     let params = Params::parse(
@@ -99,7 +101,7 @@ pub async fn series(
         &["measurement", "field", "tag"],
     )?;
     let selector = params.selector()?;
-    let found = state.engine.list_series(&selector).await?;
+    let found = engine.list_series(&selector).await?;
     Ok(Json(SeriesList {
         series: found
             .into_iter()
@@ -181,9 +183,10 @@ impl Params {
             .into_owned()
             .collect();
         for (i, (key, _)) in pairs.iter().enumerate() {
-            if !known.contains(&key.as_str()) {
+            // `db` is every route's (`crate::database`).
+            if !known.contains(&key.as_str()) && key != DB_PARAM {
                 return Err(ApiError::BadRequest(format!(
-                    "unknown parameter {key:?}; expected one of {}",
+                    "unknown parameter {key:?}; expected one of {}, {DB_PARAM}",
                     known.join(", ")
                 )));
             }

@@ -5,6 +5,7 @@
 //! field values skipped (the engine's `StringFields`) do not make a line refused: they are
 //! counted in `/metrics`.
 
+use crate::database::InDatabase;
 use crate::error::ApiError;
 use crate::AppState;
 use axum::body::Bytes;
@@ -37,6 +38,7 @@ struct PartialWriteBody {
 
 pub async fn write(
     State(state): State<AppState>,
+    InDatabase(engine): InDatabase,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
@@ -52,7 +54,7 @@ pub async fn write(
         body.to_vec()
     };
     let (text, mut utf8_errors) = decode_utf8_lines(raw);
-    let mut report = state.engine.write_lines_as(&text, precision, mode).await?;
+    let mut report = engine.write_lines_as(&text, precision, mode).await?;
     if !utf8_errors.is_empty() {
         merge_utf8_errors(&mut report, &mut utf8_errors);
     }

@@ -99,11 +99,16 @@ const LINE: &str = "cpu,host=a usage=1 1700000000000000000";
 async fn each_scope_opens_its_routes_and_no_other() {
     let (server, _) = server().await;
     // (method, path, body, the scope it needs; None: open)
-    let routes: [(&str, &str, &str, Option<Scope>); 9] = [
+    let routes: [(&str, &str, &str, Option<Scope>); 12] = [
         ("GET", "/health", "", None),
         ("GET", "/ping", "", None),
-        ("POST", "/write?db=x", LINE, Some(Scope::Write)),
-        ("POST", "/api/v2/write?bucket=x", LINE, Some(Scope::Write)),
+        ("POST", "/write?db=tickertape", LINE, Some(Scope::Write)),
+        (
+            "POST",
+            "/api/v2/write?bucket=tickertape",
+            LINE,
+            Some(Scope::Write),
+        ),
         (
             "GET",
             "/api/v1/query?measurement=cpu&field=usage",
@@ -114,6 +119,19 @@ async fn each_scope_opens_its_routes_and_no_other() {
         ("GET", "/prometheus/api/v1/labels", "", Some(Scope::Read)),
         ("GET", "/metrics", "", Some(Scope::Read)),
         ("POST", "/api/v1/admin/compact", "", Some(Scope::Admin)),
+        ("GET", "/api/v1/databases", "", Some(Scope::Read)),
+        (
+            "POST",
+            "/api/v1/admin/databases?name=d",
+            "",
+            Some(Scope::Admin),
+        ),
+        (
+            "GET",
+            "/prometheus/db/d/api/v1/labels",
+            "",
+            Some(Scope::Read),
+        ),
     ];
     for (method, path, body, needed) in routes {
         let (status, answer, challenge) = call(&server, method, path, body, Sent::Nothing).await;
@@ -146,6 +164,32 @@ async fn each_scope_opens_its_routes_and_no_other() {
     server.stop().await;
 }
 
+/// `/query` needs read, but its `CREATE DATABASE` and `DROP DATABASE` need admin, as in
+/// InfluxDB 1.x: refused per statement, the others answered.
+#[tokio::test]
+async fn influxql_database_statements_need_admin() {
+    let (server, _) = server().await;
+    let q = "/query?q=CREATE+DATABASE+app%3B+SHOW+DATABASES";
+    let (status, answer, _) = call(&server, "GET", q, "", Sent::Bearer(READ)).await;
+    assert_eq!(status, 200, "{answer}");
+    let refusal = answer["results"][0]["error"].as_str().unwrap_or_default();
+    assert!(refusal.contains("admin scope"), "{answer}");
+    assert_eq!(
+        answer["results"][1]["series"][0]["values"],
+        serde_json::json!([["tickertape"]])
+    );
+    let (_, answer, _) = call(&server, "GET", q, "", Sent::Bearer(ADMIN)).await;
+    assert_eq!(
+        answer["results"][1]["series"][0]["values"],
+        serde_json::json!([["app"], ["tickertape"]]),
+        "{answer}"
+    );
+    let drop = "/query?q=DROP+DATABASE+app";
+    let (_, answer, _) = call(&server, "GET", drop, "", Sent::Bearer(READ_WRITE)).await;
+    assert!(answer["results"][0]["error"].is_string(), "{answer}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_token_is_taken_from_every_place_clients_put_it() {
     let (server, _) = server().await;
@@ -155,7 +199,7 @@ async fn a_token_is_taken_from_every_place_clients_put_it() {
         Sent::Basic(WRITE),
         Sent::UserPassword(WRITE),
     ] {
-        let (status, answer, _) = call(&server, "POST", "/write?db=x", LINE, sent).await;
+        let (status, answer, _) = call(&server, "POST", "/write?db=tickertape", LINE, sent).await;
         assert_eq!(status, 204, "{sent:?}: {answer}");
     }
     for sent in [Sent::Bearer(READ), Sent::Token(READ), Sent::Basic(READ)] {
@@ -336,6 +380,11 @@ async fn influx_cli_writes_with_a_token() {
             Duration::from_secs(30),
         )
     };
+    // Writes to a database that does not exist are refused, as by InfluxDB: an admin
+    // makes it first.
+    let create = "/api/v1/admin/databases?name=telegraf";
+    let (status, answer, _) = call(&server, "POST", create, "", Sent::Bearer(ADMIN)).await;
+    assert_eq!(status, 201, "{answer}");
     let (ok, out) = influx(READ_WRITE);
     assert!(ok, "{out}");
     // The CLI prints the refusal (and exits 0 after a failed INSERT); the point is not
@@ -345,7 +394,7 @@ async fn influx_cli_writes_with_a_token() {
     let (status, answer, _) = call(
         &server,
         "GET",
-        "/api/v1/query?measurement=cpu&field=usage&tag=host%3Acli",
+        "/api/v1/query?measurement=cpu&field=usage&tag=host%3Acli&db=telegraf",
         "",
         Sent::Basic(READ),
     )

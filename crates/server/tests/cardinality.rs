@@ -35,7 +35,9 @@ async fn the_own_view_counts_series_by_measurement_field_and_tag() {
     assert_eq!(
         answer,
         json!({
-            "series": 7, "measurements": 2, "fields": 3, "tag_pairs": 4,
+            "database": "tickertape", "series": 7, "series_in_all_databases": 7,
+            "series_by_database": [{"name": "tickertape", "series": 7}],
+            "measurements": 2, "fields": 3, "tag_pairs": 4,
             "series_by_measurement": [{"name": "cpu", "series": 6}, {"name": "mem", "series": 1}],
             "series_by_field": [
                 {"measurement": "cpu", "field": "idle", "series": 3},

@@ -55,7 +55,7 @@ async fn ping_and_the_statements_writers_send_are_answered() {
     assert_eq!(status, 200);
     assert_eq!(
         shown["results"][0]["series"][0]["values"],
-        json!([["tickertape"]])
+        json!([["telegraf"], ["tickertape"]])
     );
     // Outside the InfluxQL subset: InfluxDB's per-statement error, naming what.
     let error = shown["results"][1]["error"].as_str().unwrap_or_default();
@@ -109,7 +109,10 @@ async fn influx_cli_writes() {
     let (ok, out) = influx(&["-execute", "CREATE DATABASE telegraf"]);
     assert!(ok, "{out}");
     let (ok, out) = influx(&["-execute", "SHOW DATABASES"]);
-    assert!(ok && out.contains("tickertape"), "{out}");
+    assert!(
+        ok && out.contains("tickertape") && out.contains("telegraf"),
+        "{out}"
+    );
     let (ok, out) = influx(&[
         "-database",
         "telegraf",
@@ -131,24 +134,31 @@ async fn influx_cli_writes() {
     assert!(ok && out.contains("Processed 2 inserts"), "{out}");
     // InfluxQL through the CLI: a raw select and an aggregate, then a SHOW.
     let (ok, out) = influx(&[
+        "-database",
+        "telegraf",
         "-precision",
         "s",
         "-execute",
         "SELECT \"usage\" FROM \"cpu\"",
     ]);
     assert!(ok && out.contains("1700000010 3.5"), "{out}");
-    let (ok, out) = influx(&["-execute", "SELECT max(usage) FROM cpu GROUP BY host"]);
+    let in_telegraf = |q: &str| influx(&["-database", "telegraf", "-execute", q]);
+    let (ok, out) = in_telegraf("SELECT max(usage) FROM cpu GROUP BY host");
     assert!(
         ok && out.contains("tags: host=cli2") && out.contains("3.5"),
         "{out}"
     );
-    let (ok, out) = influx(&["-execute", "SHOW TAG VALUES FROM cpu WITH KEY = host"]);
+    let (ok, out) = in_telegraf("SHOW TAG VALUES FROM cpu WITH KEY = host");
     assert!(ok && out.contains("cli1") && out.contains("cli2"), "{out}");
 
     let (status, answer) = server
         .get(
             "/api/v1/query",
-            &[("measurement", "cpu"), ("field", "usage")],
+            &[
+                ("measurement", "cpu"),
+                ("field", "usage"),
+                ("db", "telegraf"),
+            ],
         )
         .await;
     assert_eq!(status, 200, "{answer}");

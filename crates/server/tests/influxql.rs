@@ -18,6 +18,11 @@ const BOUNDS: &str = "time >= 1596240000000ms AND time <= 1596240060000ms";
 
 async fn loaded() -> TestServer {
     let server = TestServer::start().await;
+    // As Telegraf does before it writes.
+    let (status, _) = server
+        .get("/query", &[("q", "CREATE DATABASE telegraf")])
+        .await;
+    assert_eq!(status, 200);
     let r = server
         .client
         .post(format!("{}/write?db=telegraf&precision=s", server.url))
@@ -46,7 +51,9 @@ async fn grafanas_query_answers_in_influxdbs_shape_with_rfc3339_or_epoch_times()
              "values": [["2020-08-01T00:00:00Z", 4.0], ["2020-08-01T00:01:00Z", null]]}
         ]}]})
     );
-    let (_, answer) = server.get("/query", &[("q", &q), ("epoch", "s")]).await;
+    let (_, answer) = server
+        .get("/query", &[("db", "telegraf"), ("q", &q), ("epoch", "s")])
+        .await;
     assert_eq!(
         answer["results"][0]["series"][0]["values"][1][0],
         json!(1596240060)
@@ -65,7 +72,7 @@ async fn post_form_several_statements_pretty_and_csv() {
     let response = server
         .client
         .post(format!("{}/query?pretty=true", server.url))
-        .form(&[("q", q.as_str()), ("epoch", "ms")])
+        .form(&[("db", "telegraf"), ("q", q.as_str()), ("epoch", "ms")])
         .send()
         .await
         .expect("POST");
@@ -85,7 +92,10 @@ async fn post_form_several_statements_pretty_and_csv() {
     let csv = server
         .client
         .get(format!("{}/query", server.url))
-        .query(&[("q", "SELECT usage FROM cpu WHERE host = 'a'")])
+        .query(&[
+            ("db", "telegraf"),
+            ("q", "SELECT usage FROM cpu WHERE host = 'a'"),
+        ])
         .header("Accept", "application/csv")
         .send()
         .await
@@ -111,7 +121,8 @@ async fn errors_in_influxdbs_shape() {
     // Parses, but is outside the subset: that statement's error, the others answered.
     let q = "SELECT integral(usage) FROM cpu; SELECT mean(usage) FROM cpu GROUP BY time(1m); \
              SELECT last(usage) FROM cpu";
-    let (status, answer) = server.get("/query", &[("q", q), ("epoch", "s")]).await;
+    let params = [("db", "telegraf"), ("q", q), ("epoch", "s")];
+    let (status, answer) = server.get("/query", &params).await;
     assert_eq!(status, 200, "{answer}");
     let results = &answer["results"];
     assert!(

@@ -276,13 +276,15 @@ async fn influxql_matches_influxdb() {
     let influxd = start_influxd().await;
     let server = TestServer::start().await;
     let client = support::client();
-    let created = client
-        .post(format!("{}/query", influxd.url))
-        .form(&[("q", "CREATE DATABASE db")])
-        .send()
-        .await
-        .expect("create the database");
-    assert_eq!(created.status().as_u16(), 200);
+    for url in [&influxd.url, &server.url] {
+        let created = client
+            .post(format!("{url}/query"))
+            .form(&[("q", "CREATE DATABASE db")])
+            .send()
+            .await
+            .expect("create the database");
+        assert_eq!(created.status().as_u16(), 200, "{url}");
+    }
     let body = line_protocol();
     for url in [&influxd.url, &server.url] {
         let written = client

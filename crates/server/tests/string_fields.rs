@@ -15,7 +15,7 @@ const SYSTEM: &str =
 async fn write(server: &TestServer, body: &str) -> (u16, String) {
     let response = server
         .client
-        .post(format!("{}/write?db=telegraf&precision=s", server.url))
+        .post(format!("{}/write?precision=s", server.url))
         .body(body.to_string())
         .send()
         .await

@@ -8,9 +8,11 @@
 //!   through the engine's read plan, then [`compute`]: windows, fill, transformations;
 //! - [`output`]: the answer's JSON or CSV.
 //!
-//! `db` and `rp` are accepted and name nothing: tickertape has one namespace, so every
-//! database is the same one. `CREATE DATABASE` changes nothing; `SHOW DATABASES` lists
-//! `tickertape` and the names the same request created.
+//! A statement runs in the database it names (`ON db`, `FROM "db"."rp"."m"`), else in the
+//! request's `db`, else in the default database; one that does not exist answers
+//! InfluxDB's `database not found: db` for that statement. `CREATE DATABASE`,
+//! `DROP DATABASE` and `SHOW DATABASES` manage the engine's databases; `rp` names nothing
+//! (one retention policy, `autogen`).
 
 pub mod compute;
 pub mod condition;
@@ -25,18 +27,19 @@ use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use tickertape_engine::Engine;
+use tickertape_engine::{Engine, EngineError};
 use tickertape_influxql::Statement;
 
+use crate::auth::Granted;
 use crate::AppState;
+use axum::Extension;
 use output::{Cell, Epoch, Series, StatementResult};
-
-/// The database `SHOW DATABASES` always lists.
-pub const DATABASE: &str = "tickertape";
+use tickertape_core::auth::Scope;
 
 /// `/query`: parameters from the URL and, for POST, a form body.
 pub async fn query(
     State(state): State<AppState>,
+    granted: Option<Extension<Granted>>,
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
     body: Bytes,
@@ -66,10 +69,10 @@ pub async fn query(
         Ok(parsed) => parsed,
         Err(e) => return bad_request(&format!("error parsing query: {e}")),
     };
-    let mut created = Vec::new();
     let mut results: Vec<StatementResult> = Vec::new();
     for statement in &parsed.statements {
-        results.push(run(&state.engine, statement, &mut created).await);
+        let granted = granted.as_ref().map(|Extension(g)| g);
+        results.push(run(&state.engine, param("db"), granted, statement).await);
     }
     let csv = headers
         .get(header::ACCEPT)
@@ -103,31 +106,56 @@ fn bad_request(error: &str) -> Response {
         .into_response()
 }
 
-/// One statement's answer; `created` collects `CREATE DATABASE` names for a later `SHOW
-/// DATABASES` of the same request.
+/// One statement's answer, in the database it names, else `db` (see the module's doc);
+/// `CREATE` and `DROP DATABASE` need the admin scope where `--auth` is on.
 pub async fn run(
-    engine: &Engine,
+    root: &Engine,
+    db: Option<&str>,
+    granted: Option<&Granted>,
     statement: &Statement,
-    created: &mut Vec<String>,
 ) -> StatementResult {
+    if matches!(
+        statement,
+        Statement::CreateDatabase(_) | Statement::DropDatabase(_)
+    ) {
+        Granted::allows(granted, Scope::Admin)?;
+    }
     match statement {
         Statement::CreateDatabase(name) => {
-            created.push(name.clone());
+            root.create_database(name)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(Vec::new())
         }
+        // As in InfluxDB 1.x, dropping a database that does not exist is no error.
+        Statement::DropDatabase(name) => match root.drop_database(name).await {
+            Ok(_) | Err(EngineError::UnknownDatabase(_)) => Ok(Vec::new()),
+            Err(e) => Err(e.to_string()),
+        },
         Statement::ShowDatabases => {
-            let mut names = vec![DATABASE.to_string()];
-            names.extend(created.iter().cloned());
-            names.sort();
-            names.dedup();
+            let names = root.list_databases().await.map_err(|e| e.to_string())?;
             Ok(vec![Series {
                 name: "databases".into(),
                 tags: Vec::new(),
                 columns: vec!["name".into()],
-                values: names.into_iter().map(|n| vec![Cell::Text(n)]).collect(),
+                values: names
+                    .into_iter()
+                    .map(|n| vec![Cell::Text(n.to_string())])
+                    .collect(),
             }])
         }
-        Statement::Select(select) => select::run(engine, select).await,
-        other => show::run(engine, other).await,
+        statement => {
+            let engine = match root.database(statement.database().or(db)).await {
+                Ok(engine) => engine,
+                Err(EngineError::UnknownDatabase(name)) => {
+                    return Err(format!("database not found: {name}"))
+                }
+                Err(e) => return Err(e.to_string()),
+            };
+            match statement {
+                Statement::Select(select) => select::run(&engine, select).await,
+                other => show::run(&engine, other).await,
+            }
+        }
     }
 }

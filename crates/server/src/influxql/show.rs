@@ -22,11 +22,13 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             condition,
             limit,
             offset,
+            ..
         } => show_measurements(engine, with.as_ref(), condition.as_ref(), *limit, *offset).await,
         Statement::ShowTagKeys {
             from,
             condition,
             limit,
+            ..
         } => {
             let mut out = Vec::new();
             for m in measurements_or_all(engine, from).await? {
@@ -55,6 +57,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             key,
             condition,
             limit,
+            ..
         } => {
             let mut out = Vec::new();
             for m in measurements_or_all(engine, from).await? {
@@ -66,7 +69,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             }
             Ok(non_empty(out))
         }
-        Statement::ShowFieldKeys { from } => {
+        Statement::ShowFieldKeys { from, .. } => {
             let mut out = Vec::new();
             for m in measurements_or_all(engine, from).await? {
                 let fields = names_of(engine.list_fields_of(&m, &everything()).await)?;
@@ -82,6 +85,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             from,
             condition,
             limit,
+            ..
         } => {
             let mut keys = Vec::new();
             for m in measurements_or_all(engine, from).await? {
@@ -96,7 +100,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
                 .map(|k| vec![Cell::Text(k)]);
             Ok(non_empty(vec![series("", &["key"], rows.collect())]))
         }
-        Statement::ShowRetentionPolicies => Ok(vec![series(
+        Statement::ShowRetentionPolicies { .. } => Ok(vec![series(
             "",
             &[
                 "name",

@@ -22,6 +22,7 @@ mod translate;
 #[cfg(test)]
 mod translate_tests;
 
+use crate::database::InDatabase;
 use crate::error::ApiError;
 use crate::AppState;
 use axum::body::Bytes;
@@ -36,7 +37,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use tickertape_core::time::Precision;
-use tickertape_engine::{SeriesRef, SeriesSamples, WriteReport};
+use tickertape_engine::{Engine, SeriesRef, SeriesSamples, WriteReport};
 use tickertape_prometheus::mapping::VALUE_FIELD;
 use translate::{Refusal, Translation};
 
@@ -85,6 +86,7 @@ impl Format {
 
 pub(crate) async fn export(
     State(state): State<AppState>,
+    database: Result<InDatabase, ApiError>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -93,7 +95,11 @@ pub(crate) async fn export(
         // Which format the sender reads is unknown: JSON is the one a person can read.
         Err(e) => return failure(Format::Json, e),
     };
-    match store(&state, &headers, format, &body).await {
+    let engine = match database {
+        Ok(InDatabase(engine)) => engine,
+        Err(e) => return failure(format, e),
+    };
+    match store(&state, &engine, &headers, format, &body).await {
         Ok(response) => answer(format, StatusCode::OK, response_bytes(format, &response)),
         Err(e) => failure(format, e),
     }
@@ -102,6 +108,7 @@ pub(crate) async fn export(
 /// Decodes, translates and stores the request; the response to send.
 async fn store(
     state: &AppState,
+    engine: &Engine,
     headers: &HeaderMap,
     format: Format,
     body: &[u8],
@@ -129,8 +136,7 @@ async fn store(
             points: std::slice::from_ref(&s.point),
         })
         .collect();
-    let report = state
-        .engine
+    let report = engine
         .write_samples(&series, Precision::Milliseconds)
         .await?;
     let response = response_of(&translation, &report);

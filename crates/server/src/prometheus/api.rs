@@ -5,9 +5,9 @@ use super::error::PromError;
 use super::json;
 use super::params::{now_ms, Params, MAX_TIME, MIN_TIME};
 use super::select::{fetch_all, ms_to_ns, select_series};
-use crate::AppState;
+use crate::database::PromDatabase;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promql_parser::label::Matcher;
@@ -43,7 +43,7 @@ async fn run(engine: &Engine, expr: &Expr, grid: &Grid) -> Result<promql::Value,
 }
 
 pub(crate) async fn query(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Answer {
@@ -51,12 +51,12 @@ pub(crate) async fn query(
     let expr = promql::parse(p.required("query")?)?;
     let at = p.time_or("time", now_ms())?;
     let grid = Grid::instant(at);
-    let value = run(&state.engine, &expr, &grid).await?;
+    let value = run(&engine, &expr, &grid).await?;
     Ok(ok(&json::instant(&value, at)))
 }
 
 pub(crate) async fn query_range(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Answer {
@@ -90,7 +90,7 @@ pub(crate) async fn query_range(
         )));
     }
     let grid = Grid { start, end, step };
-    let value = run(&state.engine, &expr, &grid).await?;
+    let value = run(&engine, &expr, &grid).await?;
     Ok(ok(&json::range(value, &grid)))
 }
 
@@ -170,7 +170,7 @@ async fn listed_series(
 }
 
 pub(crate) async fn series(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Answer {
@@ -178,7 +178,7 @@ pub(crate) async fn series(
     if p.all("match[]").is_empty() {
         return Err(PromError::bad_data("no match[] parameter provided"));
     }
-    let (series, warnings) = listed_series(&state.engine, &p).await?;
+    let (series, warnings) = listed_series(&engine, &p).await?;
     let mut data = String::from("[");
     for (i, labels) in series.iter().enumerate() {
         if i > 0 {
@@ -191,18 +191,18 @@ pub(crate) async fn series(
 }
 
 pub(crate) async fn labels(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Answer {
     let p = Params::new(q.as_deref(), &body);
-    let (series, warnings) = listed_series(&state.engine, &p).await?;
+    let (series, warnings) = listed_series(&engine, &p).await?;
     let names: BTreeSet<&str> = series.iter().flatten().map(|(k, _)| k.as_str()).collect();
     Ok(ok_with_warnings(&json::strings(names), &warnings))
 }
 
 pub(crate) async fn label_values(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     Path(name): Path<String>,
     RawQuery(q): RawQuery,
     body: Bytes,
@@ -211,17 +211,14 @@ pub(crate) async fn label_values(
     let every_metric = name == METRIC_NAME && p.all("match[]").is_empty();
     if every_metric && p.get("start").is_none() && p.get("end").is_none() {
         return Ok(ok(&json::strings(
-            metric_names(&state.engine)
-                .await?
-                .iter()
-                .map(String::as_str),
+            metric_names(&engine).await?.iter().map(String::as_str),
         )));
     }
-    let (series, warnings) = match listed_series(&state.engine, &p).await {
+    let (series, warnings) = match listed_series(&engine, &p).await {
         // Grafana's metric browser asks for every name in its time range: on a store
         // with more series than one query may select, answer every name instead.
         Err(e) if every_metric && e.is_over_limit() => {
-            let names = metric_names(&state.engine).await?;
+            let names = metric_names(&engine).await?;
             let warning = format!("{e}: every metric name is listed, start and end not applied");
             return Ok(ok_with_warnings(
                 &json::strings(names.iter().map(String::as_str)),

@@ -10,9 +10,10 @@ use super::api::match_params;
 use super::error::PromError;
 use super::params::Params;
 use super::select::select_series_to_delete;
+use crate::database::PromDatabase;
 use crate::AppState;
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::routing::{post, MethodRouter};
 use tickertape_backend::{DeleteRange, SeriesInfo};
@@ -25,7 +26,7 @@ pub(crate) fn handler() -> MethodRouter<AppState> {
 }
 
 async fn delete_series(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Result<StatusCode, PromError> {
@@ -37,10 +38,10 @@ async fn delete_series(
     let range = delete_range(&p)?;
     let mut series: Vec<SeriesInfo> = Vec::new();
     for matchers in &selectors {
-        let selected = select_series_to_delete(&state.engine, matchers).await?;
+        let selected = select_series_to_delete(&engine, matchers).await?;
         series.extend(selected.into_iter().map(|(_, info)| info));
     }
-    state.engine.delete_series(series, range).await?;
+    engine.delete_series(series, range).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

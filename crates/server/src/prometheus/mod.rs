@@ -8,7 +8,7 @@
 
 mod api;
 mod delete;
-mod error;
+pub(crate) mod error;
 mod json;
 mod params;
 mod read;

@@ -4,9 +4,8 @@
 
 use super::error::PromError;
 use super::select::fetch;
-use crate::AppState;
+use crate::database::PromDatabase;
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promql_parser::label::{MatchOp, Matcher};
@@ -17,7 +16,7 @@ use tickertape_prometheus::remote::{
 };
 
 pub(crate) async fn read(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     body: Bytes,
 ) -> Result<Response, PromError> {
     let request = decode_read_request(&body, MAX_DECODED_BYTES)
@@ -30,7 +29,7 @@ pub(crate) async fn read(
             .map(matcher)
             .collect::<Result<Vec<_>, _>>()?;
         let series = fetch(
-            &state.engine,
+            &engine,
             &matchers,
             query.start_timestamp_ms,
             query.end_timestamp_ms,

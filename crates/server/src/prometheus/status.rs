@@ -8,21 +8,21 @@
 use super::error::PromError;
 use super::params::Params;
 use crate::cardinality::parse_limit;
-use crate::AppState;
+use crate::database::PromDatabase;
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use tickertape_prometheus::mapping::{metric_name, sanitize_label_name};
 
 pub(crate) async fn tsdb(
-    State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, PromError> {
     let params = Params::new(raw.as_deref(), &Bytes::new());
     let limit = parse_limit(params.get("limit")).map_err(PromError::bad_data)?;
-    let c = state.engine.cardinality(limit).await?;
+    let c = engine.cardinality(limit).await?;
     let by_metric: Vec<(String, u64)> = c
         .series_by_field
         .iter()

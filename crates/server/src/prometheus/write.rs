@@ -9,6 +9,7 @@
 //! and a retry would be refused the same way. Refusals are logged and counted in
 //! `/metrics` instead.
 
+use crate::database::PromDatabase;
 use crate::error::ApiError;
 use crate::AppState;
 use axum::body::Bytes;
@@ -29,6 +30,7 @@ const LOGGED_REFUSALS: usize = 3;
 
 pub(crate) async fn write(
     State(state): State<AppState>,
+    PromDatabase(engine): PromDatabase,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -49,8 +51,7 @@ pub(crate) async fn write(
         .collect();
     let received = points.len() as u64;
     let (series, unnamed) = to_series(&request, &points)?;
-    let mut report = state
-        .engine
+    let mut report = engine
         .write_samples(&series.samples, Precision::Milliseconds)
         .await?;
     series.renumber(&mut report);
