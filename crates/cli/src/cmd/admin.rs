@@ -48,7 +48,7 @@ pub enum Command {
     Delete(DeleteArgs),
     /// The store's databases (InfluxDB's `db`, namespaces of series): list, create, drop.
     /// Embedded: run it while no server has the store open (a server takes
-    /// `/api/v1/databases`).
+    /// `POST`/`DELETE /api/v1/admin/databases` and InfluxQL's `CREATE`/`DROP DATABASE`).
     #[command(subcommand)]
     Database(super::database::Command),
     /// Copy an embedded store into --out, a store of its own (`serve --store OUT` opens

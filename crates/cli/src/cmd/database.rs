@@ -2,7 +2,8 @@
 //! v2's `bucket`), each a namespace of series (crates/engine/src/databases.rs).
 //!
 //! On a store opened here, like the other admin commands: a running server has
-//! `/api/v1/databases` (and InfluxQL's `CREATE DATABASE`, `SHOW DATABASES`, `DROP DATABASE`).
+//! `GET /api/v1/databases`, `POST`/`DELETE /api/v1/admin/databases` and InfluxQL's
+//! `CREATE DATABASE`, `SHOW DATABASES`, `DROP DATABASE`.
 
 use crate::store::{DatabaseArg, StoreArgs};
 use anyhow::{bail, Result};
