@@ -103,51 +103,55 @@ impl Eval<'_> {
     }
 }
 
-/// A column of `agg` from the engine's per-series windows of its parts.
+/// A column of `agg` from the engine's per-series windows of its parts. The engine's
+/// windows start where ours do (`GROUP BY time()` without offset or zone) and come in
+/// time order, as ours are: one walk along both puts each value in its slot, no map per
+/// window.
 fn merged_windows(
     agg: Agg,
     parts: &HashMap<Aggregate, Vec<Vec<Point>>>,
     windows: &[i64],
 ) -> Column {
-    let merged = |a: Aggregate| -> HashMap<i64, f64> {
-        let mut out: HashMap<i64, f64> = HashMap::new();
+    let merged = |a: Aggregate| -> Vec<Option<f64>> {
+        let mut out: Vec<Option<f64>> = vec![None; windows.len()];
         for series in parts.get(&a).into_iter().flatten() {
+            let mut slot = 0;
             for p in series {
-                out.entry(p.time)
-                    .and_modify(|v| {
-                        *v = match a {
-                            Aggregate::Min => v.min(p.value),
-                            Aggregate::Max => v.max(p.value),
-                            _ => *v + p.value,
-                        }
-                    })
-                    .or_insert(p.value);
+                while slot < windows.len() && windows[slot] < p.time {
+                    slot += 1;
+                }
+                if slot == windows.len() {
+                    break;
+                }
+                if windows[slot] != p.time {
+                    continue;
+                }
+                out[slot] = Some(match out[slot] {
+                    None => p.value,
+                    Some(v) => match a {
+                        Aggregate::Min => v.min(p.value),
+                        Aggregate::Max => v.max(p.value),
+                        _ => v + p.value,
+                    },
+                });
             }
         }
         out
     };
-    let direct = agg.engine_direct().filter(|a| parts.contains_key(a));
-    let value: Box<dyn Fn(i64) -> Option<f64>> = match agg {
-        // Read as the engine's own aggregate (one series per group).
-        _ if direct.is_some() => {
-            let m = direct.map(merged).unwrap_or_default();
-            Box::new(move |w| m.get(&w).copied())
-        }
-        Agg::Mean => {
-            let (sums, counts) = (merged(Aggregate::Sum), merged(Aggregate::Count));
-            Box::new(move |w| Some(sums.get(&w)? / counts.get(&w)?))
-        }
-        Agg::Spread => {
-            let (max, min) = (merged(Aggregate::Max), merged(Aggregate::Min));
-            Box::new(move |w| Some(max.get(&w)? - min.get(&w)?))
-        }
-        other => {
-            let part = other.engine_parts().map_or(Aggregate::Sum, |(p, _)| p[0]);
-            let m = merged(part);
-            Box::new(move |w| m.get(&w).copied())
-        }
+    let both = |a: Aggregate, b: Aggregate, f: fn(f64, f64) -> f64| -> Vec<Option<f64>> {
+        let (x, y) = (merged(a), merged(b));
+        x.into_iter().zip(y).map(|(x, y)| Some(f(x?, y?))).collect()
     };
-    windows.iter().map(|&w| (w, value(w))).collect()
+    let values = match agg.engine_direct().filter(|a| parts.contains_key(a)) {
+        // Read as the engine's own aggregate (one series per group).
+        Some(direct) => merged(direct),
+        None => match agg {
+            Agg::Mean => both(Aggregate::Sum, Aggregate::Count, |s, n| s / n),
+            Agg::Spread => both(Aggregate::Max, Aggregate::Min, |hi, lo| hi - lo),
+            other => merged(other.engine_parts().map_or(Aggregate::Sum, |(p, _)| p[0])),
+        },
+    };
+    windows.iter().copied().zip(values).collect()
 }
 
 fn binary(op: BinaryOp, lhs: Value, rhs: Value) -> Value {

@@ -81,7 +81,7 @@ pub async fn query(
     }
     let text = match param("pretty") {
         Some("true") => {
-            serde_json::to_string_pretty(&output::json_results(&results, epoch)).unwrap_or_default()
+            serde_json::to_vec_pretty(&output::json_results(&results, epoch)).unwrap_or_default()
         }
         _ => output::json_text(&results, epoch),
     };
