@@ -8,7 +8,7 @@ use tickertape_core::query::Aggregate;
 use tickertape_core::Point;
 use tickertape_influxql::{BinaryOp, Fill};
 
-use super::compute::{fill, per_window, Agg, Column};
+use super::compute::{distinct_values, fill, per_window, Agg, Column};
 use super::condition::TimeRange;
 use super::output::Cell;
 use super::select::{FieldData, Node};
@@ -88,10 +88,14 @@ impl Eval<'_> {
                 range.start
             };
             let selector_alone = self.alone && agg.is_selector();
+            if agg == Agg::Distinct {
+                let values = distinct_values(self.raw(field));
+                return values.into_iter().map(|v| (at, Some(v))).collect();
+            }
             return match agg.over(self.raw(field)) {
                 Some((Some(t), v)) if selector_alone => vec![(t, Some(v))],
                 Some((_, v)) => vec![(at, Some(v))],
-                None if agg == Agg::Count => vec![(at, Some(0.0))],
+                None if agg.counts() => vec![(at, Some(0.0))],
                 None => Vec::new(),
             };
         };
@@ -99,7 +103,11 @@ impl Eval<'_> {
             Some(f) if !f.windows.is_empty() => merged_windows(agg, &f.windows, windows),
             _ => per_window(agg, self.raw(field), windows, *interval),
         };
-        fill(column, fill_mode, agg)
+        match agg {
+            // InfluxDB fills no window of distinct().
+            Agg::Distinct => column,
+            _ => fill(column, fill_mode, agg),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ pub mod output;
 mod raw;
 pub mod select;
 pub mod show;
+pub mod zone;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -66,6 +67,9 @@ pub async fn query(
         Ok(parsed) => parsed,
         Err(e) => return bad_request(&format!("error parsing query: {e}")),
     };
+    if let Err(e) = select::check_zones(&parsed) {
+        return bad_request(&format!("error parsing query: {e}"));
+    }
     let mut created = Vec::new();
     let mut results: Vec<StatementResult> = Vec::new();
     for statement in &parsed.statements {

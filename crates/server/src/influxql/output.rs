@@ -4,10 +4,14 @@
 
 use serde_json::{json, Map, Value};
 
+use super::zone::Zone;
+
 /// One value of a row.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     Time(i64),
+    /// A time printed in a `tz()` zone (an integer in the `epoch=` unit all the same).
+    ZonedTime(i64, Zone),
     Float(f64),
     Integer(i64),
     Text(String),
@@ -78,6 +82,10 @@ pub fn rfc3339(ns: i64) -> String {
 fn cell(c: &Cell, epoch: Epoch) -> Value {
     match c {
         Cell::Time(ns) => epoch.time(*ns),
+        Cell::ZonedTime(ns, zone) => match epoch.0 {
+            Some(_) => epoch.time(*ns),
+            None => json!(zone.rfc3339(*ns)),
+        },
         Cell::Float(x) if x.is_finite() => json!(x),
         Cell::Float(_) | Cell::Null => Value::Null,
         Cell::Integer(n) => json!(n),
@@ -196,6 +204,10 @@ fn cell_text(out: &mut Vec<u8>, c: &Cell, epoch: Epoch) {
         Cell::Time(ns) => match epoch.0 {
             Some(unit) => number(out, ns.div_euclid(unit)),
             None => quoted(out, &rfc3339(*ns)),
+        },
+        Cell::ZonedTime(ns, zone) => match epoch.0 {
+            Some(unit) => number(out, ns.div_euclid(unit)),
+            None => quoted(out, &zone.rfc3339(*ns)),
         },
         // serde_json writes the shortest text that reads back as the same f64.
         Cell::Float(x) if x.is_finite() => number(out, x),
