@@ -410,6 +410,22 @@ mod tests {
     }
 
     #[test]
+    fn distinct_values_per_window_and_their_count() {
+        let p = points(&[(1, 2.0), (2, 1.0), (3, 2.0), (25, 7.0)]);
+        let windows = [0, 10, 20];
+        assert_eq!(
+            per_window(Agg::Distinct, &p, &windows, 10),
+            [(0, Some(1.0)), (0, Some(2.0)), (20, Some(7.0))]
+        );
+        let counts = per_window(Agg::CountDistinct, &p, &windows, 10);
+        assert_eq!(counts, [(0, Some(2.0)), (10, None), (20, Some(1.0))]);
+        assert_eq!(
+            fill(counts, &Fill::Null, Agg::CountDistinct)[1],
+            (10, Some(0.0))
+        );
+    }
+
+    #[test]
     fn windows_fill_and_transformations() {
         let windows = window_starts(5, 40, 10, 0, None).unwrap_or_default();
         assert_eq!(windows, [0, 10, 20, 30]);
