@@ -94,7 +94,8 @@ fn kind(i: &mut In<'_>) -> ModalResult<VarKind> {
     .parse_next(i)
 }
 
-/// `name(args)`; `distinct` is a keyword and a function.
+/// `name(args)`; `distinct` is a keyword and a function, and `DISTINCT f` (a field name
+/// after the keyword, as InfluxDB takes it) is `distinct(f)`.
 fn call(i: &mut In<'_>) -> ModalResult<Expr> {
     let start = *i;
     // A function's name is a bare word: `"mean"(x)` is no call (and would not print back).
@@ -103,6 +104,15 @@ fn call(i: &mut In<'_>) -> ModalResult<Expr> {
     }
     let name = alt((kw("distinct").value("distinct".to_string()), ident)).parse_next(i)?;
     multispace0.parse_next(i)?;
+    if name == "distinct" && !i.starts_with('(') {
+        let field = cut_err(ident)
+            .context(expected("identifier"))
+            .parse_next(i)?;
+        return Ok(Expr::Call {
+            name,
+            args: vec![Expr::var(&field)],
+        });
+    }
     if !i.starts_with('(') {
         *i = start;
         return winnow::combinator::fail(i);

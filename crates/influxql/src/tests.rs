@@ -115,6 +115,15 @@ fn every_aggregate_and_transformation_parses_with_aliases_and_arithmetic() {
         assert_eq!(s.fields[0].expr, call(name, vec![Expr::var("v")]));
         assert_eq!(s.fields[0].alias.as_deref(), Some("a"));
     }
+    // `DISTINCT f`, the keyword form, is `distinct(f)`.
+    for text in [
+        r#"SELECT DISTINCT "v" FROM "m""#,
+        "SELECT distinct v FROM m",
+    ] {
+        let s = select(text);
+        assert_eq!(s.fields[0].expr, call("distinct", vec![Expr::var("v")]));
+    }
+    assert!(parse("SELECT DISTINCT FROM m").is_err());
     let s = select(r#"SELECT percentile("v", 95) FROM "m""#);
     assert_eq!(
         s.fields[0].expr,

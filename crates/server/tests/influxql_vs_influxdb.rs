@@ -38,6 +38,9 @@ const ON_PURPOSE: &[(&str, &str)] = &[(
 const TIES_IN_ANY_ORDER: &[&str] = &[
     "SELECT *::field FROM",
     "SELECT \"usage_user\", \"usage_system\" FROM \"cpu\" WHERE time",
+    // distinct(): InfluxDB emits a window's values in its map's order, tickertape ascending.
+    "SELECT distinct(",
+    "SELECT DISTINCT ",
 ];
 
 /// Each series' rows sorted by time, then by their text: the order of rows with the same
@@ -54,7 +57,16 @@ fn ties_sorted(mut v: Value) -> Value {
 }
 
 /// Statements (by their start) that both refuse with a per-statement error.
-const REFUSED: &[&str] = &["SELECT mean(\"usage_user\"), \"usage_user\""];
+const REFUSED: &[&str] = &[
+    "SELECT mean(\"usage_user\"), \"usage_user\"",
+    "SELECT distinct(\"code\"), mean(",
+];
+
+/// Statements answered with RFC 3339 times (no `epoch=`): those with a zone, whose times
+/// carry its offset.
+fn with_rfc3339_times(statement: &str) -> bool {
+    statement.contains(" tz('")
+}
 
 /// influxd, killed by its PID when dropped (so a failing assertion does not leave it).
 struct Influxd {
@@ -116,8 +128,10 @@ async fn start_influxd() -> Influxd {
     }
 }
 
-/// An hour of `cpu` every 10 s for three hosts (server2 with 5-minute gaps, for fill) and
-/// of a growing `mem` counter every minute.
+/// An hour of `cpu` every 10 s for three hosts (server2 with 5-minute gaps, for fill), of
+/// a growing `mem` counter every minute, and of `status` codes (few values, for
+/// `distinct`, with a 10-minute gap); five days of `dst` around Paris' change from summer
+/// time (2020-10-25 01:00Z), for `tz()`.
 fn line_protocol() -> String {
     let mut out = String::new();
     let hosts = [("server1", "eu"), ("server2", "us"), ("server3", "eu")];
@@ -134,13 +148,30 @@ fn line_protocol() -> String {
                 "cpu,host={host},region={region} usage_user={user},usage_system={system} {t}\n"
             ));
         }
+        if !(120..180).contains(&i) {
+            let code = [200, 204, 404, 500][((i * i + i / 5) % 4) as usize];
+            out.push_str(&format!("status,host=server1 code={code} {t}\n"));
+            let code = [200, 500][((i / 9) % 2) as usize];
+            out.push_str(&format!("status,host=server2 code={code} {t}\n"));
+        }
         if i % 6 == 0 {
             let used = (i * i) as f64 * 1.5 + if i == 180 { -500.0 } else { 0.0 };
             out.push_str(&format!("mem,host=server1 used={used} {t}\n"));
         }
     }
+    for i in 0..720i64 {
+        let t = DST_T0 + i * 600;
+        let v = (i % 17) as f64 * 1.5;
+        out.push_str(&format!("dst,host=a v={v} {t}\n"));
+    }
     out
 }
+
+/// 2020-10-23T00:00:00Z, seconds: `dst` starts here.
+const DST_T0: i64 = 1_603_411_200;
+
+/// An unknown `tz()` zone: both refuse the request while parsing, in the same words.
+const UNKNOWN_ZONE: &str = "SELECT mean(\"v\") FROM \"dst\" WHERE time >= '2020-10-23T00:00:00Z' AND time < '2020-10-28T00:00:00Z' GROUP BY time(1d) tz('Mars/Olympus')";
 
 fn statements() -> Vec<String> {
     let b = BOUNDS;
@@ -189,6 +220,20 @@ fn statements() -> Vec<String> {
         "SELECT count(\"usage_user\"), sum(\"usage_system\") FROM \"cpu\" WHERE {b} GROUP BY \"host\"",
         "SELECT min(\"usage_user\") FROM \"cpu\" WHERE time >= now() - 3000d GROUP BY time(1h), \"region\" fill(none)",
         "SELECT max(\"usage_user\") FROM \"cpu\" WHERE (\"region\"::tag = 'eu') AND {b} GROUP BY time(10m), \"host\"::tag fill(null)",
+        "SELECT distinct(\"code\") FROM \"status\" WHERE {b} GROUP BY time(10m) fill(null)",
+        "SELECT distinct(\"code\") FROM \"status\" WHERE {b} GROUP BY time(5m) fill(0)",
+        "SELECT count(distinct(\"code\")) FROM \"status\" WHERE {b} GROUP BY time(5m) fill(previous)",
+        "SELECT distinct(\"code\") FROM \"status\" WHERE \"host\" = 'server2' AND {b}",
+        "SELECT DISTINCT \"code\" FROM \"status\" WHERE {b} GROUP BY time(30m), \"host\"",
+        "SELECT count(distinct(\"code\")) FROM \"status\" WHERE {b} GROUP BY time(10m), \"host\" fill(null)",
+        "SELECT count(distinct(\"code\")) FROM \"status\" WHERE {b}",
+        "SELECT distinct(\"code\"), mean(\"code\") FROM \"status\" WHERE {b}",
+        "SELECT mean(\"v\") FROM \"dst\" WHERE time >= '2020-10-23T00:00:00Z' AND time < '2020-10-28T00:00:00Z' GROUP BY time(1d) fill(null) tz('Europe/Paris')",
+        "SELECT count(\"v\"), max(\"v\") FROM \"dst\" WHERE time >= '2020-10-24T20:00:00Z' AND time < '2020-10-25T04:00:00Z' GROUP BY time(1h) fill(null) tz('Europe/Paris')",
+        "SELECT sum(\"v\") FROM \"dst\" WHERE time >= '2020-10-24T20:00:00Z' AND time < '2020-10-26T04:00:00Z' GROUP BY time(6h) fill(0) tz('Europe/Paris')",
+        "SELECT \"v\" FROM \"dst\" WHERE time >= '2020-10-25T00:30:00Z' AND time <= '2020-10-25T01:30:00Z' tz('Europe/Paris')",
+        "SELECT max(\"v\") FROM \"dst\" WHERE time >= '2020-10-23T00:00:00Z' AND time < '2020-10-28T00:00:00Z' GROUP BY time(1d) fill(none) tz('America/New_York')",
+        "SELECT mean(\"v\") FROM \"dst\" WHERE time >= '2020-10-23T00:00:00Z' AND time < '2020-10-28T00:00:00Z' tz('Europe/Paris')",
         "SHOW FIELD KEYS",
         "SHOW TAG KEYS FROM \"cpu\" WHERE \"host\" = 'server1'",
         "SHOW MEASUREMENTS",
@@ -299,10 +344,14 @@ async fn influxql_matches_influxdb() {
     let mut compared = 0;
     for statement in statements() {
         let mut answers = Vec::new();
+        let epoch = match with_rfc3339_times(&statement) {
+            true => "",
+            false => "ms",
+        };
         for url in [&influxd.url, &server.url] {
             let response = client
                 .get(format!("{url}/query"))
-                .query(&[("db", "db"), ("epoch", "ms"), ("q", statement.as_str())])
+                .query(&[("db", "db"), ("epoch", epoch), ("q", statement.as_str())])
                 .send()
                 .await
                 .expect("query");
@@ -348,6 +397,26 @@ async fn influxql_matches_influxdb() {
             ));
         }
     }
+    let mut refusals = Vec::new();
+    for url in [&influxd.url, &server.url] {
+        let response = client
+            .get(format!("{url}/query"))
+            .query(&[("db", "db"), ("q", UNKNOWN_ZONE)])
+            .send()
+            .await
+            .expect("query");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        refusals.push((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ));
+    }
+    assert_eq!(refusals[0].0, 400, "InfluxDB: {}", refusals[0].1);
+    assert_eq!(
+        refusals[1], refusals[0],
+        "an unknown zone, tickertape then InfluxDB"
+    );
     server.stop().await;
     drop(influxd);
     assert!(

@@ -8,6 +8,8 @@ use tickertape_core::time::window_start;
 use tickertape_core::Point;
 use tickertape_influxql::{Expr, Fill};
 
+use super::zone::Zone;
+
 /// One column over time: `(time, value)` sorted by time, `None` for an empty window.
 pub type Column = Vec<(i64, Option<f64>)>;
 
@@ -28,6 +30,10 @@ pub enum Agg {
     Spread,
     Stddev,
     Percentile(f64),
+    /// Every distinct value (ascending, as InfluxDB emits them): several rows per window.
+    Distinct,
+    /// `count(distinct(f))`.
+    CountDistinct,
 }
 
 impl Agg {
@@ -44,6 +50,7 @@ impl Agg {
             "last" => Agg::Last,
             "spread" => Agg::Spread,
             "stddev" => Agg::Stddev,
+            "distinct" => Agg::Distinct,
             "percentile" => {
                 let n = match args.get(1) {
                     Some(Expr::Integer(n)) => *n as f64,
@@ -101,8 +108,15 @@ impl Agg {
         }
     }
 
+    /// Aggregates that answer integers (InfluxDB's JSON shows them without a fraction) and
+    /// 0, not null, for an empty window under `fill(null)`.
+    pub fn counts(self) -> bool {
+        matches!(self, Agg::Count | Agg::CountDistinct)
+    }
+
     /// The aggregate of `points` (sorted by time): its value and, for selectors, the
-    /// chosen point's time. `None` for no points (and stddev of one).
+    /// chosen point's time. `None` for no points (and stddev of one). `distinct` answers
+    /// several values: [`distinct_values`] is its aggregate, and here it is the first.
     pub fn over(self, points: &[Point]) -> Option<(Option<i64>, f64)> {
         let first = points.first()?;
         let values = || points.iter().map(|p| p.value);
@@ -111,6 +125,8 @@ impl Agg {
             Agg::Mean => values().sum::<f64>() / n,
             Agg::Sum => values().sum(),
             Agg::Count => n,
+            Agg::CountDistinct => distinct_values(points).len() as f64,
+            Agg::Distinct => *distinct_values(points).first()?,
             Agg::First => return Some((Some(first.time), first.value)),
             Agg::Last => {
                 let last = points.last()?;
@@ -163,35 +179,71 @@ impl Agg {
     }
 }
 
+/// `distinct()`: the values of `points`, each once, ascending.
+pub fn distinct_values(points: &[Point]) -> Vec<f64> {
+    let mut v = sorted_values(points);
+    v.dedup();
+    v
+}
+
 fn sorted_values(points: &[Point]) -> Vec<f64> {
     let mut v: Vec<f64> = points.iter().map(|p| p.value).collect();
     v.sort_by(f64::total_cmp);
     v
 }
 
-/// `GROUP BY time(interval, offset)` over `[start, end)`: the start of every window.
-pub fn window_starts(start: i64, end: i64, interval: i64, offset: i64) -> Result<Vec<i64>, String> {
-    let first = window_start(start.saturating_sub(offset), interval).saturating_add(offset);
-    let last = end.saturating_sub(1);
+/// `GROUP BY time(interval, offset)` over `[start, end)`: the start of every window, in
+/// UTC or in `zone` (where a window across an offset change is longer or shorter).
+pub fn window_starts(
+    start: i64,
+    end: i64,
+    interval: i64,
+    offset: i64,
+    zone: Option<Zone>,
+) -> Result<Vec<i64>, String> {
+    let at = |t: i64| match zone {
+        Some(z) => z.window_start(t, interval, offset),
+        None => window_start(t.saturating_sub(offset), interval).saturating_add(offset),
+    };
+    let (first, last) = (at(start), end.saturating_sub(1));
+    // An offset change moves windows by less than an interval: at most one more.
     let count = (last.saturating_sub(first)) / interval + 1;
     if count > MAX_WINDOWS {
         return Err(format!(
             "max-select-buckets limit exceeded: ({count}/{MAX_WINDOWS}); use a larger GROUP BY time() interval or a shorter range"
         ));
     }
-    Ok((0..count.max(0)).map(|i| first + i * interval).collect())
+    let Some(zone) = zone else {
+        return Ok((0..count.max(0)).map(|i| first + i * interval).collect());
+    };
+    let mut out = Vec::with_capacity(count.max(0) as usize + 1);
+    let (mut w, last) = (first, at(last));
+    while w <= last {
+        out.push(w);
+        w = zone.next_window(w, interval);
+    }
+    Ok(out)
 }
 
-/// `agg` per window of `points` (sorted by time, inside the range).
+/// `agg` per window of `points` (sorted by time, inside the range); a window ends where
+/// the next one starts (one interval on, but for an offset change under `tz()`).
 pub fn per_window(agg: Agg, points: &[Point], windows: &[i64], interval: i64) -> Column {
     let mut out = Vec::with_capacity(windows.len());
     let mut rest = points;
-    for &w in windows {
-        let end = w.saturating_add(interval);
+    for (i, &w) in windows.iter().enumerate() {
+        let end = windows
+            .get(i + 1)
+            .copied()
+            .unwrap_or(w.saturating_add(interval));
         let skip = rest.partition_point(|p| p.time < w);
         rest = &rest[skip..];
         let take = rest.partition_point(|p| p.time < end);
-        out.push((w, agg.over(&rest[..take]).map(|(_, v)| v)));
+        let inside = &rest[..take];
+        match agg {
+            // No row for an empty window, whatever the fill (InfluxDB's distinct()).
+            Agg::Distinct => out.extend(distinct_values(inside).into_iter().map(|v| (w, Some(v)))),
+            _ => out.push((w, agg.over(inside).map(|(_, v)| v))),
+        }
         rest = &rest[take..];
     }
     out
@@ -202,7 +254,7 @@ pub fn per_window(agg: Agg, points: &[Point], windows: &[i64], interval: i64) ->
 pub fn fill(column: Column, fill: &Fill, agg: Agg) -> Column {
     match fill {
         Fill::None => column.into_iter().filter(|(_, v)| v.is_some()).collect(),
-        Fill::Null if agg == Agg::Count => column
+        Fill::Null if agg.counts() => column
             .into_iter()
             .map(|(t, v)| (t, v.or(Some(0.0))))
             .collect(),
@@ -358,11 +410,27 @@ mod tests {
     }
 
     #[test]
+    fn distinct_values_per_window_and_their_count() {
+        let p = points(&[(1, 2.0), (2, 1.0), (3, 2.0), (25, 7.0)]);
+        let windows = [0, 10, 20];
+        assert_eq!(
+            per_window(Agg::Distinct, &p, &windows, 10),
+            [(0, Some(1.0)), (0, Some(2.0)), (20, Some(7.0))]
+        );
+        let counts = per_window(Agg::CountDistinct, &p, &windows, 10);
+        assert_eq!(counts, [(0, Some(2.0)), (10, None), (20, Some(1.0))]);
+        assert_eq!(
+            fill(counts, &Fill::Null, Agg::CountDistinct)[1],
+            (10, Some(0.0))
+        );
+    }
+
+    #[test]
     fn windows_fill_and_transformations() {
-        let windows = window_starts(5, 40, 10, 0).unwrap_or_default();
+        let windows = window_starts(5, 40, 10, 0, None).unwrap_or_default();
         assert_eq!(windows, [0, 10, 20, 30]);
         assert_eq!(
-            window_starts(5, 40, 10, 3).unwrap_or_default(),
+            window_starts(5, 40, 10, 3, None).unwrap_or_default(),
             [3, 13, 23, 33]
         );
         let p = points(&[(5, 1.0), (7, 3.0), (31, 8.0)]);

@@ -8,7 +8,7 @@ use tickertape_core::query::Aggregate;
 use tickertape_core::Point;
 use tickertape_influxql::{BinaryOp, Fill};
 
-use super::compute::{fill, per_window, Agg, Column};
+use super::compute::{distinct_values, fill, per_window, Agg, Column};
 use super::condition::TimeRange;
 use super::output::Cell;
 use super::select::{FieldData, Node};
@@ -88,10 +88,14 @@ impl Eval<'_> {
                 range.start
             };
             let selector_alone = self.alone && agg.is_selector();
+            if agg == Agg::Distinct {
+                let values = distinct_values(self.raw(field));
+                return values.into_iter().map(|v| (at, Some(v))).collect();
+            }
             return match agg.over(self.raw(field)) {
                 Some((Some(t), v)) if selector_alone => vec![(t, Some(v))],
                 Some((_, v)) => vec![(at, Some(v))],
-                None if agg == Agg::Count => vec![(at, Some(0.0))],
+                None if agg.counts() => vec![(at, Some(0.0))],
                 None => Vec::new(),
             };
         };
@@ -99,55 +103,63 @@ impl Eval<'_> {
             Some(f) if !f.windows.is_empty() => merged_windows(agg, &f.windows, windows),
             _ => per_window(agg, self.raw(field), windows, *interval),
         };
-        fill(column, fill_mode, agg)
+        match agg {
+            // InfluxDB fills no window of distinct().
+            Agg::Distinct => column,
+            _ => fill(column, fill_mode, agg),
+        }
     }
 }
 
-/// A column of `agg` from the engine's per-series windows of its parts.
+/// A column of `agg` from the engine's per-series windows of its parts. The engine's
+/// windows start where ours do (`GROUP BY time()` without offset or zone) and come in
+/// time order, as ours are: one walk along both puts each value in its slot, no map per
+/// window.
 fn merged_windows(
     agg: Agg,
     parts: &HashMap<Aggregate, Vec<Vec<Point>>>,
     windows: &[i64],
 ) -> Column {
-    let merged = |a: Aggregate| -> HashMap<i64, f64> {
-        let mut out: HashMap<i64, f64> = HashMap::new();
+    let merged = |a: Aggregate| -> Vec<Option<f64>> {
+        let mut out: Vec<Option<f64>> = vec![None; windows.len()];
         for series in parts.get(&a).into_iter().flatten() {
+            let mut slot = 0;
             for p in series {
-                out.entry(p.time)
-                    .and_modify(|v| {
-                        *v = match a {
-                            Aggregate::Min => v.min(p.value),
-                            Aggregate::Max => v.max(p.value),
-                            _ => *v + p.value,
-                        }
-                    })
-                    .or_insert(p.value);
+                while slot < windows.len() && windows[slot] < p.time {
+                    slot += 1;
+                }
+                if slot == windows.len() {
+                    break;
+                }
+                if windows[slot] != p.time {
+                    continue;
+                }
+                out[slot] = Some(match out[slot] {
+                    None => p.value,
+                    Some(v) => match a {
+                        Aggregate::Min => v.min(p.value),
+                        Aggregate::Max => v.max(p.value),
+                        _ => v + p.value,
+                    },
+                });
             }
         }
         out
     };
-    let direct = agg.engine_direct().filter(|a| parts.contains_key(a));
-    let value: Box<dyn Fn(i64) -> Option<f64>> = match agg {
-        // Read as the engine's own aggregate (one series per group).
-        _ if direct.is_some() => {
-            let m = direct.map(merged).unwrap_or_default();
-            Box::new(move |w| m.get(&w).copied())
-        }
-        Agg::Mean => {
-            let (sums, counts) = (merged(Aggregate::Sum), merged(Aggregate::Count));
-            Box::new(move |w| Some(sums.get(&w)? / counts.get(&w)?))
-        }
-        Agg::Spread => {
-            let (max, min) = (merged(Aggregate::Max), merged(Aggregate::Min));
-            Box::new(move |w| Some(max.get(&w)? - min.get(&w)?))
-        }
-        other => {
-            let part = other.engine_parts().map_or(Aggregate::Sum, |(p, _)| p[0]);
-            let m = merged(part);
-            Box::new(move |w| m.get(&w).copied())
-        }
+    let both = |a: Aggregate, b: Aggregate, f: fn(f64, f64) -> f64| -> Vec<Option<f64>> {
+        let (x, y) = (merged(a), merged(b));
+        x.into_iter().zip(y).map(|(x, y)| Some(f(x?, y?))).collect()
     };
-    windows.iter().map(|&w| (w, value(w))).collect()
+    let values = match agg.engine_direct().filter(|a| parts.contains_key(a)) {
+        // Read as the engine's own aggregate (one series per group).
+        Some(direct) => merged(direct),
+        None => match agg {
+            Agg::Mean => both(Aggregate::Sum, Aggregate::Count, |s, n| s / n),
+            Agg::Spread => both(Aggregate::Max, Aggregate::Min, |hi, lo| hi - lo),
+            other => merged(other.engine_parts().map_or(Aggregate::Sum, |(p, _)| p[0])),
+        },
+    };
+    windows.iter().copied().zip(values).collect()
 }
 
 fn binary(op: BinaryOp, lhs: Value, rhs: Value) -> Value {

@@ -21,6 +21,7 @@ pub mod output;
 mod raw;
 pub mod select;
 pub mod show;
+pub mod zone;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -69,6 +70,9 @@ pub async fn query(
         Ok(parsed) => parsed,
         Err(e) => return bad_request(&format!("error parsing query: {e}")),
     };
+    if let Err(e) = select::check_zones(&parsed) {
+        return bad_request(&format!("error parsing query: {e}"));
+    }
     let mut results: Vec<StatementResult> = Vec::new();
     for statement in &parsed.statements {
         let granted = granted.as_ref().map(|Extension(g)| g);
@@ -84,7 +88,7 @@ pub async fn query(
     }
     let text = match param("pretty") {
         Some("true") => {
-            serde_json::to_string_pretty(&output::json_results(&results, epoch)).unwrap_or_default()
+            serde_json::to_vec_pretty(&output::json_results(&results, epoch)).unwrap_or_default()
         }
         _ => output::json_text(&results, epoch),
     };

@@ -13,13 +13,14 @@ use std::collections::{BTreeMap, HashMap};
 use tickertape_core::query::Aggregate;
 use tickertape_core::{Point, SeriesKey};
 use tickertape_engine::{Engine, EngineError, Query};
-use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, VarKind};
+use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, Statement, VarKind};
 
 use super::compute::{window_starts, Agg, Column, Transform};
 use super::condition::Condition;
 use super::eval::{join, Eval, Value};
 use super::output::{Cell, Series, StatementResult};
 use super::show::measurements_of;
+use super::zone::{zoned, Zone};
 
 /// A selected expression, resolved.
 #[derive(Clone, Debug)]
@@ -72,6 +73,8 @@ type Groups = BTreeMap<Vec<(String, String)>, HashMap<String, FieldData>>;
 pub(super) struct Plan<'a> {
     pub select: &'a Select,
     pub condition: Condition,
+    /// `tz('Area/City')` other than UTC: windows and printed times in that zone.
+    pub zone: Option<Zone>,
     /// `GROUP BY time(interval, offset)`.
     window: Option<(i64, i64)>,
     pub group_by: GroupBy,
@@ -103,15 +106,25 @@ pub async fn run(engine: &Engine, select: &Select) -> StatementResult {
     Ok(out.into_iter().skip(skip).take(take).collect())
 }
 
-impl<'a> Plan<'a> {
-    fn new(engine: &Engine, select: &'a Select) -> Result<Self, String> {
-        if let Some(tz) = &select.timezone {
-            if !matches!(tz.as_str(), "UTC" | "Etc/UTC") {
-                return Err(format!(
-                    "tz('{tz}') is not supported by tickertape: times are UTC"
-                ));
+/// Every `tz()` of the query names a zone: InfluxDB refuses an unknown one while parsing,
+/// before any statement runs.
+pub fn check_zones(query: &tickertape_influxql::Query) -> Result<(), String> {
+    for statement in &query.statements {
+        if let Statement::Select(select) = statement {
+            if let Some(name) = &select.timezone {
+                Zone::parse(name)?;
             }
         }
+    }
+    Ok(())
+}
+
+impl<'a> Plan<'a> {
+    fn new(engine: &Engine, select: &'a Select) -> Result<Self, String> {
+        let zone = match &select.timezone {
+            Some(name) => Zone::parse(name)?,
+            None => None,
+        };
         let mut condition = Condition::new(select.condition.as_ref(), engine.now_nanos())?;
         let mut window = None;
         let mut keys = Vec::new();
@@ -155,6 +168,21 @@ impl<'a> Plan<'a> {
         if aggregated && (nodes.iter().any(has_raw_field) || !all_values) {
             return Err("mixing aggregate and non-aggregate queries is not supported".into());
         }
+        let distinct = |n: &Node| {
+            matches!(
+                n,
+                Node::Agg {
+                    agg: Agg::Distinct,
+                    ..
+                }
+            )
+        };
+        if nodes.iter().any(distinct) && (nodes.len() > 1 || !all_values) {
+            return Err(
+                "aggregate function distinct() cannot be combined with other functions or fields"
+                    .into(),
+            );
+        }
         if window.is_some() && !aggregated {
             return Err("GROUP BY requires at least one aggregate function".into());
         }
@@ -176,6 +204,7 @@ impl<'a> Plan<'a> {
         Ok(Plan {
             select,
             condition,
+            zone,
             window,
             group_by: if all {
                 GroupBy::All
@@ -198,6 +227,7 @@ impl<'a> Plan<'a> {
         Plan {
             select,
             condition,
+            zone: None,
             raw,
             window: None,
             group_by: GroupBy::All,
@@ -244,7 +274,10 @@ impl<'a> Plan<'a> {
         let selector = self.condition.selector(measurement, Some(field));
         let range = self.condition.range;
         let windowed = match self.window {
-            Some((interval, 0)) if self.condition.field.is_none() && !aggs.is_empty() => {
+            // The engine's windows are UTC's: a zone's are computed from raw points.
+            Some((interval, 0))
+                if self.condition.field.is_none() && self.zone.is_none() && !aggs.is_empty() =>
+            {
                 let parts: Option<Vec<_>> = aggs.iter().map(|a| a.engine_parts()).collect();
                 parts.map(|p| (interval, p))
             }
@@ -334,6 +367,7 @@ impl<'a> Plan<'a> {
                     self.condition.range.end,
                     interval,
                     offset,
+                    self.zone,
                 )?,
                 interval,
             )),
@@ -363,10 +397,10 @@ impl<'a> Plan<'a> {
         let mut rows = join(&columns);
         // count() answers integers, as InfluxDB's JSON shows them.
         for (i, n) in self.nodes.iter().enumerate() {
-            if let Node::Agg {
-                agg: Agg::Count, ..
-            } = n
-            {
+            if let Node::Agg { agg, .. } = n {
+                if !agg.counts() {
+                    continue;
+                }
                 for row in &mut rows {
                     if let Some(Cell::Float(x)) = row.get(i + 1) {
                         row[i + 1] = Cell::Integer(*x as i64);
@@ -379,10 +413,11 @@ impl<'a> Plan<'a> {
         }
         let offset = self.select.offset.unwrap_or(0) as usize;
         let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
-        let values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
+        let mut values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
         if values.is_empty() {
             return Ok(None);
         }
+        zoned(&mut values, self.zone);
         let mut names = vec!["time".to_string()];
         names.extend(self.columns.iter().cloned());
         let tags = match &self.group_by {
@@ -416,6 +451,12 @@ fn node(e: &Expr) -> Result<Node, String> {
             })
         }
         Expr::Call { name, args } => {
+            if let (Some(field), true) = (count_distinct(args), name == "count") {
+                return Ok(Node::Agg {
+                    agg: Agg::CountDistinct,
+                    field,
+                });
+            }
             if let Some(agg) = Agg::of_call(name, args)? {
                 return match args.first() {
                     Some(Expr::Var { name: field, .. }) => Ok(Node::Agg {
@@ -440,6 +481,17 @@ fn node(e: &Expr) -> Result<Node, String> {
             Err(format!("function {name}() is not supported by tickertape"))
         }
         other => Err(format!("unsupported expression in SELECT: {other}")),
+    }
+}
+
+/// `count(distinct(f))`'s field, from `count`'s arguments.
+fn count_distinct(args: &[Expr]) -> Option<String> {
+    match args {
+        [Expr::Call { name, args }] if name == "distinct" => match args.as_slice() {
+            [Expr::Var { name, .. }] => Some(name.clone()),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
