@@ -148,6 +148,12 @@ async fn assert_apart(root: &Engine, app: &Engine) {
             .names
     };
     assert_eq!(hosts(root.clone()).await, ["a", "b"]);
+    // A default-database name spelled like `app`'s stored one reads nothing of it.
+    let crafted = "\u{10FFFF}app\u{1F}cpu";
+    assert_eq!(values(root, crafted).await, Vec::<String>::new());
+    let every = NameQuery::new("", 10);
+    let values_of = root.list_tag_values(crafted, "host", &every).await;
+    assert_eq!(values_of.expect("tag values").names, Vec::<String>::new());
     assert_eq!(hosts(app.clone()).await, ["a", "c"]);
     let c = app.cardinality(10).await.expect("cardinality");
     assert_eq!(

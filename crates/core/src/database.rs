@@ -86,9 +86,14 @@ impl Namespace {
         }
     }
 
-    /// The stored name of `measurement` of this database.
+    /// The stored name of `measurement` of this database. A default-database name
+    /// starting with [`MARK`] (which no series of it can have) maps to a name of the
+    /// database "", which cannot exist: so it never reads another database's series.
     pub fn stored<'a>(&self, measurement: &'a str) -> Cow<'a, str> {
         match self {
+            Self::Default if measurement.starts_with(MARK) => {
+                Cow::Owned(format!("{MARK}{SEPARATOR}{measurement}"))
+            }
             Self::Default => Cow::Borrowed(measurement),
             Self::Named { prefix } => Cow::Owned(format!("{prefix}{measurement}")),
         }
@@ -169,6 +174,10 @@ mod tests {
         assert_eq!(app.user("cpu"), None);
         assert_eq!(app.user("\u{10FFFF}apps\u{1F}cpu"), None);
         assert_eq!(Namespace::Default.user("\u{10FFFF}app\u{1F}cpu"), None);
+        // A default-database name that reads like another database's names none.
+        let crafted = Namespace::Default.stored("\u{10FFFF}app\u{1F}cpu");
+        assert_eq!(split_stored(&crafted).0, Some(""));
+        assert_eq!(app.user(&crafted), None);
         assert_eq!(split_stored("\u{10FFFF}app\u{1F}cpu"), (Some("app"), "cpu"));
         assert_eq!(split_stored("cpu"), (None, "cpu"));
         assert!(refuse_measurement("\u{10FFFF}x").is_some());

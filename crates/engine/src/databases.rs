@@ -16,6 +16,7 @@
 
 use crate::series_cache::SeriesCache;
 use crate::{DeleteReport, Engine, EngineError};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -213,33 +214,31 @@ impl Engine {
         &self,
         selector: &SeriesSelector,
     ) -> Result<Vec<SeriesInfo>, EngineError> {
-        let found = match &self.db.namespace {
-            Namespace::Default => self.backend.find_series(selector).await?,
-            namespace => {
-                let stored = SeriesSelector {
-                    measurement: namespace.stored(&selector.measurement).into_owned(),
-                    ..selector.clone()
-                };
-                let mut found = self.backend.find_series(&stored).await?;
-                for info in &mut found {
-                    info.key.measurement = selector.measurement.clone();
-                }
-                found
-            }
+        let stored = self.db.namespace.stored(&selector.measurement);
+        if *stored == selector.measurement {
+            return Ok(self.backend.find_series(selector).await?);
+        }
+        let stored = SeriesSelector {
+            measurement: stored.into_owned(),
+            ..selector.clone()
         };
+        let mut found = self.backend.find_series(&stored).await?;
+        for info in &mut found {
+            info.key.measurement = selector.measurement.clone();
+        }
         Ok(found)
     }
 
     /// `key` as this database stores it.
     pub(crate) fn stored_key(&self, mut key: SeriesKey) -> SeriesKey {
-        if let Namespace::Named { .. } = self.db.namespace {
-            key.measurement = self.db.namespace.stored(&key.measurement).into_owned();
+        if let Cow::Owned(stored) = self.db.namespace.stored(&key.measurement) {
+            key.measurement = stored;
         }
         key
     }
 
     /// The stored name of this database's `measurement`.
-    pub(crate) fn stored_measurement<'a>(&self, measurement: &'a str) -> std::borrow::Cow<'a, str> {
+    pub(crate) fn stored_measurement<'a>(&self, measurement: &'a str) -> Cow<'a, str> {
         self.db.namespace.stored(measurement)
     }
 
