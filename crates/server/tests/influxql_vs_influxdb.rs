@@ -132,6 +132,19 @@ async fn start_influxd() -> Influxd {
 /// a growing `mem` counter every minute, and of `status` codes (few values, for
 /// `distinct`, with a 10-minute gap); five days of `dst` around Paris' change from summer
 /// time (2020-10-25 01:00Z), for `tz()`.
+/// The second database's data: a measurement named as the first database's `cpu`, other
+/// hosts and values, so a statement reading the wrong database answers wrong.
+fn second_database_lines() -> String {
+    (0..=360i64)
+        .step_by(3)
+        .map(|i| {
+            let t = T0 + i * 10;
+            let user = ((i * 7) % 40) as f64 + 0.5;
+            format!("cpu,host=edge{} usage_user={user} {t}\n", i % 2)
+        })
+        .collect()
+}
+
 fn line_protocol() -> String {
     let mut out = String::new();
     let hosts = [("server1", "eu"), ("server2", "us"), ("server3", "eu")];
@@ -252,6 +265,18 @@ fn statements() -> Vec<String> {
     .map(|t| t.replace("{b}", b))
     .collect();
     s.dedup();
+    // The second database, named by the statement while the request's `db` is `db`.
+    s.extend(
+        [
+            "SELECT mean(\"usage_user\") FROM \"db2\"..\"cpu\" WHERE {b} GROUP BY time(10m), \"host\" fill(null)",
+            "SELECT max(\"usage_user\") FROM \"db2\".\"autogen\".\"cpu\" WHERE {b}",
+            "SHOW TAG VALUES ON \"db2\" FROM \"cpu\" WITH KEY = \"host\"",
+            "SHOW MEASUREMENTS ON \"db2\"",
+            "SHOW SERIES ON \"db2\"",
+        ]
+        .iter()
+        .map(|t| t.replace("{b}", b)),
+    );
     s
 }
 
@@ -321,24 +346,23 @@ async fn influxql_matches_influxdb() {
     let influxd = start_influxd().await;
     let server = TestServer::start().await;
     let client = support::client();
-    for url in [&influxd.url, &server.url] {
-        let created = client
-            .post(format!("{url}/query"))
-            .form(&[("q", "CREATE DATABASE db")])
-            .send()
-            .await
-            .expect("create the database");
-        assert_eq!(created.status().as_u16(), 200, "{url}");
-    }
-    let body = line_protocol();
-    for url in [&influxd.url, &server.url] {
-        let written = client
-            .post(format!("{url}/write?db=db&precision=s"))
-            .body(body.clone())
-            .send()
-            .await
-            .expect("write");
-        assert_eq!(written.status().as_u16(), 204, "{url}");
+    for (db, body) in [("db", line_protocol()), ("db2", second_database_lines())] {
+        for url in [&influxd.url, &server.url] {
+            let created = client
+                .post(format!("{url}/query"))
+                .form(&[("q", format!("CREATE DATABASE {db}"))])
+                .send()
+                .await
+                .expect("create the database");
+            assert_eq!(created.status().as_u16(), 200, "{url}");
+            let written = client
+                .post(format!("{url}/write?db={db}&precision=s"))
+                .body(body.clone())
+                .send()
+                .await
+                .expect("write");
+            assert_eq!(written.status().as_u16(), 204, "{url} {db}");
+        }
     }
     let mut failures = Vec::new();
     let mut compared = 0;
