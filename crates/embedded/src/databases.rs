@@ -2,8 +2,11 @@
 //! Changed by the writer in its group transaction, read with a read transaction.
 
 use crate::writer::storage;
+use crate::writer::Job;
+use crate::EmbeddedBackend;
+use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
-use tickertape_backend::{BackendError, Result};
+use tickertape_backend::{BackendError, DatabaseCatalog, Result};
 use tickertape_core::database::DatabaseName;
 
 /// Database name → nothing: the databases created and not dropped.
@@ -43,4 +46,21 @@ pub fn apply(txn: &WriteTransaction, change: &DatabaseChange) -> Result<bool> {
         DatabaseChange::Drop(name) => table.remove(name.as_str()).map_err(storage)?.is_some(),
     };
     Ok(changed)
+}
+
+#[async_trait]
+impl DatabaseCatalog for EmbeddedBackend {
+    async fn databases(&self) -> Result<Vec<DatabaseName>> {
+        self.read(list).await
+    }
+
+    async fn create_database(&self, name: &DatabaseName) -> Result<bool> {
+        let change = DatabaseChange::Create(name.clone());
+        self.submit(|reply| Job::Database { change, reply }).await
+    }
+
+    async fn drop_database(&self, name: &DatabaseName) -> Result<bool> {
+        let change = DatabaseChange::Drop(name.clone());
+        self.submit(|reply| Job::Database { change, reply }).await
+    }
 }

@@ -39,7 +39,6 @@ mod writer;
 
 use async_trait::async_trait;
 use catalog::Catalog;
-use databases::DatabaseChange;
 use file::{create_tables, open_database, partitioning, store_bytes};
 use redb::Database;
 use std::path::{Path, PathBuf};
@@ -51,8 +50,7 @@ use tickertape_backend::{
     SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, SnapshotReport,
     SnapshotTarget, StorageStats, StoredBucket, TokenRequest,
 };
-use tickertape_backend::{BucketStore, DatabaseCatalog, NameStore, SeriesCatalog, ValueStore};
-use tickertape_core::database::DatabaseName;
+use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
@@ -552,23 +550,6 @@ impl BucketStore for EmbeddedBackend {
         let table = partition.name();
         self.submit(|reply| Job::DropPartition { table, reply })
             .await
-    }
-}
-
-#[async_trait]
-impl DatabaseCatalog for EmbeddedBackend {
-    async fn databases(&self) -> Result<Vec<DatabaseName>> {
-        self.read(databases::list).await
-    }
-
-    async fn create_database(&self, name: &DatabaseName) -> Result<bool> {
-        let change = DatabaseChange::Create(name.clone());
-        self.submit(|reply| Job::Database { change, reply }).await
-    }
-
-    async fn drop_database(&self, name: &DatabaseName) -> Result<bool> {
-        let change = DatabaseChange::Drop(name.clone());
-        self.submit(|reply| Job::Database { change, reply }).await
     }
 }
 
