@@ -80,14 +80,12 @@ impl Databases {
         Arc::clone(view)
     }
 
-    fn cached(&self, name: &DatabaseName) -> Option<bool> {
+    /// Whether `name` is in a list read less than [`KNOWN_FOR`] ago.
+    fn known(&self, name: &DatabaseName) -> bool {
         let known = self.known.read().unwrap_or_else(|p| p.into_inner());
-        let (read_at, names) = known.as_ref()?;
-        let fresh = read_at.elapsed() < KNOWN_FOR;
-        match names.contains(name) {
-            true if fresh => Some(true),
-            _ => None,
-        }
+        known
+            .as_ref()
+            .is_some_and(|(read_at, names)| read_at.elapsed() < KNOWN_FOR && names.contains(name))
     }
 
     fn remember(&self, names: &[DatabaseName]) {
@@ -135,7 +133,7 @@ impl Engine {
         Ok(self.in_view(self.databases.view(&name)))
     }
 
-    fn in_view(&self, view: Arc<crate::databases::View>) -> Engine {
+    fn in_view(&self, view: Arc<View>) -> Engine {
         Engine {
             db: view,
             ..self.clone()
@@ -143,8 +141,8 @@ impl Engine {
     }
 
     async fn database_exists(&self, name: &DatabaseName) -> Result<bool, EngineError> {
-        if let Some(known) = self.databases.cached(name) {
-            return Ok(known);
+        if self.databases.known(name) {
+            return Ok(true);
         }
         let names = self.backend.databases().await?;
         self.databases.remember(&names);
