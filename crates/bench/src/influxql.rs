@@ -5,10 +5,9 @@
 //! against an InfluxDB 1.x loaded with the same points. The queries alternate, so every
 //! kind sees the same machine; every answer is checked (1,441 windows).
 
-use crate::store::open_engine;
+use crate::store::serve_new_store;
 use anyhow::{bail, ensure, Context, Result};
 use std::time::{Duration, Instant};
-use tickertape_server::ServerConfig;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -31,15 +30,7 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<()> {
     let dir = tempfile::tempdir().context("a temporary store directory")?;
-    let engine = open_engine(dir.path(), None).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(tickertape_server::serve(
-        listener,
-        engine,
-        ServerConfig::default(),
-        std::future::pending(),
-    ));
+    let url = serve_new_store(dir.path()).await?;
     let client = reqwest::Client::builder().no_proxy().build()?;
     let start = args.end - args.hours * 3600;
     let body = line_protocol(&args, start);

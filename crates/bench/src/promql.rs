@@ -5,10 +5,9 @@
 //! field `value`, one point per `--interval`), compacted into part files as a day of data
 //! would be, then queried `--runs` times; every answer is checked (series and steps).
 
-use crate::store::open_engine;
+use crate::store::serve_new_store;
 use anyhow::{bail, ensure, Context, Result};
 use std::time::{Duration, Instant};
-use tickertape_server::ServerConfig;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -34,15 +33,7 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<()> {
     let dir = tempfile::tempdir().context("a temporary store directory")?;
-    let engine = open_engine(dir.path(), None).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(tickertape_server::serve(
-        listener,
-        engine,
-        ServerConfig::default(),
-        std::future::pending(),
-    ));
+    let url = serve_new_store(dir.path()).await?;
     let client = reqwest::Client::new();
     let start = args.end - args.hours * 3600;
     let written = load(&client, &url, &args, start).await?;

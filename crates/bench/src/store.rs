@@ -1,4 +1,4 @@
-//! The store `ingest` runs its in-process server on: an embedded store in a fresh
+//! The store the benches run their in-process server on: an embedded store in a fresh
 //! directory, with the schema of `--config` (the defaults without it).
 //!
 //! The bench opens the library crates directly rather than through the CLI's `--store`
@@ -24,6 +24,21 @@ pub async fn open_engine(dir: &Path, config: Option<&Path>) -> Result<Engine> {
         .context("opening the store")?
         .with_context(|| format!("cannot open the store at {}", dir.display()))?;
     Ok(Engine::new(Arc::new(backend)).with_schema(schema))
+}
+
+/// A new embedded store in `dir` served on a free loopback port with the default settings
+/// until the bench ends; its base URL.
+pub async fn serve_new_store(dir: &Path) -> Result<String> {
+    let engine = open_engine(dir, None).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(tickertape_server::serve(
+        listener,
+        engine,
+        tickertape_server::ServerConfig::default(),
+        std::future::pending(),
+    ));
+    Ok(url)
 }
 
 /// The schema of a TOML config; a bad config is refused with its key.

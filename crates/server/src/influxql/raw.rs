@@ -12,7 +12,6 @@ use super::eval::{join, Eval, Value};
 use super::output::{Cell, Series};
 use super::select::{engine_error, FieldData, Node, Plan, RawColumn};
 use super::show::names_of;
-use super::zone::zoned;
 
 /// The points of one series (its tags), per field.
 type TagsetData = HashMap<String, FieldData>;
@@ -60,16 +59,10 @@ impl Plan<'_> {
                 Some(Cell::Time(t)) => *t,
                 _ => i64::MIN,
             });
-            if self.select.descending {
-                rows.reverse();
-            }
-            let offset = self.select.offset.unwrap_or(0) as usize;
-            let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
-            let mut values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
+            let values = self.paged(rows);
             if values.is_empty() {
                 continue;
             }
-            zoned(&mut values, self.zone);
             let mut column_names = vec!["time".to_string()];
             column_names.extend(names.iter().cloned());
             out.push(Series {

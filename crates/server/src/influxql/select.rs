@@ -120,6 +120,19 @@ pub fn check_zones(query: &tickertape_influxql::Query) -> Result<(), String> {
 }
 
 impl<'a> Plan<'a> {
+    /// One series' rows, in time order, as the statement pages them: `ORDER BY time
+    /// DESC`, `OFFSET`, `LIMIT`; times in the zone of `tz()`.
+    pub(crate) fn paged(&self, mut rows: Vec<Vec<Cell>>) -> Vec<Vec<Cell>> {
+        if self.select.descending {
+            rows.reverse();
+        }
+        let offset = self.select.offset.unwrap_or(0) as usize;
+        let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
+        let mut values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
+        zoned(&mut values, self.zone);
+        values
+    }
+
     fn new(engine: &Engine, select: &'a Select) -> Result<Self, String> {
         let zone = match &select.timezone {
             Some(name) => Zone::parse(name)?,
@@ -408,16 +421,10 @@ impl<'a> Plan<'a> {
                 }
             }
         }
-        if self.select.descending {
-            rows.reverse();
-        }
-        let offset = self.select.offset.unwrap_or(0) as usize;
-        let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
-        let mut values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
+        let values = self.paged(rows);
         if values.is_empty() {
             return Ok(None);
         }
-        zoned(&mut values, self.zone);
         let mut names = vec!["time".to_string()];
         names.extend(self.columns.iter().cloned());
         let tags = match &self.group_by {
