@@ -15,6 +15,7 @@ use crate::rollup_source::{nothing_refused, stored_count, RollupGroup, RollupSou
 use crate::series_limits::{admit, SeriesLimits};
 use crate::{Engine, EngineError};
 use group::{drop_stale_markers_from_buckets, group_by_series, Group};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tickertape_backend::{
@@ -438,7 +439,12 @@ impl Engine {
         if self.series_limits.is_none() && self.key_limits == KeyLimits::NONE {
             return Ok(reserved);
         }
-        let stored: Vec<SeriesKey> = keys.iter().map(|k| self.stored_key(k.clone())).collect();
+        // The default database stores keys as written (its reserved names are refused
+        // above whatever a lookup says): no copy on the common path.
+        let stored: Cow<'_, [SeriesKey]> = match self.namespace() {
+            Namespace::Default => Cow::Borrowed(keys),
+            Namespace::Named { .. } => keys.iter().map(|k| self.stored_key(k.clone())).collect(),
+        };
         let mut known: Vec<Option<Result<(), String>>> = self
             .backend
             .lookup_series(&stored)
