@@ -56,6 +56,11 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// A request whose body sends no bytes for this long is answered 408 and its connection
 /// closed.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes per second a request body must average once `--body-read-timeout` has
+/// passed: a body's deadline is that timeout plus its length at this rate. 4 KiB/s is
+/// far below any real client's link (a 1 MB body may take over four minutes), while a
+/// client trickling bytes to hold a connection is cut within the timeout.
+pub const DEFAULT_MIN_BODY_RATE: u64 = 4096;
 /// Connections served at once when nothing says otherwise (the CLI derives its default
 /// from the descriptor limit); more are closed as they are accepted.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
@@ -69,6 +74,8 @@ pub struct ServerConfig {
     pub header_read_timeout: Option<Duration>,
     /// See [`DEFAULT_BODY_READ_TIMEOUT`]; `None`: no bound.
     pub body_read_timeout: Option<Duration>,
+    /// See [`DEFAULT_MIN_BODY_RATE`]; `None`: no rate (the gap alone bounds a body).
+    pub min_body_rate: Option<u64>,
     /// Connections served at once, at least 1.
     pub max_connections: usize,
     /// Serve HTTPS only, with this certificate; `None`: plain HTTP.
@@ -87,6 +94,7 @@ impl Default for ServerConfig {
             auth: None,
             header_read_timeout: Some(DEFAULT_HEADER_READ_TIMEOUT),
             body_read_timeout: Some(DEFAULT_BODY_READ_TIMEOUT),
+            min_body_rate: Some(DEFAULT_MIN_BODY_RATE),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             tls: None,
             connection_stats: Arc::default(),
@@ -163,6 +171,7 @@ pub async fn serve(
         limits: listen::Limits {
             header_read_timeout: config.header_read_timeout,
             body_read_timeout: config.body_read_timeout,
+            min_body_rate: config.min_body_rate,
             idle_timeout: config.header_read_timeout,
         },
         max_connections: config.max_connections.max(1),
