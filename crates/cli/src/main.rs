@@ -10,6 +10,7 @@
 mod answer;
 mod chart;
 mod cmd;
+mod descriptors;
 mod remote;
 mod store;
 

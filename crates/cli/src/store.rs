@@ -21,6 +21,11 @@ pub struct StoreArgs {
     /// partitions), fixed when the store is created; an existing store keeps its own.
     #[arg(long, default_value = "1d", value_parser = parse_width)]
     pub partition: i64,
+    /// Embedded store: part files kept open at most; the others are opened when a read
+    /// needs them, so any number of parts runs within the descriptor limit. Default: 256,
+    /// or a quarter of the descriptor limit (RLIMIT_NOFILE) when that is less.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub open_parts: Option<u64>,
     /// MongoDB: the width of a value partition, one collection per measurement and
     /// partition (retention drops whole collections), e.g. `1d` or `6h`. Without it an
     /// existing database keeps its own width and a new one gets 1d; with it, a database
@@ -109,6 +114,8 @@ impl StoreArgs {
         }
         let mut options = EmbeddedOptions::new(&self.store);
         options.partition_ns = self.partition;
+        let open_parts = crate::descriptors::budget(self.open_parts, None).open_parts;
+        options.open_parts = usize::try_from(open_parts).unwrap_or(usize::MAX);
         let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(options))
             .await
             .context("opening the store")?

@@ -104,10 +104,11 @@ pub fn create_tables(db: &Database) -> Result<()> {
                     "migrated the series catalog from format 4 to {FORMAT_VERSION}"
                 );
             }
-            Some(old @ (7 | 8)) => {
-                // Format 8 adds `removed_series` (created on the first removal) and 9 named
-                // databases (created by the first `CREATE DATABASE`); an older store has
-                // neither, so the number is all that changes.
+            Some(old @ (7..=9)) => {
+                // Format 8 adds `removed_series` (created on the first removal), 9 named
+                // databases (created by the first `CREATE DATABASE`) and 10 parts of many
+                // measurements (the older parts, of one, are read as they are); an older
+                // store has none of them, so the number is all that changes.
                 meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
                 tracing::info!("recorded the store's format as {FORMAT_VERSION} (was {old})");

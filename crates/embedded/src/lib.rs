@@ -62,6 +62,8 @@ use values::wal::Wal;
 use values::{RollupPlan, Values, View};
 use writer::{Job, Writer, WriterParts};
 
+use values::files::OpenFiles;
+pub use values::files::DEFAULT_OPEN_PARTS;
 pub use values::DEFAULT_PARTITION_NS;
 
 pub use faults::IoFaults;
@@ -97,6 +99,8 @@ pub struct EmbeddedOptions {
     pub head_age: std::time::Duration,
     /// Bytes of decoded part blocks kept for later reads (0: none).
     pub block_cache_bytes: u64,
+    /// Part files kept open at most; the others are opened when a read needs them.
+    pub open_parts: usize,
     /// Tests only: put the data file behind a switch that makes its writes fail on a
     /// countdown ([`IoFaults`]).
     pub io_faults: Option<IoFaults>,
@@ -110,6 +114,7 @@ impl EmbeddedOptions {
             head_points: DEFAULT_HEAD_POINTS,
             head_age: DEFAULT_HEAD_AGE,
             block_cache_bytes: values::cache::DEFAULT_BLOCK_CACHE_BYTES,
+            open_parts: DEFAULT_OPEN_PARTS,
             io_faults: None,
         }
     }
@@ -150,6 +155,7 @@ impl EmbeddedBackend {
         let partitioning = partitioning(&db, options.partition_ns)?;
         let started = std::time::Instant::now();
         let catalog = Arc::new(Catalog::default());
+        let files = Arc::new(OpenFiles::new(options.open_parts));
         // The catalog and the parts load side by side: with a million series each takes
         // a good part of a second.
         let (loaded, parts, latest) = std::thread::scope(|scope| {
@@ -157,7 +163,7 @@ impl EmbeddedBackend {
                 series_keys::load(&db, &catalog)?;
                 Ok::<_, BackendError>(started.elapsed())
             });
-            let parts = background::open_parts(&db, &dir);
+            let parts = background::open_parts(&db, &dir, &files);
             let latest = manifest::load_heads(&db);
             let loaded = loading
                 .join()
@@ -169,13 +175,18 @@ impl EmbeddedBackend {
         let next_part_id = opened.next_id;
         let mut view = View {
             latest: latest?,
-            measurement_of: opened.measurement_of,
             ..View::default()
         };
+        let part_files = opened.parts.len();
         for part in opened.parts {
             view.place_part(part);
         }
-        let values = Arc::new(Values::new(partitioning, view, options.block_cache_bytes));
+        let values = Arc::new(Values::new(
+            partitioning,
+            view,
+            options.block_cache_bytes,
+            files.clone(),
+        ));
         let checkpoint = manifest::meta(&db, CHECKPOINT_LSN)?.unwrap_or(0);
         let (wal, frames) = Wal::open(&dir, checkpoint)?;
         let wal = wal.with_faults(options.io_faults);
@@ -210,6 +221,8 @@ impl EmbeddedBackend {
         writer.replay(frames)?;
         tracing::info!(
             series = catalog.len(),
+            part_files,
+            open_parts_at_most = files.capacity(),
             catalog_ms = catalog_loaded.as_millis() as u64,
             log_replay_ms = replay_started.elapsed().as_millis() as u64,
             total_ms = started.elapsed().as_millis() as u64,

@@ -30,5 +30,7 @@ pub const FORMAT_VERSION_KEY: &str = "format_version";
 /// from the catalog (`removed_series`), which a binary reading 7 would list again; 9 may
 /// hold series of named databases (measurement names marked as `tickertape_core::database`
 /// says, and the `databases` table), which a binary reading 8 would show in the default
-/// database (formats 4 to 8 are migrated in place at open; 7 and 8 only record the number).
-pub const FORMAT_VERSION: u64 = 9;
+/// database; 10 writes part files of every measurement of a time partition (`TTPART04`),
+/// which a binary reading 9 would refuse part by part (formats 4 to 9 are migrated in
+/// place at open; 7, 8 and 9 only record the number: their parts are read as they are).
+pub const FORMAT_VERSION: u64 = 10;

@@ -3,8 +3,11 @@
 //! the leftovers of a crash.
 
 use std::path::Path;
+use std::sync::Arc;
 use tickertape_backend::ValueStore;
 use tickertape_backend::{Backend, SeriesAppend};
+use tickertape_core::query::Summary;
+use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::segment::collect_points;
 use tickertape_core::{Point, SeriesId, SeriesKey};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
@@ -138,4 +141,140 @@ async fn open_deletes_part_files_no_manifest_entry_names() {
     assert_eq!(stored(&b, s).await, points(0..50, 0.0));
     assert!(!parts.join("00000000000000000999.part.tmp").exists());
     assert!(!parts.join("00000000000000000998.part").exists());
+}
+
+/// Forty measurements written over three partitions end as three part files, not 120:
+/// a part holds every measurement of its partition. With two part files kept open at
+/// most, every series reads back whole, before and after a reopen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_is_one_part_for_every_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let open_small = |dir: &Path| {
+        let mut options = EmbeddedOptions::new(dir);
+        options.partition_ns = 100;
+        options.head_points = 500;
+        options.open_parts = 2;
+        EmbeddedBackend::open(options).expect("open the store")
+    };
+    let b = open_small(dir.path());
+    let mut all = Vec::new();
+    for m in 0..40 {
+        all.push(series(&b, &format!("m{m}")).await);
+    }
+    for chunk in (0..300).collect::<Vec<i64>>().chunks(50) {
+        for (i, &s) in all.iter().enumerate() {
+            append(&b, s, points(chunk.iter().copied(), i as f64)).await;
+        }
+    }
+    b.compact().await.expect("compact");
+    assert_eq!(
+        files(dir.path(), "parts", ".part"),
+        3,
+        "one part per partition"
+    );
+    for (i, &s) in all.iter().enumerate() {
+        assert_eq!(stored(&b, s).await, points(0..300, i as f64), "series {i}");
+    }
+    drop(b);
+    let b = open_small(dir.path());
+    for (i, &s) in all.iter().enumerate().rev() {
+        assert_eq!(
+            stored(&b, s).await,
+            points(0..300, i as f64),
+            "after reopen {i}"
+        );
+        let neighbours = b.read_segments(s, 150, 150).await.unwrap();
+        let got = collect_points(&neighbours).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Point::new(149, i as f64 + 149.0),
+                Point::new(150, i as f64 + 150.0)
+            ]
+        );
+    }
+}
+
+fn bits(slots: Vec<(i64, Summary)>) -> Vec<(i64, [u64; 8])> {
+    slots.into_iter().map(|(t, s)| (t, s.to_bits())).collect()
+}
+
+/// Retention of one measurement rewrites the shared parts without its raw blocks (or its
+/// rollup blocks at one resolution) and nothing else: its rollups still answer, the other
+/// measurement keeps everything; a late write of the other measurement into a dropped
+/// partition merges it again, and the dropped measurement's rollup blocks are carried over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_of_one_measurement_in_shared_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let (r10, r50) = (Resolution::new(10).unwrap(), Resolution::new(50).unwrap());
+    b.derive_segment_rollups(Arc::new(move |m: &str| match m {
+        "cpu" => vec![r10, r50],
+        _ => vec![r50],
+    }));
+    let cpu = series(&b, "cpu").await;
+    let mem = series(&b, "mem").await;
+    append(&b, cpu, points(0..300, 0.0)).await;
+    append(&b, mem, points(0..300, 1.0)).await;
+    b.compact().await.unwrap();
+    assert_eq!(files(dir.path(), "parts", ".part"), 3);
+    let cpu_r10 = bits(summarize_slots(&points(0..300, 0.0), 0, 300, r10));
+    let rollup = |s, r, end| {
+        let b = &b;
+        async move { bits(b.read_segment_rollup(s, r, 0, end).await.unwrap()) }
+    };
+    assert_eq!(rollup(cpu, r10, 300).await, cpu_r10);
+
+    let dropped = b.drop_raw_before("cpu", 250, false).await.unwrap();
+    assert_eq!(dropped, vec![(0, 100), (100, 200)]);
+    assert_eq!(stored(&b, cpu).await, points(200..300, 0.0));
+    assert_eq!(
+        stored(&b, mem).await,
+        points(0..300, 1.0),
+        "mem keeps its points"
+    );
+    assert_eq!(
+        rollup(cpu, r10, 300).await,
+        cpu_r10,
+        "cpu's rollups outlive its points"
+    );
+    assert_eq!(
+        files(dir.path(), "parts", ".part"),
+        3,
+        "rewritten, not split"
+    );
+    assert!(b
+        .drop_raw_before("cpu", 250, true)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // A late point of mem in the first partition: a second part there, merged with the
+    // first at compaction; cpu's rollup blocks (no raw block left) are carried.
+    append(&b, mem, vec![Point::new(50, -5.0)]).await;
+    b.compact().await.unwrap();
+    assert_eq!(files(dir.path(), "parts", ".part"), 3);
+    assert_eq!(rollup(cpu, r10, 300).await, cpu_r10, "carried by the merge");
+    let mut mem_points = points(0..300, 1.0);
+    mem_points[50] = Point::new(50, -5.0);
+    assert_eq!(stored(&b, mem).await, mem_points);
+    assert_eq!(
+        rollup(mem, r50, 300).await,
+        bits(summarize_slots(&mem_points, 0, 300, r50))
+    );
+
+    // cpu's 10 ns rollup goes from the first partition; its 50 ns one and mem stay.
+    let dropped = b
+        .drop_segment_rollup_before("cpu", r10, 100, false)
+        .await
+        .unwrap();
+    assert_eq!(dropped, vec![(0, 100)]);
+    assert_eq!(rollup(cpu, r10, 300).await[..], cpu_r10[10..]);
+    let cpu_r50 = bits(summarize_slots(&points(0..300, 0.0), 0, 300, r50));
+    assert_eq!(rollup(cpu, r50, 300).await, cpu_r50);
+    assert_eq!(stored(&b, mem).await, mem_points);
+    drop(b);
+    let b = open(dir.path());
+    assert_eq!(stored(&b, cpu).await, points(200..300, 0.0), "after reopen");
+    assert_eq!(stored(&b, mem).await, mem_points, "after reopen");
 }

@@ -1,5 +1,6 @@
 //! `tickertape serve`: the HTTP server on a store.
 
+use crate::descriptors::Budget;
 use crate::store::StoreArgs;
 use anyhow::{Context, Result};
 use clap::builder::TypedValueParser;
@@ -10,11 +11,7 @@ use tickertape_core::time::parse_duration;
 use tickertape_engine::{Engine, KeyLimits, QueryLimits, SeriesLimits, StringFields};
 use tickertape_server::auth::Authenticator;
 use tickertape_server::listen::Tls;
-use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS};
-
-/// Descriptors `--max-connections`' default leaves to the store (segment and log files,
-/// MongoDB's connection pool) and the process, out of RLIMIT_NOFILE.
-const DESCRIPTORS_KEPT: u64 = 256;
+use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -50,10 +47,10 @@ pub struct Args {
     /// client longest (idle, or a body under --min-body-rate, for 2 s or more) is closed
     /// for a new one; with none such, the new one is closed as soon as it is accepted
     /// (the client sees its connection closed, not a wait) and a warning is logged. Default:
-    /// the descriptor limit (RLIMIT_NOFILE) less 256 for the store, at most 10000.
-    #[arg(long, default_value_t = default_max_connections(),
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_connections: u64,
+    /// the descriptor limit (RLIMIT_NOFILE) less the store's open part files (--open-parts)
+    /// and 64 for the rest, at most 10000 (the shares are logged at start).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
     /// Largest accepted request body, in bytes (also after gzip decoding); larger get 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
@@ -137,43 +134,37 @@ fn duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(ns.unsigned_abs()))
 }
 
-/// `--max-connections`' default: what the descriptor limit leaves after the store's
-/// share, within 64..=10000.
-fn default_max_connections() -> u64 {
-    let cap = DEFAULT_MAX_CONNECTIONS as u64;
-    match descriptor_limit() {
-        Some(limit) => limit.saturating_sub(DESCRIPTORS_KEPT).clamp(64, cap),
-        None => cap,
+/// Works out and logs how the descriptor limit is shared (`descriptors.rs`); warns when
+/// the flags ask for more than it holds (allowed: the limit may be raised later for the
+/// process' children, or the store may need fewer descriptors).
+fn descriptor_budget(args: &Args) -> Budget {
+    let budget = crate::descriptors::budget(args.store.open_parts, args.max_connections);
+    tracing::info!(
+        descriptor_limit = budget.limit,
+        open_parts = budget.open_parts,
+        reserved = crate::descriptors::RESERVED,
+        max_connections = budget.max_connections,
+        "descriptors: part files kept open, the reserve and connections share the limit"
+    );
+    if budget.beyond_limit() {
+        tracing::warn!(
+            "--max-connections {} and --open-parts {} with a descriptor limit (ulimit -n) of \
+             {}: connections or reads may fail with \"too many open files\" before these limits",
+            budget.max_connections,
+            budget.open_parts,
+            budget.limit.unwrap_or(0),
+        );
     }
-}
-
-/// The process' soft RLIMIT_NOFILE; `None` where unknown or unlimited.
-fn descriptor_limit() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    return rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-    #[cfg(not(target_os = "linux"))]
-    None
-}
-
-/// A `--max-connections` the descriptor limit cannot hold is allowed (the limit may be
-/// raised later for the process' children, or the store may need few descriptors), but
-/// said: past the limit, accepting fails with "too many open files" instead.
-fn warn_if_beyond_descriptors(max_connections: u64) {
-    if let Some(limit) = descriptor_limit() {
-        if max_connections.saturating_add(DESCRIPTORS_KEPT) > limit {
-            tracing::warn!(
-                "--max-connections {max_connections} with a descriptor limit (ulimit -n) of \
-                 {limit}: connections may fail with \"too many open files\" before the limit"
-            );
-        }
-    }
+    budget
 }
 
 fn optional(timeout: Duration) -> Option<Duration> {
     (!timeout.is_zero()).then_some(timeout)
 }
 
-pub async fn run(args: Args) -> Result<()> {
+pub async fn run(mut args: Args) -> Result<()> {
+    let budget = descriptor_budget(&args);
+    args.store.open_parts = Some(budget.open_parts);
     // Before the store opens: a bad certificate is the first thing to hear about.
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key)?),
@@ -206,7 +197,6 @@ pub async fn run(args: Args) -> Result<()> {
             max_tag_value_bytes: args.max_tag_value_bytes,
         })
         .with_string_fields(args.string_fields);
-    warn_if_beyond_descriptors(args.max_connections);
     let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -216,7 +206,7 @@ pub async fn run(args: Args) -> Result<()> {
     tracing::info!(
         store = %args.store.store,
         backend = backend.kind(),
-        max_connections = args.max_connections,
+        max_connections = budget.max_connections,
         auth = args.auth,
         "listening on {scheme}://{address}"
     );
@@ -229,7 +219,7 @@ pub async fn run(args: Args) -> Result<()> {
         header_read_timeout: optional(args.header_read_timeout),
         body_read_timeout: optional(args.body_read_timeout),
         min_body_rate: (args.min_body_rate > 0).then_some(args.min_body_rate),
-        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        max_connections: usize::try_from(budget.max_connections).unwrap_or(usize::MAX),
         tls,
         snapshot_dir: args.snapshot_dir,
         ..ServerConfig::default()

@@ -2,8 +2,11 @@
 //! parts of a partition into one, and drops partitions for retention. It takes tasks in
 //! the order the writer sends them, so heads are flushed in log order.
 //!
+//! A part holds one time partition of every measurement: a flush writes one part per
+//! partition its head touches, however many measurements it holds, so the number of
+//! files grows with time and size, never with the number of measurements or series.
 //! Rollups are computed here, off the write path: every part carries, beside each series'
-//! raw block, its slots at each rollup resolution the measurement keeps (`RollupPlan`).
+//! raw block, its slots at each rollup resolution its measurement keeps (`RollupPlan`).
 //! After a flush, every partition the flush did not write to and that has more than one
 //! part is merged, so a day that is over ends as one part whose rollup blocks answer
 //! rollup reads (`Values::read_rollup`).
@@ -16,16 +19,22 @@
 //! - merge: the merged part is written whole, then one transaction names it and forgets
 //!   its inputs, then their files are deleted. Before the transaction the inputs are the
 //!   store; after it, the merged part.
-//! - drop: the parts that keep blocks (rollups outlive raw points) are rewritten whole
-//!   without the dropped ones, then one transaction swaps them for the old parts, then
-//!   the old files are deleted.
+//! - drop: the parts that hold a dropped block (one measurement's raw blocks, or its
+//!   rollup blocks at one resolution) are rewritten whole without them — every other
+//!   measurement's blocks copied as they are —, then one transaction swaps them for the
+//!   old parts, then the old files are deleted.
+//!
+//! Old files are deleted when the last reader that took the part before the swap lets go
+//! of it (`Part::retire`): parts are opened on demand through a bounded cache of open
+//! files (`files.rs`), so a reader may need to open a part's file again.
 //!
 //! A failure stops the thread's work for good (`failed`): the writer then refuses writes
 //! until the store is reopened, as after any I/O error. Nothing acknowledged is lost: the
 //! log still holds whatever was not checkpointed.
 
+use super::files::OpenFiles;
 use super::manifest::{self, CHECKPOINT_LSN};
-use super::part::{part_path, Entry, Part, PartMeta, PARTS_DIR};
+use super::part::{part_path, Entry, Part, PartMeta, SeriesBlocks, PARTS_DIR};
 use super::wal::Wal;
 use super::{merge_newest_last, Frozen, RollupPlan, Values};
 use crate::catalog::Catalog;
@@ -89,7 +98,7 @@ impl Task {
     }
 }
 
-/// What a retention drop removes from the parts of a partition.
+/// What a retention drop removes from the parts of a partition, for one measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dropped {
     /// The raw points; the rollup blocks computed from them stay.
@@ -200,59 +209,78 @@ impl Background {
         self.next_part_id - 1
     }
 
-    /// The rollup resolutions part files of measurement `number` keep.
-    fn rollups_of(&mut self, number: u64) -> Result<Vec<Resolution>> {
+    fn files(&self) -> Arc<OpenFiles> {
+        self.values.files.clone()
+    }
+
+    /// The rollup resolutions part files keep for each measurement (by number), as one
+    /// task asks: the plan is read once per measurement and task.
+    fn rollups_of(&mut self, number: u64, known: &mut Rollups) -> Result<Arc<[Resolution]>> {
+        if let Some(kept) = known.get(&number) {
+            return Ok(kept.clone());
+        }
         if !self.names.contains_key(&number) {
             self.names = manifest::measurement_names(&self.db)?;
         }
-        Ok(match self.names.get(&number) {
-            Some(name) => self.rollups.kept(name, self.values.partitioning),
-            None => Vec::new(),
-        })
+        let kept: Arc<[Resolution]> = match self.names.get(&number) {
+            Some(name) => self.rollups.kept(name, self.values.partitioning).into(),
+            None => Arc::new([]),
+        };
+        known.insert(number, kept.clone());
+        Ok(kept)
     }
 
-    /// Writes a frozen head into parts, one per (measurement, partition), and checkpoints.
-    /// Returns the partitions written to.
-    fn flush(&mut self, frozen: &Frozen) -> Result<BTreeSet<(u64, i64)>> {
+    /// Writes a frozen head into parts, one per partition (holding every measurement),
+    /// and checkpoints. Returns the partitions written to.
+    fn flush(&mut self, frozen: &Frozen) -> Result<BTreeSet<i64>> {
         let started = std::time::Instant::now();
         let tokens = self.measurement_tokens(frozen)?;
         let by = self.values.partitioning;
-        // (token, partition start) → series in it, ascending.
-        let mut layout: BTreeMap<(u64, i64), BTreeSet<SeriesId>> = BTreeMap::new();
+        // Partition start → series in it, ascending.
+        let mut layout: BTreeMap<i64, BTreeSet<SeriesId>> = BTreeMap::new();
         for (series, points) in frozen.head.iter() {
-            let Some(&token) = tokens.get(&series) else {
+            if !tokens.contains_key(&series) {
                 continue;
-            };
+            }
             let mut starts: Vec<i64> = points.iter().map(|p| by.start_of(p.time)).collect();
             starts.dedup();
             for start in starts {
-                layout.entry((token, start)).or_default().insert(series);
+                layout.entry(start).or_default().insert(series);
             }
         }
-        let written: BTreeSet<(u64, i64)> = layout.keys().copied().collect();
+        let written: BTreeSet<i64> = layout.keys().copied().collect();
+        let mut known = Rollups::new();
         let mut parts = Vec::with_capacity(layout.len());
-        for ((token, start), series) in layout {
+        for (start, series) in layout {
             let meta = PartMeta {
                 id: self.next_id(),
-                measurement: token,
                 start,
                 end: by.clamped_end_of(start),
                 max_lsn: frozen.lsn,
             };
-            let rollups = self.rollups_of(token)?;
-            let blocks = series.into_iter().map(|s| {
+            let mut blocks = Vec::with_capacity(series.len());
+            for s in series {
+                let Some(&measurement) = tokens.get(&s) else {
+                    continue;
+                };
                 let points = frozen.head.points(s);
                 let from = points.partition_point(|p| p.time < start);
                 let to = points.partition_point(|p| i128::from(p.time) < by.end_of(start));
-                Ok((s, points[from..to].to_vec()))
-            });
-            parts.push(Arc::new(Part::write(&self.dir(), meta, &rollups, blocks)?));
+                blocks.push(Ok(SeriesBlocks {
+                    series: s,
+                    measurement,
+                    points: points[from..to].to_vec(),
+                    rollups: self.rollups_of(measurement, &mut known)?,
+                    kept: Vec::new(),
+                }));
+            }
+            parts.push(Arc::new(Part::write(
+                &self.dir(),
+                &self.files(),
+                meta,
+                blocks,
+            )?));
         }
-        // Read before the view is locked: readers wait for nothing but the swap.
-        let series = parts
-            .iter()
-            .map(|p| p.series())
-            .collect::<Result<Vec<_>>>()?;
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
         let added: Vec<(u64, u64)> = parts.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
@@ -262,8 +290,8 @@ impl Background {
         txn.commit().map_err(storage)?;
         {
             let mut view = self.values.view_mut();
-            for (part, series) in parts.iter().zip(&series) {
-                view.add_part(part.clone(), series);
+            for part in &parts {
+                view.place_part(part.clone());
             }
             // The head is in parts now: readers take its points from there.
             view.frozen.retain(|f| !std::ptr::eq(f.as_ref(), frozen));
@@ -305,7 +333,7 @@ impl Background {
     /// Merges into one part every partition with [`MERGE_AT`] parts, and every other one
     /// with more than one part that is not in `busy` (the partitions the last flush wrote
     /// to: they are likely to get more parts soon).
-    fn merge_due(&mut self, busy: &BTreeSet<(u64, i64)>) -> Result<()> {
+    fn merge_due(&mut self, busy: &BTreeSet<i64>) -> Result<()> {
         let due: Vec<Vec<Arc<Part>>> = self
             .values
             .view()
@@ -329,7 +357,11 @@ impl Background {
 
     /// Merges the parts of one partition (given oldest first) into one that holds the
     /// merged points `keep` accepts (a merge keeps every one; a delete does not), with
-    /// their rollups computed anew; a partition left with no point is removed.
+    /// their rollups computed anew; a partition left with no block is removed.
+    ///
+    /// A series with rollup blocks but no raw block in any of the parts (retention dropped
+    /// its raw points) keeps its rollup blocks as they are, from the newest part holding
+    /// each. A series with raw points gets its rollups from them alone.
     pub(super) fn merge_keeping(
         &mut self,
         parts: &[Arc<Part>],
@@ -343,14 +375,50 @@ impl Background {
             ..newest.meta
         };
         // Each part's raw entries, read once: a lookup per series and part would read a
-        // run of the index from the file every time.
-        let raw: Vec<Vec<Entry>> = parts
-            .iter()
-            .map(|p| p.raw_entries())
-            .collect::<Result<_>>()?;
-        let series: BTreeSet<SeriesId> = raw.iter().flatten().map(|e| e.series).collect();
-        let rollups = self.rollups_of(meta.measurement)?;
-        let blocks = series.into_iter().map(|s| {
+        // run of the index from the file every time. Rollup entries only of series
+        // without a raw block in their part (rare: retention dropped those points).
+        let mut raw: Vec<Vec<Entry>> = Vec::with_capacity(parts.len());
+        let mut bare: BTreeMap<SeriesId, BTreeMap<u64, (usize, Entry)>> = BTreeMap::new();
+        for (at, part) in parts.iter().enumerate() {
+            let mut entries = Vec::new();
+            for e in part.entries()? {
+                if e.is_raw() {
+                    entries.push(e);
+                } else if entries.last().is_none_or(|r: &Entry| r.series != e.series) {
+                    // Newer parts come later and replace older ones' blocks.
+                    bare.entry(e.series).or_default().insert(e.kind, (at, e));
+                }
+            }
+            raw.push(entries);
+        }
+        let mut series: BTreeMap<SeriesId, u64> = BTreeMap::new();
+        for e in raw.iter().flatten() {
+            series.insert(e.series, e.measurement);
+        }
+        bare.retain(|s, _| !series.contains_key(s));
+        let mut known = Rollups::new();
+        let mut blocks = Vec::with_capacity(series.len() + bare.len());
+        let mut rollups = HashMap::new();
+        for &measurement in series.values() {
+            rollups.insert(measurement, self.rollups_of(measurement, &mut known)?);
+        }
+        let mut order: Vec<SeriesId> = series.keys().chain(bare.keys()).copied().collect();
+        order.sort_unstable();
+        let blocks_of = |s: SeriesId| -> Result<SeriesBlocks> {
+            if let Some(kinds) = bare.get(&s) {
+                let mut kept = Vec::with_capacity(kinds.len());
+                for (at, entry) in kinds.values() {
+                    kept.push((*entry, parts[*at].read_rollup_entry(entry)?));
+                }
+                let measurement = kinds.values().next().map_or(0, |(_, e)| e.measurement);
+                return Ok(SeriesBlocks {
+                    series: s,
+                    measurement,
+                    points: Vec::new(),
+                    rollups: Arc::new([]),
+                    kept,
+                });
+            }
             let lists = parts
                 .iter()
                 .zip(&raw)
@@ -363,20 +431,32 @@ impl Background {
                 .collect::<Result<Vec<_>>>()?;
             let mut points = merge_newest_last(lists);
             points.retain(|p| keep(s, p));
-            Ok((s, points))
-        });
-        let merged = Part::write(&self.dir(), meta, &rollups, blocks)?;
+            let measurement = series.get(&s).copied().unwrap_or(0);
+            Ok(SeriesBlocks {
+                series: s,
+                measurement,
+                points,
+                rollups: rollups
+                    .get(&measurement)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new([])),
+                kept: Vec::new(),
+            })
+        };
+        blocks.extend(order.into_iter().map(blocks_of));
+        let merged = Part::write(&self.dir(), &self.files(), meta, blocks)?;
         let removed: Vec<u64> = parts.iter().map(|p| p.meta.id).collect();
-        if merged.raw_blocks() == 0 {
+        if merged.blocks() == 0 {
             // Nothing left: no part rather than an empty one.
-            self.delete_files(&[merged.meta.id]);
+            merged.retire();
             return self.swap(Vec::new(), &removed);
         }
         self.swap(vec![Arc::new(merged)], &removed)
     }
 
-    /// Drops `what` from the partitions of `measurement` that end at or before `cutoff`
-    /// and hold some; returns their `[start, end)`.
+    /// Drops `what` of `measurement` from the partitions that end at or before `cutoff`
+    /// and hold some; returns their `[start, end)`. The parts of such a partition are
+    /// rewritten without those blocks; every other measurement's are copied as they are.
     fn drop_before(
         &mut self,
         measurement: &str,
@@ -392,10 +472,10 @@ impl Background {
             .values
             .view()
             .parts
-            .range((token, i64::MIN)..=(token, i64::MAX))
-            .filter(|(k, _)| by.end_of(k.1) <= i128::from(cutoff))
-            .filter(|(_, parts)| parts.iter().any(|p| p.holds(what.kind())))
-            .map(|(k, parts)| (k.1, parts.clone()))
+            .iter()
+            .filter(|(k, _)| by.end_of(**k) <= i128::from(cutoff))
+            .filter(|(_, parts)| parts.iter().any(|p| p.holds_of(token, what.kind())))
+            .map(|(k, parts)| (*k, parts.clone()))
             .collect();
         let ranges: Vec<(i64, i64)> = doomed
             .iter()
@@ -413,23 +493,25 @@ impl Background {
                     .values
                     .view()
                     .parts
-                    .get(&(token, start))
+                    .get(&start)
                     .cloned()
                     .unwrap_or_default();
             }
-            self.drop_blocks(&parts, what)?;
+            self.drop_blocks(&parts, token, what)?;
         }
         Ok(ranges)
     }
 
-    /// Rewrites each part without its blocks of `what` (deleting a part left empty):
-    /// the new parts are written whole, then one transaction swaps them in.
-    fn drop_blocks(&mut self, parts: &[Arc<Part>], what: Dropped) -> Result<()> {
+    /// Rewrites each part without the blocks of `what` of measurement `token` (deleting
+    /// a part left empty): the new parts are written whole, then one transaction swaps
+    /// them in.
+    fn drop_blocks(&mut self, parts: &[Arc<Part>], token: u64, what: Dropped) -> Result<()> {
         let mut added = Vec::new();
         let mut removed = Vec::new();
-        for part in parts.iter().filter(|p| p.holds(what.kind())) {
+        let dropped = |e: &Entry| e.measurement == token && e.resolution() == what.kind();
+        for part in parts.iter().filter(|p| p.holds_of(token, what.kind())) {
             let id = self.next_id();
-            if let Some(kept) = part.rewrite(&self.dir(), id, |kind| kind != what.kind())? {
+            if let Some(kept) = part.rewrite(&self.dir(), id, |e| !dropped(e))? {
                 added.push(Arc::new(kept));
             }
             removed.push(part.meta.id);
@@ -441,51 +523,44 @@ impl Background {
     /// transaction names the new ones and forgets the old, readers switch over, then the
     /// old files are deleted.
     fn swap(&mut self, added: Vec<Arc<Part>>, removed: &[u64]) -> Result<()> {
-        // Read before the transaction and the view's lock, as a flush does.
-        let series = added
-            .iter()
-            .map(|p| p.series())
-            .collect::<Result<Vec<_>>>()?;
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
         let named: Vec<(u64, u64)> = added.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();
         manifest::swap_parts(&txn, &named, removed)?;
         txn.commit().map_err(storage)?;
-        {
+        let gone = {
             let mut view = self.values.view_mut();
-            view.remove_parts(removed);
-            for (part, series) in added.into_iter().zip(&series) {
-                view.add_part(part, series);
+            let gone = view.remove_parts(removed);
+            for part in added {
+                view.place_part(part);
             }
+            gone
+        };
+        // Deleted when the last reader lets go (now, unless a read is under way).
+        for part in gone {
+            part.retire();
         }
-        self.delete_files(removed);
         Ok(())
     }
-
-    /// Deletes the files of parts the manifest no longer names. A file that cannot be
-    /// deleted now is deleted at the next open.
-    fn delete_files(&self, ids: &[u64]) {
-        for &id in ids {
-            let path = part_path(&self.dir(), id);
-            if let Err(e) = std::fs::remove_file(&path) {
-                tracing::warn!(file = %path.display(), error = %e, "cannot delete a merged part file");
-            }
-        }
-    }
 }
+
+/// Measurement number → the rollups its parts keep, as read once in a task.
+type Rollups = HashMap<u64, Arc<[Resolution]>>;
 
 /// The parts of a store, as its open finds them.
 pub struct OpenedParts {
     pub parts: Vec<Arc<Part>>,
-    /// The measurement number of every series some part holds (`View::measurement_of`).
-    pub measurement_of: HashMap<SeriesId, u64>,
     /// The next free part id.
     pub next_id: u64,
 }
 
-/// Reads the parts the manifest names, deletes files it does not name (leftovers of a
-/// crash), and returns the parts, their series' measurements and the next free part id.
-pub fn open_parts(db: &Database, store: &std::path::Path) -> Result<OpenedParts> {
+/// Reads the parts the manifest names (opening them through `files`), deletes files it
+/// does not name (leftovers of a crash), and returns the parts and the next free part id.
+pub fn open_parts(
+    db: &Database,
+    store: &std::path::Path,
+    files: &Arc<OpenFiles>,
+) -> Result<OpenedParts> {
     let dir = store.join(PARTS_DIR);
     std::fs::create_dir_all(&dir)
         .map_err(|e| storage(format!("cannot create {}: {e}", dir.display())))?;
@@ -511,18 +586,12 @@ pub fn open_parts(db: &Database, store: &std::path::Path) -> Result<OpenedParts>
         std::fs::remove_file(&path)
             .map_err(|e| storage(format!("cannot delete {}: {e}", path.display())))?;
     }
-    let mut measurement_of = HashMap::new();
     let mut parts = Vec::with_capacity(named.len());
     for &id in &named {
-        let path = part_path(&dir, id);
-        let mut series = Vec::new();
-        let part = Part::open_listing(&path, |s| series.push(s))?;
-        measurement_of.extend(series.into_iter().map(|s| (s, part.meta.measurement)));
-        parts.push(Arc::new(part));
+        parts.push(Arc::new(Part::open(&part_path(&dir, id), files)?));
     }
     Ok(OpenedParts {
         parts,
-        measurement_of,
         next_id: next,
     })
 }

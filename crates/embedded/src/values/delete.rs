@@ -6,7 +6,7 @@
 //!    when the latest lies in it), so that every head frozen from now on records it; then
 //!    freezes the head, so that every acknowledged point is on its way to parts.
 //! 2. The background thread, after that head's flush (tasks run in order): merges each
-//!    partition of the series' measurements where a part's raw block of one of the series
+//!    partition where a part's raw block of one of the series
 //!    overlaps the range into one part without the deleted points, rollups computed anew
 //!    from what remains (`Background::merge_keeping`); then records the new latest points
 //!    in the manifest (removing those of series left empty); then answers.
@@ -19,14 +19,17 @@
 
 use super::background::Background;
 use super::manifest::SERIES_STATE;
-use super::part::Part;
+use super::part::{Entry, Part};
 use super::Values;
 use crate::writer::storage;
 use redb::Durability;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use tickertape_backend::{DeleteRange, Result, SeriesHead};
 use tickertape_core::SeriesId;
+
+/// Up to this many series, a delete looks each up in a part's index rather than walking it.
+const LOOKUPS_AT_MOST: usize = 1_024;
 
 /// Sets the latest point of each of `series` whose latest lies in `range` to the nearest
 /// point before the range (none: the series has no point left), in the view; returns the
@@ -94,8 +97,9 @@ impl Background {
         Ok(())
     }
 
-    /// The parts (oldest first) of each partition of the targets' measurements that
-    /// overlaps `range` and where some part's raw block of a target overlaps it too.
+    /// The parts (oldest first) of each partition that overlaps `range` and where some
+    /// part's raw block of a target overlaps it too. A few targets are looked up in each
+    /// part's index; many, found by walking it.
     fn partitions_holding(
         &self,
         targets: &HashSet<SeriesId>,
@@ -104,27 +108,29 @@ impl Background {
         let by = self.values.partitioning;
         let candidates: Vec<Vec<Arc<Part>>> = {
             let view = self.values.view();
-            let measurements: BTreeSet<u64> = targets
-                .iter()
-                .filter_map(|s| view.measurement_of.get(s).copied())
-                .collect();
             view.parts
                 .iter()
-                .filter(|((m, start), _)| {
-                    let last = (by.end_of(*start) - 1).min(i128::from(i64::MAX)) as i64;
-                    measurements.contains(m) && range.overlaps(*start, last)
+                .filter(|(start, _)| {
+                    let last = (by.end_of(**start) - 1).min(i128::from(i64::MAX)) as i64;
+                    range.overlaps(**start, last)
                 })
                 .map(|(_, parts)| parts.clone())
                 .collect()
         };
+        let overlaps = |e: &Entry| targets.contains(&e.series) && range.overlaps(e.min, e.max);
         let mut doomed = Vec::new();
         for parts in candidates {
             let mut holds = false;
             for part in &parts {
-                holds |= part
-                    .raw_entries()?
-                    .iter()
-                    .any(|e| targets.contains(&e.series) && range.overlaps(e.min, e.max));
+                holds |= if targets.len() <= LOOKUPS_AT_MOST {
+                    let mut any = false;
+                    for &s in targets {
+                        any |= part.entry(s)?.is_some_and(|e| overlaps(&e));
+                    }
+                    any
+                } else {
+                    part.raw_entries()?.iter().any(overlaps)
+                };
             }
             if holds {
                 doomed.push(parts);

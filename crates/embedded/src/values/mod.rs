@@ -10,8 +10,9 @@
 //!
 //! - `wal`: frames and their files; `record`: what a frame carries;
 //! - `head`: the points since the last freeze, per series sorted by time;
-//! - `part`: the part file (one partition of one measurement, a column block per series,
-//!   and the series' rollup slots beside it, `summary`);
+//! - `part`: the part file (one time partition of every measurement, a column block per
+//!   series, and the series' rollup slots beside it, `summary`); `files`: the bounded
+//!   cache of open part files;
 //! - `manifest`: the parts that make up the store, the checkpoint, the series' latest points;
 //! - `background`: the thread that flushes frozen heads, merges parts and drops partitions;
 //! - `cache`: decoded part blocks kept for the next read;
@@ -26,6 +27,7 @@
 pub mod background;
 pub mod cache;
 pub mod delete;
+pub mod files;
 pub mod head;
 pub mod manifest;
 pub mod part;
@@ -63,31 +65,16 @@ pub struct View {
     pub head: Head,
     /// Oldest first.
     pub frozen: Vec<Arc<Frozen>>,
-    /// `(measurement number, partition start)` → its parts, by `max_lsn` ascending.
-    pub parts: BTreeMap<(u64, i64), Vec<Arc<Part>>>,
-    /// The measurement number (`manifest::MEASUREMENTS`) of every series some part holds.
-    pub measurement_of: HashMap<SeriesId, u64>,
+    /// Partition start → its parts (of every measurement), by `max_lsn` ascending.
+    pub parts: BTreeMap<i64, Vec<Arc<Part>>>,
     /// Every series' latest point and count (the heads of `Backend::heads`).
     pub latest: HashMap<SeriesId, SeriesHead>,
 }
 
 impl View {
-    /// Adds a part to its partition, keeping the partition's parts by `max_lsn`; `series`
-    /// are the series it holds (`Part::series`, read before the view is locked).
-    pub fn add_part(&mut self, part: Arc<Part>, series: &[SeriesId]) {
-        for &series in series {
-            self.measurement_of.insert(series, part.meta.measurement);
-        }
-        self.place_part(part);
-    }
-
-    /// Puts a part in its partition, by `max_lsn`, without recording its series in
-    /// `measurement_of` (a store's open records them as it checks each part's index).
+    /// Puts a part in its partition, keeping the partition's parts by `max_lsn`.
     pub fn place_part(&mut self, part: Arc<Part>) {
-        let parts = self
-            .parts
-            .entry((part.meta.measurement, part.meta.start))
-            .or_default();
+        let parts = self.parts.entry(part.meta.start).or_default();
         parts.push(part);
         parts.sort_by_key(|p| p.meta.max_lsn);
     }
@@ -124,6 +111,8 @@ pub struct Values {
     pub partitioning: Partitioning,
     view: RwLock<View>,
     blocks: cache::BlockCache,
+    /// The part files open now, at most its capacity.
+    pub files: Arc<files::OpenFiles>,
 }
 
 /// One place a read takes points from, with its precedence (larger wins at equal times).
@@ -133,12 +122,19 @@ enum Source {
 }
 
 impl Values {
-    /// `cache_bytes`: decoded part blocks kept for later reads ([`cache`]).
-    pub fn new(partitioning: Partitioning, view: View, cache_bytes: u64) -> Self {
+    /// `cache_bytes`: decoded part blocks kept for later reads ([`cache`]); `files`: the
+    /// cache of open part files the view's parts were opened with.
+    pub fn new(
+        partitioning: Partitioning,
+        view: View,
+        cache_bytes: u64,
+        files: Arc<files::OpenFiles>,
+    ) -> Self {
         Self {
             partitioning,
             view: RwLock::new(view),
             blocks: cache::BlockCache::new(cache_bytes),
+            files,
         }
     }
 
@@ -191,7 +187,8 @@ impl Values {
     }
 
     /// The partitions of `[start, end)`, clipped to it, whose rollup block of `series`
-    /// at `resolution` answers for them (see [`read_rollup`](Self::read_rollup)), by time.
+    /// at `resolution` answers for them (see [`read_rollup`](Self::read_rollup)), by time:
+    /// those where one part alone holds blocks of the series, and it holds that rollup.
     fn stored_rollups(
         &self,
         series: SeriesId,
@@ -204,12 +201,10 @@ impl Values {
             return Vec::new();
         }
         let view = self.view();
-        let Some(&token) = view.measurement_of.get(&series) else {
-            return Vec::new();
-        };
         let mut out = Vec::new();
-        for (&(_, pstart), parts) in view.parts.range((token, by.start_of(start))..(token, end)) {
-            let [part] = parts.as_slice() else {
+        for (&pstart, parts) in view.parts.range(by.start_of(start)..end) {
+            let mut holding = parts.iter().filter(|p| p.may_hold_series(series));
+            let (Some(part), None) = (holding.next(), holding.next()) else {
                 continue;
             };
             let pend = by.clamped_end_of(pstart);
@@ -317,13 +312,10 @@ impl Values {
                 after.push((rank, Source::Memory(vec![p])));
             }
         }
-        let Some(&token) = view.measurement_of.get(&series) else {
-            return (inside, before, after);
-        };
         let by = self.partitioning;
         let holds = |part: &&Arc<Part>| part.may_hold(series, |_| true);
-        let partitions = view.parts.range((token, i64::MIN)..=(token, i64::MAX));
-        for (&(_, pstart), parts) in partitions.clone() {
+        let partitions = view.parts.range(..);
+        for (&pstart, parts) in partitions.clone() {
             let overlaps =
                 i128::from(pstart) < i128::from(end) && by.end_of(pstart) > i128::from(start);
             if overlaps {
@@ -334,8 +326,7 @@ impl Values {
         }
         // The nearest point before `start` is in the latest partition that has a point
         // of the series before `start`; the nearest after, in the earliest at or after `end`.
-        for (&(_, pstart), parts) in partitions.clone().rev().filter(|(k, _)| k.1 < start) {
-            let _ = pstart;
+        for (_, parts) in partitions.clone().rev().filter(|(k, _)| **k < start) {
             let candidates: Vec<&Arc<Part>> = parts
                 .iter()
                 .filter(|p| p.may_hold(series, |e| e.min < start))
@@ -349,8 +340,7 @@ impl Values {
                 break;
             }
         }
-        for (&(_, pstart), parts) in partitions.filter(|(k, _)| by.end_of(k.1) > i128::from(end)) {
-            let _ = pstart;
+        for (_, parts) in partitions.filter(|(k, _)| by.end_of(**k) > i128::from(end)) {
             let candidates: Vec<&Arc<Part>> = parts
                 .iter()
                 .filter(|p| p.may_hold(series, |e| e.max >= end))

@@ -1,13 +1,14 @@
-//! Part files: immutable, one time partition of one measurement, one compressed column
-//! block per series (all its points of the partition, thousands of them, with the
-//! segment codec of `tickertape_core::codec`), and beside it one rollup block per rollup
-//! resolution the measurement keeps (`summary.rs`), computed from exactly those points.
-//! Layout in `docs/format/embedded.md`:
+//! Part files: immutable, one time partition of every measurement written in it, one
+//! compressed column block per series (all its points of the partition, thousands of
+//! them, with the segment codec of `tickertape_core::codec`), and beside it one rollup
+//! block per rollup resolution the series' measurement keeps (`summary.rs`), computed
+//! from exactly those points. Layout in `docs/format/embedded.md`:
 //!
 //! ```text
-//! "TTPART03" · block · block · … · index · footer (64 bytes)
-//! index entry (52 bytes): series u64 · kind u64 · count u32 · min i64 · max i64 · offset u64 · len u32 · crc32 u32
-//! footer: index offset u64 · entries u32 · index crc32 u32 · measurement number u64
+//! "TTPART04" · block · block · … · index · footer (64 bytes)
+//! index entry (60 bytes): series u64 · kind u64 · measurement u64 · count u32 · min i64
+//!                         · max i64 · offset u64 · len u32 · crc32 u32
+//! footer: index offset u64 · entries u32 · index crc32 u32 · u64::MAX (any measurement)
 //!         · partition start i64 · partition end i64 · max lsn u64 · part id u64 · "TTPARTND"
 //! ```
 //!
@@ -15,12 +16,16 @@
 //! index is sorted by (series, kind). All integers little endian. A part is written to
 //! `<id>.part.tmp`, fsynced, renamed to `<id>.part` and the folder fsynced before the
 //! manifest names it, so a part the manifest names is always whole. Blocks are read with
-//! positioned reads (`pread`); the index stays in the file, with one key in 32 in memory
-//! (`part_index.rs`). Parts of version 2
-//! (`TTPART02`) differ only in the layout of their rollup blocks ([`summary::Layout`]):
-//! they are read, and a rewrite keeps their version with their blocks.
+//! positioned reads (`pread`) through the store's bounded cache of open files
+//! (`files.rs`); the index stays in the file, with one key in 32 in memory
+//! (`part_index.rs`). Parts of versions 2 and 3 (`TTPART02`, `TTPART03`) hold one
+//! measurement, named in the footer, and entries without it; version 2 lays out its rollup
+//! blocks differently ([`summary::Layout`]). They are read as they are, and a rewrite keeps
+//! their version with their blocks; a merge writes version 4.
 
-use super::part_index::{PartIndex, ENTRY_LEN, RAW};
+use super::files::OpenFiles;
+pub use super::part_index::Version;
+use super::part_index::{PartIndex, RAW};
 use super::summary;
 use crate::values::wal::sync_dir;
 use crate::writer::storage;
@@ -28,6 +33,8 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tickertape_backend::{BackendError, Result};
 use tickertape_core::codec;
 use tickertape_core::query::Summary;
@@ -37,18 +44,20 @@ use tickertape_core::{Point, SeriesId};
 /// The folder of part files inside the store directory.
 pub const PARTS_DIR: &str = "parts";
 /// The magic of the parts this version writes.
-const MAGIC: &[u8; 8] = b"TTPART03";
+const MAGIC: &[u8; 8] = b"TTPART04";
+/// Parts of one measurement, rollup blocks in columns, still read.
+const MAGIC_V3: &[u8; 8] = b"TTPART03";
 /// Parts written before rollup blocks were laid out in columns, still read.
 const MAGIC_V2: &[u8; 8] = b"TTPART02";
 const END_MAGIC: &[u8; 8] = b"TTPARTND";
 const FOOTER_LEN: usize = 64;
+/// The footer's measurement in a part of version 4: its entries name theirs.
+const ANY_MEASUREMENT: u64 = u64::MAX;
 
 /// What a part holds, beside its blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartMeta {
     pub id: u64,
-    /// The measurement, by its number in `manifest::MEASUREMENTS`.
-    pub measurement: u64,
     /// The time partition `[start, end)`; every point of the part lies in it.
     pub start: i64,
     pub end: i64,
@@ -59,20 +68,45 @@ pub struct PartMeta {
 
 pub use super::part_index::Entry;
 
+/// What a new part holds of one series.
+pub struct SeriesBlocks {
+    pub series: SeriesId,
+    /// Its measurement, by number (`manifest::MEASUREMENTS`).
+    pub measurement: u64,
+    /// Its points in the partition, sorted by time, one per time; may be empty.
+    pub points: Vec<Point>,
+    /// The rollups its measurement keeps (resolutions that divide the partition): a block
+    /// of each is computed from `points`.
+    pub rollups: Arc<[Resolution]>,
+    /// Rollup blocks kept as they were, without raw points (retention dropped those):
+    /// the entry they had and their slots. Only when `points` is empty.
+    pub kept: Vec<(Entry, Vec<(i64, Summary)>)>,
+}
+
 /// An open part file.
 pub struct Part {
     pub meta: PartMeta,
-    file: File,
     path: PathBuf,
+    /// The store's open files: this part's is opened there when a read needs it.
+    files: Arc<OpenFiles>,
     index: PartIndex,
-    /// How its rollup blocks are laid out, from its magic.
-    rollup_layout: summary::Layout,
+    /// Set once the manifest no longer names the part: its file is deleted when the last
+    /// reader lets go of it.
+    retired: AtomicBool,
 }
 
-fn magic_of(layout: summary::Layout) -> &'static [u8; 8] {
-    match layout {
-        summary::Layout::Columns => MAGIC,
-        summary::Layout::Blocks => MAGIC_V2,
+fn magic_of(version: Version) -> &'static [u8; 8] {
+    match version {
+        Version::V4 => MAGIC,
+        Version::V3 => MAGIC_V3,
+        Version::V2 => MAGIC_V2,
+    }
+}
+
+fn layout_of(version: Version) -> summary::Layout {
+    match version {
+        Version::V2 => summary::Layout::Blocks,
+        Version::V3 | Version::V4 => summary::Layout::Columns,
     }
 }
 
@@ -82,71 +116,113 @@ pub fn part_path(dir: &Path, id: u64) -> PathBuf {
 
 impl Part {
     /// Writes a part holding `blocks` (series ascending, each with its points sorted by
-    /// time, one per time, all inside the partition) and, for each series, its rollup
-    /// slots at each of `rollups` (resolutions that divide the partition), and opens it.
+    /// time, one per time, all inside the partition, and its rollups) and opens it.
     /// Durable when this returns: data and name fsynced. Blocks are taken one at a time,
     /// so a merge never holds more than one series' points.
     pub fn write(
         dir: &Path,
+        files: &Arc<OpenFiles>,
         meta: PartMeta,
-        rollups: &[Resolution],
-        blocks: impl IntoIterator<Item = Result<(SeriesId, Vec<Point>)>>,
+        blocks: impl IntoIterator<Item = Result<SeriesBlocks>>,
+    ) -> Result<Part> {
+        Self::write_version(dir, files, meta, (Version::V4, ANY_MEASUREMENT), blocks)
+    }
+
+    /// A part of version 3 of `measurement` (what stores wrote before parts held several
+    /// measurements), for the tests that older parts are still read.
+    #[cfg(test)]
+    pub fn write_v3(
+        dir: &Path,
+        files: &Arc<OpenFiles>,
+        meta: PartMeta,
+        measurement: u64,
+        blocks: impl IntoIterator<Item = Result<SeriesBlocks>>,
+    ) -> Result<Part> {
+        Self::write_version(dir, files, meta, (Version::V3, measurement), blocks)
+    }
+
+    /// [`write`](Self::write) in version 4, or 3 (whose footer names `measurement`).
+    fn write_version(
+        dir: &Path,
+        files: &Arc<OpenFiles>,
+        meta: PartMeta,
+        (version, measurement): (Version, u64),
+        blocks: impl IntoIterator<Item = Result<SeriesBlocks>>,
     ) -> Result<Part> {
         let tmp = part_path(dir, meta.id).with_extension("part.tmp");
         let io = |e: std::io::Error| storage(format!("cannot write {}: {e}", tmp.display()));
         let file = File::create(&tmp).map_err(io)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        out.write_all(MAGIC).map_err(io)?;
+        out.write_all(magic_of(version)).map_err(io)?;
         let mut offset = MAGIC.len() as u64;
         let mut index = Vec::new();
-        let mut put = |series, kind, count: usize, span: (i64, i64), block: Vec<u8>| {
+        let mut put = |template: Entry, block: Vec<u8>| {
             out.write_all(&block).map_err(io)?;
             index.push(Entry {
-                series,
-                kind,
-                count: count as u32,
-                min: span.0,
-                max: span.1,
                 offset,
                 len: block.len() as u32,
                 crc: crc32fast::hash(&block),
+                ..template
             });
             offset += block.len() as u64;
             Ok::<(), BackendError>(())
         };
         for block in blocks {
-            let (series, points) = block?;
+            let block = block?;
+            let template = |kind, count: usize, (min, max)| Entry {
+                series: block.series,
+                kind,
+                measurement: block.measurement,
+                count: count as u32,
+                min,
+                max,
+                offset: 0,
+                len: 0,
+                crc: 0,
+            };
+            let points = &block.points;
             let (Some(first), Some(last)) = (points.first(), points.last()) else {
+                for (entry, slots) in &block.kept {
+                    let span = (entry.min, entry.max);
+                    put(
+                        template(entry.kind, slots.len(), span),
+                        summary::encode(slots),
+                    )?;
+                }
                 continue;
             };
             let span = (first.time, last.time);
             put(
-                series,
-                RAW,
-                points.len(),
-                span,
-                codec::encode_block(&points),
+                template(RAW, points.len(), span),
+                codec::encode_block(points),
             )?;
-            for r in rollups {
-                let slots = summarize_slots(&points, meta.start, meta.end, *r);
+            for r in block.rollups.iter() {
+                let slots = summarize_slots(points, meta.start, meta.end, *r);
                 let kind = r.nanos() as u64;
-                put(series, kind, slots.len(), span, summary::encode(&slots))?;
+                put(template(kind, slots.len(), span), summary::encode(&slots))?;
             }
         }
-        finish(dir, &meta, out, offset, &index)
+        finish(
+            dir,
+            files,
+            (&meta, measurement, version),
+            out,
+            offset,
+            &index,
+        )
     }
 
-    /// Writes a part with id `id` holding the blocks of this one that `keep` keeps (by
-    /// kind: `None` for raw, the resolution for a rollup block), copied as they are, and
-    /// opens it; `None` when it would hold no block. Durable when this returns.
+    /// Writes a part with id `id` holding the blocks of this one that `keep` keeps,
+    /// copied as they are, and opens it; `None` when it would hold no block. Durable when
+    /// this returns.
     pub fn rewrite(
         &self,
         dir: &Path,
         id: u64,
-        keep: impl Fn(Option<Resolution>) -> bool,
+        keep: impl Fn(&Entry) -> bool,
     ) -> Result<Option<Part>> {
         let mut kept = self.entries()?;
-        kept.retain(|e| keep(e.resolution()));
+        kept.retain(|e| keep(e));
         if kept.is_empty() {
             return Ok(None);
         }
@@ -155,7 +231,8 @@ impl Part {
         let io = |e: std::io::Error| storage(format!("cannot write {}: {e}", tmp.display()));
         let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io)?);
         // The blocks are copied as they are, so the copy keeps this part's version.
-        out.write_all(magic_of(self.rollup_layout)).map_err(io)?;
+        let version = self.index.version();
+        out.write_all(magic_of(version)).map_err(io)?;
         let mut offset = MAGIC.len() as u64;
         let mut index = Vec::with_capacity(kept.len());
         for entry in kept {
@@ -164,19 +241,34 @@ impl Part {
             index.push(Entry { offset, ..entry });
             offset += block.len() as u64;
         }
-        finish(dir, &meta, out, offset, &index).map(Some)
+        let measurement = match version {
+            Version::V4 => ANY_MEASUREMENT,
+            Version::V2 | Version::V3 => self.index.measurements().first().copied().unwrap_or(0),
+        };
+        finish(
+            dir,
+            &self.files,
+            (&meta, measurement, version),
+            out,
+            offset,
+            &index,
+        )
+        .map(Some)
     }
 
     /// Opens a part and checks its index. `Corrupt` names the file when it is not a whole
     /// part.
-    pub fn open(path: &Path) -> Result<Part> {
-        Self::open_listing(path, |_| {})
+    pub fn open(path: &Path, files: &Arc<OpenFiles>) -> Result<Part> {
+        Self::open_listing(path, files, |_| {})
     }
 
     /// [`open`](Self::open), calling `each_series` once per series the part holds a block
-    /// of, ascending, as the index is checked (a store's open lists them without reading
-    /// the index twice).
-    pub fn open_listing(path: &Path, each_series: impl FnMut(SeriesId)) -> Result<Part> {
+    /// of, ascending, as the index is checked.
+    pub fn open_listing(
+        path: &Path,
+        files: &Arc<OpenFiles>,
+        each_series: impl FnMut(SeriesId),
+    ) -> Result<Part> {
         let file = File::open(path)
             .map_err(|e| storage(format!("cannot open {}: {e}", path.display())))?;
         let bytes = file
@@ -190,14 +282,16 @@ impl Part {
         }
         let mut magic = [0u8; MAGIC.len()];
         read_exact_at(&file, path, &mut magic, 0)?;
-        let rollup_layout = match &magic {
-            MAGIC => summary::Layout::Columns,
-            MAGIC_V2 => summary::Layout::Blocks,
+        let version = match &magic {
+            MAGIC => Version::V4,
+            MAGIC_V3 => Version::V3,
+            MAGIC_V2 => Version::V2,
             _ => {
                 return Err(bad(&format!(
-                    "starts with {:?}, not {:?} or {:?} (not a part file this version reads)",
+                    "starts with {:?}, not {:?}, {:?} or {:?} (not a part file this version reads)",
                     String::from_utf8_lossy(&magic),
                     String::from_utf8_lossy(MAGIC),
+                    String::from_utf8_lossy(MAGIC_V3),
                     String::from_utf8_lossy(MAGIC_V2)
                 )))
             }
@@ -214,14 +308,14 @@ impl Part {
         let index_offset = word(0);
         let entries = half(8) as usize;
         let index_crc = half(12);
+        let measurement = word(16);
         let meta = PartMeta {
-            measurement: word(16),
             start: word(24) as i64,
             end: word(32) as i64,
             max_lsn: word(40),
             id: word(48),
         };
-        let index_len = entries.saturating_mul(ENTRY_LEN) as u64;
+        let index_len = entries.saturating_mul(version.entry_len()) as u64;
         if index_offset.checked_add(index_len) != Some(bytes - FOOTER_LEN as u64) {
             return Err(bad("the index does not end where the footer starts"));
         }
@@ -229,16 +323,35 @@ impl Part {
             &file,
             path,
             (index_offset, entries, index_crc),
+            (version, measurement),
             bad,
             each_series,
         )?;
+        files.keep(meta.id, Arc::new(file));
         Ok(Part {
             meta,
-            file,
             path: path.to_path_buf(),
+            files: files.clone(),
             index,
-            rollup_layout,
+            retired: AtomicBool::new(false),
         })
+    }
+
+    /// Marks the part as no longer named by the manifest: its file is deleted once no
+    /// reader holds the part (see `files.rs`).
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+    }
+
+    /// The open file, from the store's cache of open files.
+    fn file(&self) -> Result<Arc<File>> {
+        self.files.get(self.meta.id, &self.path)
+    }
+
+    /// The version of the file (how its entries and rollup blocks are laid out).
+    #[cfg(test)]
+    pub fn version(&self) -> Version {
+        self.index.version()
     }
 
     /// The raw block entry of `series`, if the part holds any of its points.
@@ -254,25 +367,38 @@ impl Part {
             .map_or(true, |entry| entry.is_some_and(|e| test(&e)))
     }
 
+    /// Whether the part may hold any block of `series`, raw or rollup (an index that
+    /// cannot be read counts as yes, as in [`may_hold`](Self::may_hold)).
+    pub fn may_hold_series(&self, series: SeriesId) -> bool {
+        self.file()
+            .and_then(|file| self.index.holds_series(&file, &self.path, series))
+            .unwrap_or(true)
+    }
+
     fn find(&self, series: SeriesId, kind: u64) -> Result<Option<Entry>> {
-        self.index.find(&self.file, &self.path, series, kind)
+        self.index.find(&*self.file()?, &self.path, series, kind)
     }
 
     /// Every entry, by (series, kind): read from the file.
     pub fn entries(&self) -> Result<Vec<Entry>> {
         let mut entries = Vec::new();
         self.index
-            .walk(&self.file, &self.path, |e| entries.push(e))?;
+            .walk(&*self.file()?, &self.path, |e| entries.push(e))?;
         Ok(entries)
     }
 
     /// The raw block entries, by series: read from the file.
     pub fn raw_entries(&self) -> Result<Vec<Entry>> {
         let mut entries = Vec::new();
-        self.index.walk(&self.file, &self.path, |e| {
+        self.index.walk(&*self.file()?, &self.path, |e| {
             entries.extend(Some(e).filter(Entry::is_raw))
         })?;
         Ok(entries)
+    }
+
+    /// The number of blocks, raw and rollup.
+    pub fn blocks(&self) -> usize {
+        self.index.len()
     }
 
     /// The number of raw blocks (series with points in the part).
@@ -281,9 +407,10 @@ impl Part {
     }
 
     /// Every series the part holds a block of, raw or rollup, ascending: read from the file.
+    #[cfg(test)]
     pub fn series(&self) -> Result<Vec<SeriesId>> {
         let mut series: Vec<SeriesId> = Vec::new();
-        self.index.walk(&self.file, &self.path, |e| {
+        self.index.walk(&*self.file()?, &self.path, |e| {
             if series.last() != Some(&e.series) {
                 series.push(e.series);
             }
@@ -292,8 +419,15 @@ impl Part {
     }
 
     /// Whether the part holds a block of this kind (`None`: raw).
+    #[cfg(test)]
     pub fn holds(&self, kind: Option<Resolution>) -> bool {
-        self.index.holds(kind.map_or(RAW, |r| r.nanos() as u64))
+        self.index.holds(kind_of(kind))
+    }
+
+    /// Whether the part holds a block of this kind (`None`: raw) of a series of
+    /// `measurement` (by number).
+    pub fn holds_of(&self, measurement: u64, kind: Option<Resolution>) -> bool {
+        self.index.holds_of(measurement, kind_of(kind))
     }
 
     /// Whether the part may hold rollup slots of `series` at `resolution` (an index that
@@ -327,16 +461,20 @@ impl Part {
         let Some(entry) = self.find(series, resolution.nanos() as u64)? else {
             return Ok(None);
         };
-        let block = self.block(&entry)?;
-        summary::decode(&block, self.rollup_layout)
-            .map(Some)
-            .map_err(|e| self.bad(&entry, e.to_string()))
+        self.read_rollup_entry(&entry).map(Some)
+    }
+
+    /// The slots of a rollup block entry of this part.
+    pub fn read_rollup_entry(&self, entry: &Entry) -> Result<Vec<(i64, Summary)>> {
+        let block = self.block(entry)?;
+        summary::decode(&block, layout_of(self.index.version()))
+            .map_err(|e| self.bad(entry, e.to_string()))
     }
 
     /// A block's bytes, checked against its checksum.
     fn block(&self, entry: &Entry) -> Result<Vec<u8>> {
         let mut block = vec![0u8; entry.len as usize];
-        read_exact_at(&self.file, &self.path, &mut block, entry.offset)?;
+        read_exact_at(&*self.file()?, &self.path, &mut block, entry.offset)?;
         if crc32fast::hash(&block) != entry.crc {
             return Err(self.bad(entry, "checksum mismatch".into()));
         }
@@ -361,11 +499,30 @@ impl Part {
     }
 }
 
+impl Drop for Part {
+    /// A retired part's file goes with its last holder; a file that cannot be deleted now
+    /// is deleted at the next open (no manifest entry names it).
+    fn drop(&mut self) {
+        if !self.retired.load(Ordering::Acquire) {
+            return;
+        }
+        self.files.forget(self.meta.id);
+        if let Err(e) = fs::remove_file(&self.path) {
+            tracing::warn!(file = %self.path.display(), error = %e, "cannot delete a part file no longer in use");
+        }
+    }
+}
+
+fn kind_of(kind: Option<Resolution>) -> u64 {
+    kind.map_or(RAW, |r| r.nanos() as u64)
+}
+
 /// Writes the index and footer after the blocks, makes the part durable under its name
 /// and opens it.
 fn finish(
     dir: &Path,
-    meta: &PartMeta,
+    files: &Arc<OpenFiles>,
+    (meta, measurement, version): (&PartMeta, u64, Version),
     mut out: BufWriter<File>,
     index_offset: u64,
     index: &[Entry],
@@ -373,17 +530,17 @@ fn finish(
     let path = part_path(dir, meta.id);
     let tmp = path.with_extension("part.tmp");
     let io = |e: std::io::Error| storage(format!("cannot write {}: {e}", tmp.display()));
-    let encoded = encode_index(index);
+    let encoded = encode_index(index, version);
     out.write_all(&encoded).map_err(io)?;
-    out.write_all(&encode_footer(meta, index_offset, index.len(), &encoded))
-        .map_err(io)?;
+    let footer = encode_footer(meta, measurement, index_offset, index.len(), &encoded);
+    out.write_all(&footer).map_err(io)?;
     let file = out.into_inner().map_err(|e| io(e.into_error()))?;
     file.sync_all().map_err(io)?;
     drop(file);
     fs::rename(&tmp, &path)
         .map_err(|e| storage(format!("cannot rename {}: {e}", tmp.display())))?;
     sync_dir(dir)?;
-    Part::open(&path)
+    Part::open(&path, files)
 }
 
 fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
@@ -391,20 +548,26 @@ fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Resul
         .map_err(|e| storage(format!("cannot read {}: {e}", path.display())))
 }
 
-fn encode_index(index: &[Entry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(index.len() * ENTRY_LEN);
+fn encode_index(index: &[Entry], version: Version) -> Vec<u8> {
+    let mut out = Vec::with_capacity(index.len() * version.entry_len());
     for e in index {
-        e.encode(&mut out);
+        e.encode(version, &mut out);
     }
     out
 }
 
-fn encode_footer(meta: &PartMeta, index_offset: u64, entries: usize, index: &[u8]) -> Vec<u8> {
+fn encode_footer(
+    meta: &PartMeta,
+    measurement: u64,
+    index_offset: u64,
+    entries: usize,
+    index: &[u8],
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(FOOTER_LEN);
     out.extend_from_slice(&index_offset.to_le_bytes());
     out.extend_from_slice(&(entries as u32).to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(index).to_le_bytes());
-    out.extend_from_slice(&meta.measurement.to_le_bytes());
+    out.extend_from_slice(&measurement.to_le_bytes());
     out.extend_from_slice(&meta.start.to_le_bytes());
     out.extend_from_slice(&meta.end.to_le_bytes());
     out.extend_from_slice(&meta.max_lsn.to_le_bytes());
@@ -414,17 +577,36 @@ fn encode_footer(meta: &PartMeta, index_offset: u64, entries: usize, index: &[u8
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn meta() -> PartMeta {
         PartMeta {
             id: 7,
-            measurement: 3,
             start: 0,
             end: 1_000,
             max_lsn: 42,
         }
+    }
+
+    /// The blocks of one series of `measurement`, with `rollups`.
+    pub fn blocks(
+        series: u64,
+        measurement: u64,
+        points: Vec<Point>,
+        rollups: &[Resolution],
+    ) -> Result<SeriesBlocks> {
+        Ok(SeriesBlocks {
+            series: SeriesId(series),
+            measurement,
+            points,
+            rollups: rollups.into(),
+            kept: Vec::new(),
+        })
+    }
+
+    fn files() -> Arc<OpenFiles> {
+        Arc::new(OpenFiles::new(4))
     }
 
     #[test]
@@ -435,18 +617,93 @@ mod tests {
             .collect();
         let a: Vec<Point> = a.chunk_by(|x, y| x.time == y.time).map(|c| c[0]).collect();
         let b = vec![Point::new(999, f64::NAN)];
-        let blocks = vec![(SeriesId(2), a.clone()), (SeriesId(9), b)];
-        let _written = Part::write(dir.path(), meta(), &[], blocks.into_iter().map(Ok)).unwrap();
-        let reopened = Part::open(&part_path(dir.path(), 7)).unwrap();
+        let written = [blocks(2, 0, a.clone(), &[]), blocks(9, 5, b, &[])];
+        let _written = Part::write(dir.path(), &files(), meta(), written).unwrap();
+        let reopened = Part::open(&part_path(dir.path(), 7), &files()).unwrap();
         assert_eq!(reopened.meta, meta());
+        assert_eq!(reopened.version(), Version::V4);
         assert_eq!(reopened.read(SeriesId(2)).unwrap(), a);
         assert!(reopened.read(SeriesId(9)).unwrap()[0].value.is_nan());
         assert!(reopened.read(SeriesId(3)).unwrap().is_empty());
         assert_eq!(
-            reopened.entry(SeriesId(9)).unwrap().map(|e| (e.min, e.max)),
-            Some((999, 999))
+            reopened
+                .entry(SeriesId(9))
+                .unwrap()
+                .map(|e| (e.min, e.max, e.measurement)),
+            Some((999, 999, 5))
         );
+        assert!(reopened.holds_of(0, None) && reopened.holds_of(5, None));
+        assert!(!reopened.holds_of(1, None));
         assert!(!dir.path().join("00000000000000000007.part.tmp").exists());
+    }
+
+    /// One part holds series of several measurements, each with the rollups of its own;
+    /// a retention drop of one measurement's raw blocks keeps the rest.
+    #[test]
+    fn a_part_holds_many_measurements_each_with_its_rollups() {
+        let dir = tempfile::tempdir().unwrap();
+        let points: Vec<Point> = (0..100).map(|t| Point::new(t * 9, t as f64)).collect();
+        let (r100, r250) = (Resolution::new(100).unwrap(), Resolution::new(250).unwrap());
+        let written = [
+            blocks(1, 10, points.clone(), &[r100]),
+            blocks(2, 11, points.clone(), &[r250]),
+            blocks(3, 10, points.clone(), &[r100]),
+        ];
+        let part = Part::write(dir.path(), &files(), meta(), written).unwrap();
+        assert!(part.has_rollup(SeriesId(1), r100) && !part.has_rollup(SeriesId(1), r250));
+        assert!(part.has_rollup(SeriesId(2), r250) && !part.has_rollup(SeriesId(2), r100));
+        assert!(part.holds_of(10, Some(r100)) && !part.holds_of(10, Some(r250)));
+        assert!(part.holds_of(11, Some(r250)) && !part.holds_of(11, Some(r100)));
+        for s in 1..=3 {
+            assert!(part.may_hold_series(SeriesId(s)));
+        }
+        assert!(!part.may_hold_series(SeriesId(4)) && !part.may_hold_series(SeriesId(0)));
+        let dropped = part
+            .rewrite(dir.path(), 8, |e| !(e.measurement == 10 && e.is_raw()))
+            .unwrap()
+            .unwrap();
+        assert!(dropped.read(SeriesId(1)).unwrap().is_empty());
+        assert!(dropped.read(SeriesId(3)).unwrap().is_empty());
+        assert_eq!(dropped.read(SeriesId(2)).unwrap(), points);
+        assert!(dropped.has_rollup(SeriesId(1), r100) && dropped.may_hold_series(SeriesId(3)));
+        assert!(!dropped.holds_of(10, None) && dropped.holds_of(11, None));
+    }
+
+    /// A part of version 3 (one measurement, named in the footer) reads as it did, and a
+    /// rewrite keeps its version.
+    #[test]
+    fn a_version_3_part_is_read_and_rewritten_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let points: Vec<Point> = (0..100).map(|t| Point::new(t * 9, t as f64)).collect();
+        let r100 = Resolution::new(100).unwrap();
+        let written = [
+            blocks(4, 6, points.clone(), &[r100]),
+            blocks(5, 6, points.clone(), &[r100]),
+        ];
+        let part = Part::write_v3(dir.path(), &files(), meta(), 6, written).unwrap();
+        let bytes = fs::read(part.path()).unwrap();
+        assert_eq!(&bytes[..8], b"TTPART03");
+        let reopened = Part::open(part.path(), &files()).unwrap();
+        assert_eq!(reopened.version(), Version::V3);
+        assert_eq!(reopened.read(SeriesId(5)).unwrap(), points);
+        assert_eq!(reopened.entry(SeriesId(4)).unwrap().unwrap().measurement, 6);
+        assert!(reopened.holds_of(6, Some(r100)) && !reopened.holds_of(0, None));
+        let stripped = reopened
+            .rewrite(dir.path(), 9, |e| !e.is_raw())
+            .unwrap()
+            .unwrap();
+        assert_eq!(stripped.version(), Version::V3);
+        assert_eq!(
+            stripped
+                .read_rollup(SeriesId(5), r100)
+                .unwrap()
+                .unwrap()
+                .len(),
+            summarize_slots(&points, 0, 1_000, r100).len()
+        );
+        assert!(Part::open(stripped.path(), &files())
+            .unwrap()
+            .holds_of(6, Some(r100)));
     }
 
     #[test]
@@ -456,8 +713,13 @@ mod tests {
             .map(|t| Point::new(t * 9, t as f64 * 0.3))
             .collect();
         let rollups = [Resolution::new(100).unwrap(), Resolution::new(250).unwrap()];
-        let blocks = vec![(SeriesId(4), points.clone())];
-        let part = Part::write(dir.path(), meta(), &rollups, blocks.into_iter().map(Ok)).unwrap();
+        let part = Part::write(
+            dir.path(),
+            &files(),
+            meta(),
+            [blocks(4, 0, points.clone(), &rollups)],
+        )
+        .unwrap();
         let bits = |v: Vec<(i64, Summary)>| -> Vec<(i64, [u64; 8])> {
             v.into_iter().map(|(t, s)| (t, s.to_bits())).collect()
         };
@@ -472,13 +734,13 @@ mod tests {
             .is_none());
         // Without its raw block, the part keeps the rollups, copied as they were.
         let stripped = part
-            .rewrite(dir.path(), 8, |kind| kind.is_some())
+            .rewrite(dir.path(), 8, |e| !e.is_raw())
             .unwrap()
             .unwrap();
         assert!(stripped.read(SeriesId(4)).unwrap().is_empty());
         assert!(!stripped.holds(None));
         assert_eq!(stripped.series().unwrap(), vec![SeriesId(4)]);
-        let reopened = Part::open(&part_path(dir.path(), 8)).unwrap();
+        let reopened = Part::open(&part_path(dir.path(), 8), &files()).unwrap();
         assert_eq!(
             bits(
                 reopened
@@ -492,22 +754,64 @@ mod tests {
         assert!(part.rewrite(dir.path(), 9, |_| false).unwrap().is_none());
     }
 
+    /// A retired part's file goes when its last holder lets go, not before.
+    #[test]
+    fn a_retired_part_is_deleted_by_its_last_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(OpenFiles::new(1));
+        let part = Arc::new(
+            Part::write(
+                dir.path(),
+                &files,
+                meta(),
+                [blocks(1, 0, vec![Point::new(1, 1.0)], &[])],
+            )
+            .unwrap(),
+        );
+        let path = part.path().to_path_buf();
+        let reader = part.clone();
+        part.retire();
+        drop(part);
+        // Another part takes the one open file: the reader opens its own again.
+        let other = PartMeta { id: 8, ..meta() };
+        let _other = Part::write(
+            dir.path(),
+            &files,
+            other,
+            [blocks(1, 0, vec![Point::new(2, 1.0)], &[])],
+        )
+        .unwrap();
+        assert_eq!(reader.read(SeriesId(1)).unwrap(), vec![Point::new(1, 1.0)]);
+        assert!(path.exists());
+        drop(reader);
+        assert!(!path.exists());
+    }
+
     #[test]
     fn a_damaged_part_is_refused_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let blocks = vec![(SeriesId(1), vec![Point::new(1, 1.0), Point::new(2, 2.0)])];
-        let part = Part::write(dir.path(), meta(), &[], blocks.into_iter().map(Ok)).unwrap();
+        let written = [blocks(
+            1,
+            0,
+            vec![Point::new(1, 1.0), Point::new(2, 2.0)],
+            &[],
+        )];
+        let part = Part::write(dir.path(), &files(), meta(), written).unwrap();
         let path = part.path().to_path_buf();
         let full = fs::read(&path).unwrap();
         // Cut short: no footer.
         fs::write(&path, &full[..full.len() - 1]).unwrap();
-        let err = Part::open(&path).err().unwrap().to_string();
+        let err = Part::open(&path, &files()).err().unwrap().to_string();
         assert!(err.contains("00000000000000000007.part"), "{err}");
         // A flipped block byte: the part opens, the block read says where.
         let mut flipped = full.clone();
         flipped[MAGIC.len() + 1] ^= 0x40;
         fs::write(&path, &flipped).unwrap();
-        let err = Part::open(&path).unwrap().read(SeriesId(1)).err().unwrap();
+        let err = Part::open(&path, &files())
+            .unwrap()
+            .read(SeriesId(1))
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("checksum"), "{err}");
     }
 }

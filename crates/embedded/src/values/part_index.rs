@@ -3,11 +3,13 @@
 //! instead of gigabytes. A lookup reads the one run of entries its key falls in from the
 //! file (`pread`; the page cache keeps the hot ones).
 //!
-//! An entry (52 bytes) is `series u64 · kind u64 · count u32 · min i64 · max i64 · offset
-//! u64 · len u32 · crc32 u32`, little endian; entries are sorted by (series, kind). The
-//! whole index is checked once, when the part is opened: its checksum, its order, and every
-//! block inside the file. The file never changes after that (parts are immutable), and a
-//! lookup still refuses an entry whose block would lie outside the blocks' area.
+//! An entry of a version 4 part (60 bytes) is `series u64 · kind u64 · measurement u64 ·
+//! count u32 · min i64 · max i64 · offset u64 · len u32 · crc32 u32`, little endian;
+//! versions 2 and 3 (52 bytes) have no measurement (the footer names the part's one
+//! measurement). Entries are sorted by (series, kind). The whole index is checked once,
+//! when the part is opened: its checksum, its order, and every block inside the file. The
+//! file never changes after that (parts are immutable), and a lookup still refuses an
+//! entry whose block would lie outside the blocks' area.
 
 use crate::writer::storage;
 use std::fs::File;
@@ -18,7 +20,26 @@ use tickertape_backend::{BackendError, Result};
 use tickertape_core::rollup::Resolution;
 use tickertape_core::SeriesId;
 
-pub(super) const ENTRY_LEN: usize = 52;
+/// The version of a part file, from its magic: how its entries and rollup blocks are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// `TTPART02`: one measurement; rollup blocks as six segment blocks.
+    V2,
+    /// `TTPART03`: one measurement; rollup blocks in columns.
+    V3,
+    /// `TTPART04`: any number of measurements, each entry naming its series' one.
+    V4,
+}
+
+impl Version {
+    pub(super) fn entry_len(self) -> usize {
+        match self {
+            Version::V4 => 60,
+            Version::V2 | Version::V3 => 52,
+        }
+    }
+}
+
 /// The `kind` of a raw block.
 pub(super) const RAW: u64 = 0;
 /// Entries per key kept in memory: a lookup reads at most this many (1,664 bytes).
@@ -36,6 +57,8 @@ pub struct Entry {
     pub series: SeriesId,
     /// [`RAW`], or the resolution of a rollup block in ns.
     pub(super) kind: u64,
+    /// The series' measurement, by its number in `manifest::MEASUREMENTS`.
+    pub measurement: u64,
     /// Points (raw) or slots (rollup).
     pub count: u32,
     pub min: i64,
@@ -62,9 +85,12 @@ impl Entry {
         (self.series, self.kind)
     }
 
-    pub(super) fn encode(&self, out: &mut Vec<u8>) {
+    pub(super) fn encode(&self, version: Version, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.series.0.to_le_bytes());
         out.extend_from_slice(&self.kind.to_le_bytes());
+        if version == Version::V4 {
+            out.extend_from_slice(&self.measurement.to_le_bytes());
+        }
         out.extend_from_slice(&self.count.to_le_bytes());
         out.extend_from_slice(&self.min.to_le_bytes());
         out.extend_from_slice(&self.max.to_le_bytes());
@@ -73,19 +99,25 @@ impl Entry {
         out.extend_from_slice(&self.crc.to_le_bytes());
     }
 
-    /// `bytes` is exactly [`ENTRY_LEN`] long.
-    fn decode(bytes: &[u8]) -> Entry {
+    /// `bytes` is exactly one entry of `version` long; `measurement` is the part's one
+    /// measurement for versions without it in the entry.
+    fn decode(bytes: &[u8], version: Version, measurement: u64) -> Entry {
         let w = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
         let h = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap_or_default());
+        let (measurement, at) = match version {
+            Version::V4 => (w(16), 24),
+            Version::V2 | Version::V3 => (measurement, 16),
+        };
         Entry {
             series: SeriesId(w(0)),
             kind: w(8),
-            count: h(16),
-            min: w(20) as i64,
-            max: w(28) as i64,
-            offset: w(36),
-            len: h(44),
-            crc: h(48),
+            measurement,
+            count: h(at),
+            min: w(at + 4) as i64,
+            max: w(at + 12) as i64,
+            offset: w(at + 20),
+            len: h(at + 28),
+            crc: h(at + 32),
         }
     }
 
@@ -103,10 +135,16 @@ impl Entry {
 pub(super) struct PartIndex {
     offset: u64,
     entries: usize,
+    version: Version,
+    /// The measurement of every entry of a part of version 2 or 3.
+    measurement: u64,
     /// The key of entry `i * SAMPLE_EVERY`, for every `i`.
     samples: Vec<(SeriesId, u64)>,
-    /// The kinds of block the part holds, ascending, each once.
-    kinds: Vec<u64>,
+    /// The series of the last entry: a series after it is in no run.
+    last_series: SeriesId,
+    /// (measurement, kind) of every block the part holds, ascending, each once: which
+    /// measurements a retention drop rewrites the part for.
+    held: Vec<(u64, u64)>,
     raw_blocks: usize,
     /// The run of entries read last: a query reads series in key order and asks each for
     /// several kinds, so the next lookup most often falls in the same run.
@@ -114,21 +152,26 @@ pub(super) struct PartIndex {
 }
 
 impl PartIndex {
-    /// Reads and checks the index of `entries` entries at `offset` (its checksum `crc`),
-    /// calling `each_series` once per series, ascending. `Corrupt` (through `bad`) when
-    /// the checksum, the order or a block's place is wrong.
+    /// Reads and checks the index of `entries` entries at `offset` (its checksum `crc`)
+    /// of a part of `version` (whose footer names `measurement`), calling `each_series`
+    /// once per series, ascending. `Corrupt` (through `bad`) when the checksum, the order
+    /// or a block's place is wrong.
     pub(super) fn load(
         file: &File,
         path: &Path,
         (offset, entries, crc): (u64, usize, u32),
+        (version, measurement): (Version, u64),
         bad: impl Fn(&str) -> BackendError,
         mut each_series: impl FnMut(SeriesId),
     ) -> Result<PartIndex> {
         let mut index = PartIndex {
             offset,
             entries,
+            version,
+            measurement,
             samples: Vec::with_capacity(entries.div_ceil(SAMPLE_EVERY)),
-            kinds: Vec::new(),
+            last_series: SeriesId(0),
+            held: Vec::new(),
             raw_blocks: 0,
             last_run: Mutex::new(None),
         };
@@ -139,8 +182,8 @@ impl PartIndex {
             let n = WALK_CHUNK.min(entries - at);
             let raw = index.read_run(file, path, at, n)?;
             hasher.update(&raw);
-            for (i, bytes) in raw.chunks_exact(ENTRY_LEN).enumerate() {
-                let e = Entry::decode(bytes);
+            for (i, bytes) in raw.chunks_exact(version.entry_len()).enumerate() {
+                let e = Entry::decode(bytes, version, measurement);
                 let kind_known = e.kind == RAW || e.resolution().is_some();
                 let sorted = last.is_none_or(|k| k < e.key());
                 if !e.inside(offset) || !sorted || !kind_known || e.min > e.max {
@@ -152,14 +195,15 @@ impl PartIndex {
                 if (at + i) % SAMPLE_EVERY == 0 {
                     index.samples.push(e.key());
                 }
-                if let Err(place) = index.kinds.binary_search(&e.kind) {
-                    index.kinds.insert(place, e.kind);
+                if let Err(place) = index.held.binary_search(&(e.measurement, e.kind)) {
+                    index.held.insert(place, (e.measurement, e.kind));
                 }
                 index.raw_blocks += usize::from(e.kind == RAW);
                 last = Some(e.key());
             }
             at += n;
         }
+        index.last_series = last.map_or(SeriesId(0), |(s, _)| s);
         if hasher.finalize() != crc {
             return Err(bad("index checksum mismatch"));
         }
@@ -175,16 +219,43 @@ impl PartIndex {
         kind: u64,
     ) -> Result<Option<Entry>> {
         let key = (series, kind);
-        let run = self.samples.partition_point(|sample| *sample <= key);
-        let Some(run) = run.checked_sub(1) else {
+        let Some(run) = self.run_of(key) else {
             return Ok(None);
         };
         let raw = self.run(file, path, run)?;
-        let found = raw
-            .chunks_exact(ENTRY_LEN)
-            .map(Entry::decode)
-            .find(|e| e.key() == key);
+        let found = self.decoded(&raw).find(|e| e.key() == key);
         self.checked(path, found)
+    }
+
+    /// Whether the part holds any block of `series`, raw or rollup.
+    pub(super) fn holds_series(&self, file: &File, path: &Path, series: SeriesId) -> Result<bool> {
+        let Some(run) = self.run_of((series, 0)) else {
+            // Before the first entry: only if the first entry is one of its.
+            return Ok(self.samples.first().is_some_and(|s| s.0 == series));
+        };
+        // The series' first entry is in this run or starts the next one.
+        if self.samples.get(run + 1).is_some_and(|s| s.0 == series) {
+            return Ok(true);
+        }
+        let raw = self.run(file, path, run)?;
+        let found = self.decoded(&raw).any(|e| e.series == series);
+        Ok(found)
+    }
+
+    /// The run a key would be in: none before the first entry or after the last series.
+    fn run_of(&self, key: (SeriesId, u64)) -> Option<usize> {
+        if key.0 > self.last_series {
+            return None;
+        }
+        self.samples
+            .partition_point(|sample| *sample <= key)
+            .checked_sub(1)
+    }
+
+    fn decoded<'a>(&self, raw: &'a [u8]) -> impl Iterator<Item = Entry> + 'a {
+        let (version, measurement) = (self.version, self.measurement);
+        raw.chunks_exact(version.entry_len())
+            .map(move |bytes| Entry::decode(bytes, version, measurement))
     }
 
     /// Calls `each` with every entry, in order, reading [`WALK_CHUNK`] entries at a time
@@ -193,8 +264,8 @@ impl PartIndex {
         let mut at = 0;
         while at < self.entries {
             let n = WALK_CHUNK.min(self.entries - at);
-            for bytes in self.read_run(file, path, at, n)?.chunks_exact(ENTRY_LEN) {
-                if let Some(entry) = self.checked(path, Some(Entry::decode(bytes)))? {
+            for entry in self.decoded(&self.read_run(file, path, at, n)?) {
+                if let Some(entry) = self.checked(path, Some(entry))? {
                     each(entry);
                 }
             }
@@ -204,8 +275,29 @@ impl PartIndex {
     }
 
     /// Whether the part holds a block of this kind.
+    #[cfg(test)]
     pub(super) fn holds(&self, kind: u64) -> bool {
-        self.kinds.binary_search(&kind).is_ok()
+        self.held.iter().any(|(_, k)| *k == kind)
+    }
+
+    /// Whether the part holds a block of this kind of a series of `measurement`.
+    pub(super) fn holds_of(&self, measurement: u64, kind: u64) -> bool {
+        self.held.binary_search(&(measurement, kind)).is_ok()
+    }
+
+    /// The measurements the part holds blocks of, ascending, each once.
+    pub(super) fn measurements(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = self.held.iter().map(|(m, _)| *m).collect();
+        out.dedup();
+        out
+    }
+
+    pub(super) fn version(&self) -> Version {
+        self.version
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.entries
     }
 
     pub(super) fn raw_blocks(&self) -> usize {
@@ -233,8 +325,9 @@ impl PartIndex {
 
     /// `n` entries from entry `first`, as bytes.
     fn read_run(&self, file: &File, path: &Path, first: usize, n: usize) -> Result<Vec<u8>> {
-        let mut raw = vec![0u8; n * ENTRY_LEN];
-        let at = self.offset + (first * ENTRY_LEN) as u64;
+        let len = self.version.entry_len();
+        let mut raw = vec![0u8; n * len];
+        let at = self.offset + (first * len) as u64;
         file.read_exact_at(&mut raw, at)
             .map_err(|e| storage(format!("cannot read {}: {e}", path.display())))?;
         Ok(raw)
@@ -257,6 +350,8 @@ impl PartIndex {
 
 #[cfg(test)]
 mod tests {
+    use super::super::files::OpenFiles;
+    use super::super::part::tests::blocks;
     use super::super::part::{part_path, Part, PartMeta};
     use super::*;
     use tickertape_core::Point;
@@ -266,9 +361,9 @@ mod tests {
     #[test]
     fn a_sparse_index_finds_every_entry_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(OpenFiles::new(2));
         let meta = PartMeta {
             id: 1,
-            measurement: 0,
             start: 0,
             end: 1_000,
             max_lsn: 1,
@@ -276,13 +371,14 @@ mod tests {
         let rollups = [Resolution::new(100).unwrap(), Resolution::new(500).unwrap()];
         // Odd ids only, so that the even ones between them are absent; 3 entries each.
         let ids: Vec<SeriesId> = (0..1000u64).map(|i| SeriesId(2 * i + 1)).collect();
-        let blocks = ids.iter().map(|&s| {
+        let written = ids.iter().map(|&s| {
             let points = vec![Point::new(s.0 as i64 % 900, 1.0), Point::new(950, 2.0)];
-            Ok((s, points))
+            blocks(s.0, s.0 % 7, points, &rollups)
         });
-        let written = Part::write(dir.path(), meta, &rollups, blocks).unwrap();
+        let written = Part::write(dir.path(), &files, meta, written).unwrap();
         let mut listed = Vec::new();
-        let part = Part::open_listing(&part_path(dir.path(), 1), |s| listed.push(s)).unwrap();
+        let part =
+            Part::open_listing(&part_path(dir.path(), 1), &files, |s| listed.push(s)).unwrap();
         assert_eq!(listed, ids);
         assert_eq!(part.series().unwrap(), ids);
         assert_eq!(part.raw_blocks(), ids.len());
@@ -294,41 +390,48 @@ mod tests {
         for &s in &ids {
             let entry = part.entry(s).unwrap().expect("a raw entry");
             assert_eq!(
-                (entry.series, entry.min, entry.max),
-                (s, s.0 as i64 % 900, 950)
+                (entry.series, entry.min, entry.max, entry.measurement),
+                (s, s.0 as i64 % 900, 950, s.0 % 7)
             );
             assert_eq!(part.read(s).unwrap().len(), 2);
             assert!(rollups.iter().all(|&r| part.has_rollup(s, r)));
             assert!(!part.has_rollup(s, Resolution::new(250).unwrap()));
+            assert!(part.may_hold_series(s));
         }
         for absent in [0, 2, 64, 1000, 2001, 5000, u64::MAX] {
             assert_eq!(part.entry(SeriesId(absent)).unwrap(), None, "{absent}");
+            assert!(!part.may_hold_series(SeriesId(absent)), "{absent}");
         }
         assert!(part.holds(None) && part.holds(Some(rollups[1])));
         assert!(!part.holds(Some(Resolution::new(250).unwrap())));
+        assert!((0..7).all(|m| part.holds_of(m, Some(rollups[0]))));
+        assert!(!part.holds_of(7, None));
     }
 
     /// A flipped byte in the index is found when the part is opened.
     #[test]
     fn a_damaged_index_is_refused_at_open() {
         let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(OpenFiles::new(2));
         let meta = PartMeta {
             id: 2,
-            measurement: 0,
             start: 0,
             end: 1_000,
             max_lsn: 1,
         };
-        let blocks = (1..100u64).map(|s| Ok((SeriesId(s), vec![Point::new(1, 1.0)])));
-        let part = Part::write(dir.path(), meta, &[], blocks).unwrap();
+        let written = (1..100u64).map(|s| blocks(s, 0, vec![Point::new(1, 1.0)], &[]));
+        let part = Part::write(dir.path(), &files, meta, written).unwrap();
         let path = part_path(dir.path(), 2);
         drop(part);
         let mut bytes = std::fs::read(&path).unwrap();
         // The footer is 64 bytes; the index ends where it starts.
-        let in_index = bytes.len() - 64 - ENTRY_LEN * 10 + 9;
+        let in_index = bytes.len() - 64 - Version::V4.entry_len() * 10 + 9;
         bytes[in_index] ^= 0x01;
         std::fs::write(&path, &bytes).unwrap();
-        let err = Part::open(&path).err().expect("refused").to_string();
+        let err = Part::open(&path, &files)
+            .err()
+            .expect("refused")
+            .to_string();
         assert!(err.contains("00000000000000000002.part"), "{err}");
     }
 }
