@@ -107,6 +107,15 @@ fn influxql_shapes() -> Vec<Shape> {
             MAX_DEPTH - 3,
             h1,
         ),
+        (
+            "an OR chain in SHOW TAG VALUES",
+            |n| {
+                let others = chain("host = 'h9'", " OR ", n - 1);
+                format!("SHOW TAG VALUES WITH KEY = host WHERE {others} OR host = 'h1'")
+            },
+            MAX_DEPTH - 1,
+            json!([["host", "h1"]]),
+        ),
     ]
 }
 
