@@ -4,6 +4,7 @@
 //! by the `tickertape-influxql` crate and run on the engine:
 //!
 //! - [`show`]: the `SHOW` statements, from the engine's listings and series index;
+//! - [`regexes`]: every `/…/` compiled, and checked before any statement runs;
 //! - [`select`]: `SELECT`: which series ([`condition`]: time range, tag conditions), read
 //!   through the engine's read plan, then [`compute`]: windows, fill, transformations;
 //! - [`output`]: the answer's JSON or CSV.
@@ -19,6 +20,7 @@ pub mod condition;
 mod eval;
 pub mod output;
 mod raw;
+pub mod regexes;
 pub mod select;
 pub mod show;
 pub mod zone;
@@ -70,7 +72,7 @@ pub async fn query(
         Ok(parsed) => parsed,
         Err(e) => return bad_request(&format!("error parsing query: {e}")),
     };
-    if let Err(e) = select::check_zones(&parsed) {
+    if let Err(e) = select::check_zones(&parsed).and_then(|()| regexes::check(&parsed)) {
         return bad_request(&format!("error parsing query: {e}"));
     }
     let mut results: Vec<StatementResult> = Vec::new();
