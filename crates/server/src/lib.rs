@@ -24,6 +24,7 @@
 pub mod admin;
 pub mod auth;
 pub mod binary;
+pub mod body;
 pub mod cardinality;
 pub mod dashboard;
 pub mod database;
@@ -35,6 +36,7 @@ pub mod listen;
 pub mod listing;
 pub mod metrics;
 pub mod otlp;
+pub mod params;
 pub mod prometheus;
 pub mod query;
 pub mod write;
@@ -42,6 +44,7 @@ pub mod write;
 use axum::routing::{get, post};
 use axum::Router;
 use metrics::Metrics;
+use params::form;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,19 +127,19 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/databases", get(databases::list))
         .route(
             "/api/v1/admin/databases",
-            post(databases::create).delete(databases::drop),
+            form(post(databases::create).delete(databases::drop), &state),
         )
         .route("/api/v1/admin/compact", post(admin::compact))
-        .route("/api/v1/admin/delete", post(admin::delete))
+        .route("/api/v1/admin/delete", form(post(admin::delete), &state))
         .route("/api/v1/admin/snapshot", post(admin::snapshot))
         .route("/opentelemetry/v1/metrics", post(otlp::export))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
-        .nest("/prometheus", prometheus::routes())
-        // A Grafana data source's URL can name the database (`crate::database`).
-        .nest("/prometheus/db/{db}", prometheus::routes())
+        .nest("/prometheus", prometheus::routes(&state))
+        // A Grafana data source's URL can name the database (`crate::params`).
+        .nest("/prometheus/db/{db}", prometheus::routes(&state))
         .merge(dashboard::routes())
-        .merge(influx::routes())
+        .merge(influx::routes(&state))
         // Inside `track`, so refused requests are counted under their route and status.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
