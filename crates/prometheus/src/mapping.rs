@@ -117,31 +117,44 @@ pub type BorrowedSeries<'a> = (&'a str, Vec<(&'a str, &'a str)>);
 /// a [`SeriesKey`] only for a series the store has not seen.
 ///
 /// A label set the remote write specification forbids is refused: a label name empty,
-/// outside `[a-zA-Z_][a-zA-Z0-9_]*` or given twice (`__name__` included). The first bad
-/// name in the order given is named; then the first repeated name in sorted order.
+/// outside `[a-zA-Z_][a-zA-Z0-9_]*` or given twice (`__name__` included). Named: the first
+/// label, in the order given, that is empty, invalid or a second `__name__`; else the
+/// first repeated name in sorted order.
 pub fn series_of<'a>(
     labels: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Result<BorrowedSeries<'a>, MappingError> {
     let labels = labels.into_iter();
     let mut name = None;
     let mut tags = Vec::with_capacity(labels.size_hint().0);
-    // Every name, empty values' too (a repeat among them is a repeat all the same).
-    let mut names: Vec<&str> = Vec::with_capacity(labels.size_hint().0);
+    // Labels with an empty value are not stored, but their names may repeat another's.
+    // Rare: this allocates only when one is seen.
+    let mut empty_valued: Vec<&str> = Vec::new();
+    let mut previous: Option<&str> = None;
+    let mut in_order = true;
     for (k, v) in labels {
         if k.is_empty() {
             return Err(MappingError::EmptyLabelName);
         }
         if k == METRIC_NAME {
+            if name.is_some() {
+                return Err(MappingError::DuplicateLabelName(k.to_owned()));
+            }
             name = Some(v);
         } else if !is_valid_label_name(k) {
             return Err(MappingError::InvalidLabelName(k.to_owned()));
-        } else if !v.is_empty() {
+        } else if v.is_empty() {
+            empty_valued.push(k);
+        } else {
             tags.push((k, v));
         }
-        names.push(k);
+        in_order &= previous.is_none_or(|p| p < k);
+        previous = Some(k);
     }
-    // Prometheus sends labels sorted by name, so a repeat is found in one pass.
-    if !names.windows(2).all(|w| w[0] < w[1]) {
+    // Prometheus sends labels sorted by name: strictly increasing names repeat none, and
+    // the tags are sorted already.
+    if !in_order {
+        let mut names: Vec<&str> = tags.iter().map(|(k, _)| *k).collect();
+        names.extend_from_slice(&empty_valued);
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
             return Err(MappingError::DuplicateLabelName(w[0].to_owned()));
@@ -274,13 +287,25 @@ mod tests {
         ) {
             let borrowed: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let got = series_of(borrowed.iter().copied());
+            // The first label, in order, that is empty or a second `__name__`.
+            let mut names_seen = 0;
+            let first_bad = borrowed.iter().find_map(|(k, _)| {
+                names_seen += usize::from(*k == METRIC_NAME);
+                match *k {
+                    "" => Some(MappingError::EmptyLabelName),
+                    METRIC_NAME if names_seen > 1 => {
+                        Some(MappingError::DuplicateLabelName(METRIC_NAME.into()))
+                    }
+                    _ => None,
+                }
+            });
+            if let Some(bad) = first_bad {
+                prop_assert_eq!(got, Err(bad));
+                return Ok(());
+            }
             let mut names: Vec<&str> = borrowed.iter().map(|(k, _)| *k).collect();
             names.sort_unstable();
             let repeated = names.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]);
-            if names.contains(&"") {
-                prop_assert_eq!(got, Err(MappingError::EmptyLabelName));
-                return Ok(());
-            }
             if let Some(repeated) = repeated {
                 prop_assert_eq!(got, Err(MappingError::DuplicateLabelName(repeated.into())));
                 return Ok(());

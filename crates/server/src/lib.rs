@@ -1,4 +1,4 @@
-//! The HTTP API of DESIGN §5 on axum.
+//! tickertape's HTTP API, on axum.
 //!
 //! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
@@ -16,6 +16,10 @@
 //!   `/prometheus/db/<name>` for a database ([`prometheus`]).
 //!
 //! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
+//!
+//! The request's edge is read in one place each: its parameters and database by
+//! [`params::RequestParams`] (the query string, a form body, the path), its body by
+//! [`body`] (the body limit, `Content-Encoding`).
 //!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
 //! status codes. [`serve`] accepts the connections ([`listen`]: TLS, timeouts, the
@@ -150,7 +154,8 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
             metrics::track,
         ))
         // Bodies are buffered in memory, so the limit must hold while reading, not after:
-        // a larger body is cut off with 413 before it is held in full.
+        // a larger body is cut off with 413 before it is held in full (`crate::body` reads
+        // every body and answers it in the route's error shape).
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .with_state(state)
 }

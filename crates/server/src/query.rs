@@ -1,4 +1,4 @@
-//! `GET /api/v1/query` and `GET /api/v1/series` (DESIGN §5).
+//! `GET /api/v1/query` and `GET /api/v1/series`: points and series of the own API.
 
 use crate::database::InDatabase;
 use crate::error::ApiError;
