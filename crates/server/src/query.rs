@@ -186,8 +186,12 @@ impl Params {
     pub(crate) fn new(request: &RequestParams, known: &[&str]) -> Result<Self, ApiError> {
         let pairs = request.pairs();
         for (i, (key, _)) in pairs.iter().enumerate() {
-            // `db` is every route's (`crate::params`).
-            if !known.contains(&key.as_str()) && key != DB_PARAM {
+            // `db` is every route's, and `RequestParams` has checked that it names one
+            // database however often it is given.
+            if key == DB_PARAM {
+                continue;
+            }
+            if !known.contains(&key.as_str()) {
                 return Err(ApiError::BadRequest(format!(
                     "unknown parameter {key:?}; expected one of {}, {DB_PARAM}",
                     known.join(", ")
@@ -273,6 +277,21 @@ mod tests {
         assert_eq!((q.start, q.end), (NOW - 3_600_000_000_000, NOW));
         let q = parse_query("measurement=cpu&start=-30m", NOW).unwrap();
         assert_eq!(q.start, NOW - 1_800_000_000_000);
+    }
+
+    #[test]
+    fn db_may_repeat_alike_but_not_differ() {
+        assert!(parse_query("measurement=cpu&db=a&db=a", NOW).is_ok());
+        let e = parse_query("measurement=cpu&db=a&db=b", NOW)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("named twice"), "{e}");
+        let e = parse_query("measurement=cpu&start=1&start=2", NOW)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("start given more than once"), "{e}");
     }
 
     #[test]
