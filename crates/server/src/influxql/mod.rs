@@ -25,8 +25,7 @@ pub mod select;
 pub mod show;
 pub mod zone;
 
-use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -34,30 +33,23 @@ use tickertape_engine::{Engine, EngineError};
 use tickertape_influxql::Statement;
 
 use crate::auth::Granted;
+use crate::params::RequestParams;
 use crate::AppState;
 use axum::Extension;
 use output::{Cell, Epoch, Series, StatementResult};
 use tickertape_core::auth::Scope;
+use tickertape_core::database::DatabaseName;
 
-/// `/query`: parameters from the URL and, for POST, a form body.
+/// `/query`: parameters from the URL and, for POST, a form body (`crate::params`); an
+/// empty `db` is none, as InfluxDB reads the `influx` shell's `db=` before `USE`.
 pub async fn query(
     State(state): State<AppState>,
     granted: Option<Extension<Granted>>,
     headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: Bytes,
+    params: RequestParams,
 ) -> Response {
-    let from_url = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes());
-    let params: Vec<(String, String)> = from_url
-        .chain(form_urlencoded::parse(&body))
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    let param = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let param = |name: &str| params.get(name);
+    let db = params.database_or_none_if_empty().map(DatabaseName::as_str);
     let Some(q) = param("q") else {
         return bad_request("missing required parameter \"q\"");
     };
@@ -78,7 +70,7 @@ pub async fn query(
     let mut results: Vec<StatementResult> = Vec::new();
     for statement in &parsed.statements {
         let granted = granted.as_ref().map(|Extension(g)| g);
-        results.push(run(&state.engine, param("db"), granted, statement).await);
+        results.push(run(&state.engine, db, granted, statement).await);
     }
     let csv = headers
         .get(header::ACCEPT)
