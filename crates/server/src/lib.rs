@@ -1,4 +1,4 @@
-//! The HTTP API of DESIGN §5 on axum.
+//! tickertape's HTTP API, on axum.
 //!
 //! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
@@ -17,6 +17,10 @@
 //!
 //! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
 //!
+//! The request's edge is read in one place each: its parameters and database by
+//! [`params::RequestParams`] (the query string, a form body, the path), its body by
+//! [`body`] (the body limit, `Content-Encoding`).
+//!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
 //! status codes. [`serve`] accepts the connections ([`listen`]: TLS, timeouts, the
 //! connection limit).
@@ -24,6 +28,7 @@
 pub mod admin;
 pub mod auth;
 pub mod binary;
+pub mod body;
 pub mod cardinality;
 pub mod dashboard;
 pub mod database;
@@ -35,6 +40,7 @@ pub mod listen;
 pub mod listing;
 pub mod metrics;
 pub mod otlp;
+pub mod params;
 pub mod prometheus;
 pub mod query;
 pub mod write;
@@ -42,6 +48,7 @@ pub mod write;
 use axum::routing::{get, post};
 use axum::Router;
 use metrics::Metrics;
+use params::form;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,19 +139,19 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/databases", get(databases::list))
         .route(
             "/api/v1/admin/databases",
-            post(databases::create).delete(databases::drop),
+            form(post(databases::create).delete(databases::drop), &state),
         )
         .route("/api/v1/admin/compact", post(admin::compact))
-        .route("/api/v1/admin/delete", post(admin::delete))
+        .route("/api/v1/admin/delete", form(post(admin::delete), &state))
         .route("/api/v1/admin/snapshot", post(admin::snapshot))
         .route("/opentelemetry/v1/metrics", post(otlp::export))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
-        .nest("/prometheus", prometheus::routes())
-        // A Grafana data source's URL can name the database (`crate::database`).
-        .nest("/prometheus/db/{db}", prometheus::routes())
+        .nest("/prometheus", prometheus::routes(&state))
+        // A Grafana data source's URL can name the database (`crate::params`).
+        .nest("/prometheus/db/{db}", prometheus::routes(&state))
         .merge(dashboard::routes())
-        .merge(influx::routes())
+        .merge(influx::routes(&state))
         // Inside `track`, so refused requests are counted under their route and status.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -155,7 +162,8 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
             metrics::track,
         ))
         // Bodies are buffered in memory, so the limit must hold while reading, not after:
-        // a larger body is cut off with 413 before it is held in full.
+        // a larger body is cut off with 413 before it is held in full (`crate::body` reads
+        // every body and answers it in the route's error shape).
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .with_state(state)
 }

@@ -6,8 +6,7 @@ use super::json;
 use super::params::{now_ms, Params, MAX_TIME, MIN_TIME};
 use super::select::{fetch_all, ms_to_ns, select_series};
 use crate::database::PromDatabase;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery};
+use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promql_parser::label::Matcher;
@@ -42,12 +41,7 @@ async fn run(engine: &Engine, expr: &Expr, grid: &Grid) -> Result<promql::Value,
     Ok(evaluate(expr, grid, &data)?)
 }
 
-pub(crate) async fn query(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn query(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     let expr = promql::parse(p.required("query")?)?;
     let at = p.time_or("time", now_ms())?;
     let grid = Grid::instant(at);
@@ -55,12 +49,7 @@ pub(crate) async fn query(
     Ok(ok(&json::instant(&value, at)))
 }
 
-pub(crate) async fn query_range(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn query_range(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     let expr = promql::parse(p.required("query")?)?;
     let start = required_time(&p, "start")?;
     let end = required_time(&p, "end")?;
@@ -169,12 +158,7 @@ async fn listed_series(
     Ok((found.into_iter().map(|(l, _)| l).collect(), warnings))
 }
 
-pub(crate) async fn series(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn series(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     if p.all("match[]").is_empty() {
         return Err(PromError::bad_data("no match[] parameter provided"));
     }
@@ -190,12 +174,7 @@ pub(crate) async fn series(
     Ok(ok_with_warnings(&data, &warnings))
 }
 
-pub(crate) async fn labels(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn labels(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     let (series, warnings) = listed_series(&engine, &p).await?;
     let names: BTreeSet<&str> = series.iter().flatten().map(|(k, _)| k.as_str()).collect();
     Ok(ok_with_warnings(&json::strings(names), &warnings))
@@ -204,10 +183,8 @@ pub(crate) async fn labels(
 pub(crate) async fn label_values(
     PromDatabase(engine): PromDatabase,
     Path(name): Path<String>,
-    RawQuery(q): RawQuery,
-    body: Bytes,
+    p: Params,
 ) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
     let every_metric = name == METRIC_NAME && p.all("match[]").is_empty();
     if every_metric && p.get("start").is_none() && p.get("end").is_none() {
         return Ok(ok(&json::strings(
