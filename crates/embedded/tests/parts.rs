@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use tickertape_backend::ValueStore;
-use tickertape_backend::{Backend, SeriesAppend};
+use tickertape_backend::{Backend, DeleteRange, SeriesAppend, SeriesCatalog};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::segment::collect_points;
@@ -277,4 +277,45 @@ async fn retention_of_one_measurement_in_shared_parts() {
     let b = open(dir.path());
     assert_eq!(stored(&b, cpu).await, points(200..300, 0.0), "after reopen");
     assert_eq!(stored(&b, mem).await, mem_points, "after reopen");
+}
+
+/// A delete of one series rewrites the shared parts it has points in: the other series of
+/// its measurement and of other measurements keep every point and their rollups; cpu's
+/// rollup blocks whose raw points retention dropped are carried through the rewrite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_in_shared_parts_touches_its_series_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let r50 = Resolution::new(50).unwrap();
+    b.derive_segment_rollups(Arc::new(move |_: &str| vec![r50]));
+    let cpu = series(&b, "cpu").await;
+    let mem = series(&b, "mem").await;
+    let key = SeriesKey::new("mem", vec![("host".into(), "b".into())], "v");
+    let mem_b = b.resolve_series(&[key]).await.unwrap()[0];
+    for (i, s) in [cpu, mem, mem_b].into_iter().enumerate() {
+        append(&b, s, points(0..300, i as f64)).await;
+    }
+    b.compact().await.unwrap();
+    b.drop_raw_before("cpu", 100, false).await.unwrap();
+    let range = DeleteRange::new(Some(50), Some(250)).unwrap();
+    b.delete_points(&[mem], range).await.unwrap();
+    let mut left = points(0..50, 1.0);
+    left.extend(points(250..300, 1.0));
+    assert_eq!(stored(&b, mem).await, left);
+    assert_eq!(stored(&b, mem_b).await, points(0..300, 2.0));
+    assert_eq!(stored(&b, cpu).await, points(100..300, 0.0));
+    let rollup = |s| {
+        let b = &b;
+        async move { bits(b.read_segment_rollup(s, r50, 0, 300).await.unwrap()) }
+    };
+    assert_eq!(
+        rollup(cpu).await,
+        bits(summarize_slots(&points(0..300, 0.0), 0, 300, r50))
+    );
+    assert_eq!(rollup(mem).await, bits(summarize_slots(&left, 0, 300, r50)));
+    assert_eq!(
+        rollup(mem_b).await,
+        bits(summarize_slots(&points(0..300, 2.0), 0, 300, r50))
+    );
+    assert_eq!(files(dir.path(), "parts", ".part"), 3);
 }
