@@ -24,6 +24,7 @@
 pub mod admin;
 pub mod auth;
 pub mod binary;
+mod budget;
 pub mod cardinality;
 pub mod dashboard;
 pub mod database;

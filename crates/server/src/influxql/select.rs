@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use tickertape_core::query::Aggregate;
 use tickertape_core::{Point, SeriesKey};
-use tickertape_engine::{Engine, EngineError, Query};
+use tickertape_engine::{Engine, EngineError, Exhausted, Query, QueryBudget};
 use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, Statement, VarKind};
 
 use super::compute::{window_starts, Agg, Column, Transform};
@@ -83,6 +83,9 @@ pub(super) struct Plan<'a> {
     /// The selected columns of a raw statement (no aggregate): values, tags, wildcards.
     pub raw: Option<Vec<RawColumn>>,
     pub columns: Vec<String>,
+    /// The request's budget: the engine's reads, every window computed (filled ones
+    /// too) and every row are charged to it as they are made.
+    pub budget: &'a QueryBudget,
 }
 
 /// A column of a statement without aggregates.
@@ -95,8 +98,8 @@ pub(super) enum RawColumn {
     Wildcard(Option<VarKind>),
 }
 
-pub async fn run(engine: &Engine, select: &Select) -> StatementResult {
-    let plan = Plan::new(engine, select)?;
+pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> StatementResult {
+    let plan = Plan::new(engine, select, budget)?;
     let mut out = Vec::new();
     for measurement in measurements_of(engine, &select.from).await? {
         out.extend(plan.measurement(engine, &measurement).await?);
@@ -133,7 +136,7 @@ impl<'a> Plan<'a> {
         values
     }
 
-    fn new(engine: &Engine, select: &'a Select) -> Result<Self, String> {
+    fn new(engine: &Engine, select: &'a Select, budget: &'a QueryBudget) -> Result<Self, String> {
         let zone = match &select.timezone {
             Some(name) => Zone::parse(name)?,
             None => None,
@@ -212,7 +215,7 @@ impl<'a> Plan<'a> {
         }
         let raw = (!aggregated).then_some(raw);
         if condition.range.start >= condition.range.end {
-            return Ok(Self::empty(select, condition, nodes, raw, columns));
+            return Ok(Self::empty(select, condition, nodes, raw, columns, budget));
         }
         Ok(Plan {
             select,
@@ -227,6 +230,7 @@ impl<'a> Plan<'a> {
             nodes,
             raw,
             columns,
+            budget,
         })
     }
 
@@ -236,6 +240,7 @@ impl<'a> Plan<'a> {
         nodes: Vec<Node>,
         raw: Option<Vec<RawColumn>>,
         columns: Vec<String>,
+        budget: &'a QueryBudget,
     ) -> Self {
         Plan {
             select,
@@ -246,6 +251,7 @@ impl<'a> Plan<'a> {
             group_by: GroupBy::All,
             nodes,
             columns,
+            budget,
         }
     }
 
@@ -270,6 +276,9 @@ impl<'a> Plan<'a> {
             if let Some(series) = self.group_series(measurement, tags, data)? {
                 out.push(series);
             }
+            // A group's windows are computed synchronously: between two, the request
+            // may be dropped (its client gone).
+            self.budget.checkpoint().await;
         }
         Ok(out)
     }
@@ -323,7 +332,8 @@ impl<'a> Plan<'a> {
                     agg: Some(agg),
                     ..Query::raw(selector.clone(), range.start, range.end)
                 };
-                for answer in engine.query(&query).await.map_err(engine_error)? {
+                let answers = engine.query_with(&query, self.budget).await;
+                for answer in answers.map_err(engine_error)? {
                     if !self.condition.matches(&answer.key) {
                         continue;
                     }
@@ -343,7 +353,8 @@ impl<'a> Plan<'a> {
             }
         }
         let query = Query::raw(selector, range.start, range.end);
-        for answer in engine.query(&query).await.map_err(engine_error)? {
+        let answers = engine.query_with(&query, self.budget).await;
+        for answer in answers.map_err(engine_error)? {
             if !self.condition.matches(&answer.key) {
                 continue;
             }
@@ -392,6 +403,13 @@ impl<'a> Plan<'a> {
         });
         if !has_data {
             return Ok(None);
+        }
+        // Every window of every selected column, filled or not, before it is computed:
+        // `fill(0)` over tiny windows stops here, not once the rows are built.
+        if let Some((starts, _)) = &windows {
+            self.budget
+                .charge_points(starts.len().saturating_mul(self.nodes.len()))
+                .map_err(budget_error)?;
         }
         let ctx = Eval {
             fill: self.select.fill.clone().unwrap_or(Fill::Null),
@@ -547,6 +565,11 @@ fn column_name(e: &Expr) -> String {
         },
         _ => String::new(),
     }
+}
+
+/// A budget's refusal in a statement's words (the request then answers it as a whole).
+pub(super) fn budget_error(e: Exhausted) -> String {
+    engine_error(e.into())
 }
 
 pub(super) fn engine_error(e: EngineError) -> String {
