@@ -20,6 +20,9 @@ use promql_parser::parser::{
 use std::collections::HashSet;
 use tickertape_core::QueryBudget;
 
+/// Steps of a range function between two looks at the budget's cancellation.
+const CHECK_EVERY_STEPS: usize = 64;
+
 pub(crate) struct Evaluator<'a> {
     pub(crate) grid: Grid,
     pub(crate) data: &'a Fetched,
@@ -337,22 +340,27 @@ impl Evaluator<'_> {
             self.budget.charge_points(self.steps())?;
             let samples = without_stale(raw);
             let mut window = select::Window::new(&samples);
-            let values: Vec<Option<f64>> = (0..self.steps())
-                .map(|i| {
-                    let end = self.grid.time(i) - offset;
-                    let inside = window.at(end, range);
-                    if inside.is_empty() {
-                        return None;
-                    }
-                    let w = Window {
-                        samples: inside,
-                        range_start: end - range,
-                        range_end: end,
-                        step_time: self.grid.time(i),
-                    };
-                    f(&w, param[i])
-                })
-                .collect();
+            let mut values: Vec<Option<f64>> = Vec::with_capacity(self.steps());
+            for i in 0..self.steps() {
+                // A step may reduce a long window: a query whose client has gone stops
+                // within a few of them.
+                if i % CHECK_EVERY_STEPS == 0 {
+                    self.budget.check()?;
+                }
+                let end = self.grid.time(i) - offset;
+                let inside = window.at(end, range);
+                if inside.is_empty() {
+                    values.push(None);
+                    continue;
+                }
+                let w = Window {
+                    samples: inside,
+                    range_start: end - range,
+                    range_end: end,
+                    step_time: self.grid.time(i),
+                };
+                values.push(f(&w, param[i]));
+            }
             if values.iter().any(Option::is_some) {
                 let labels = match name {
                     "last_over_time" => raw.labels.clone(),

@@ -48,6 +48,9 @@ async fn run(
 ) -> Answer {
     let budget = Arc::new(engine.budget());
     let _cancel = budget.cancel_on_drop();
+    // Boxed: the store's answers are keyed by each selector's address, and the
+    // expression moves to the blocking thread.
+    let expr = Box::new(expr);
     let wanted = selections(&expr, &grid)?;
     let data = fetch_all(engine, &wanted, &budget).await?;
     let body = on_blocking_thread(&budget, move |budget| {
