@@ -12,13 +12,10 @@
 //! which marks the budget cancelled when the handler is dropped (its client has gone),
 //! and the next charge of work still running elsewhere (a blocking thread) fails with
 //! [`Exhausted::Cancelled`]. Work running inside the handler's own future stops at its
-//! next `.await`; [`QueryBudget::checkpoint`] gives it one every so often.
+//! next `.await`; [`QueryBudget::yield_due`] says when to give it one.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use thiserror::Error;
 
 /// Which limit a query went past, or that its client went away.
@@ -35,8 +32,8 @@ pub enum Exhausted {
     Cancelled,
 }
 
-/// Work (points, or bytes / [`BYTES_PER_UNIT`]) between two yields of
-/// [`QueryBudget::checkpoint`]: small enough that a query whose client has gone stops
+/// Work (points, or bytes / [`BYTES_PER_UNIT`]) between two yields
+/// ([`QueryBudget::yield_due`]): small enough that a query whose client has gone stops
 /// within milliseconds, large enough that the yields cost nothing beside the work.
 const YIELD_EVERY: usize = 1 << 16;
 /// Checkpoints between two yields when little is charged (series without points still
@@ -54,7 +51,7 @@ pub struct QueryBudget {
     max_bytes: usize,
     points: AtomicUsize,
     bytes: AtomicUsize,
-    /// Work charged since the last yield of `checkpoint`.
+    /// Work charged since a yield was last due.
     since_yield: AtomicUsize,
     checkpoints: AtomicUsize,
     cancelled: Arc<AtomicBool>,
@@ -211,18 +208,20 @@ impl QueryBudget {
         CancelOnDrop(Arc::clone(&self.cancelled))
     }
 
-    /// Yields to the runtime once enough work was charged since the last yield (or
-    /// enough checkpoints passed): synchronous work inside a request's future lets its
-    /// connection see a client that has gone (the future is then dropped, and the work
-    /// with it). No-op otherwise. Runtime-agnostic: a plain wake-and-pend.
-    pub async fn checkpoint(&self) {
+    /// Whether enough work was charged since the last time this answered `true` (or
+    /// enough calls passed) for synchronous work inside a request's future to yield to
+    /// the runtime now: its connection then sees a client that has gone, and the future
+    /// is dropped with the work. The yield itself is the runtime's (the engine's
+    /// `checkpoint`), this crate has none.
+    pub fn yield_due(&self) -> bool {
         let calls = self.checkpoints.fetch_add(1, Ordering::Relaxed) + 1;
         let work = self.since_yield.load(Ordering::Relaxed);
-        if work >= YIELD_EVERY || calls >= YIELD_EVERY_CHECKPOINTS {
+        let due = work >= YIELD_EVERY || calls >= YIELD_EVERY_CHECKPOINTS;
+        if due {
             self.since_yield.store(0, Ordering::Relaxed);
             self.checkpoints.store(0, Ordering::Relaxed);
-            YieldOnce(false).await;
         }
+        due
     }
 }
 
@@ -233,22 +232,6 @@ pub struct CancelOnDrop(Arc<AtomicBool>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Pending once (waking itself at once), then ready: lets the executor poll others.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
     }
 }
 
@@ -319,21 +302,19 @@ mod tests {
         assert_eq!(accepted, 1_000);
     }
 
-    /// The checkpoint yields (returns `Pending` once) only after enough work.
+    /// A yield is due only after enough work, or enough calls.
     #[test]
-    fn checkpoints_yield_after_enough_work() {
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
+    fn yields_are_due_after_enough_work() {
         let budget = QueryBudget::unlimited();
-        let pending_once = |budget: &QueryBudget, cx: &mut Context<'_>| {
-            let mut f = std::pin::pin!(budget.checkpoint());
-            f.as_mut().poll(cx).is_pending()
-        };
-        assert!(!pending_once(&budget, &mut cx));
+        assert!(!budget.yield_due());
         let _ = budget.charge_points(YIELD_EVERY);
-        assert!(pending_once(&budget, &mut cx));
-        assert!(!pending_once(&budget, &mut cx));
+        assert!(budget.yield_due());
+        assert!(!budget.yield_due());
         let _ = budget.charge_bytes(YIELD_EVERY * BYTES_PER_UNIT);
-        assert!(pending_once(&budget, &mut cx));
+        assert!(budget.yield_due());
+        let calls = (0..YIELD_EVERY_CHECKPOINTS)
+            .filter(|_| budget.yield_due())
+            .count();
+        assert_eq!(calls, 1);
     }
 }

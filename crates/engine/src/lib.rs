@@ -185,6 +185,16 @@ impl Default for QueryLimits {
     }
 }
 
+/// Yields to the runtime when `budget` says one is due ([`QueryBudget::yield_due`]):
+/// long synchronous work inside a request's future calls it between steps, so that the
+/// connection sees a client that has gone and drops the request (and the work). Tokio's
+/// yield, which lets the runtime poll its I/O driver before running the task again.
+pub async fn checkpoint(budget: &QueryBudget) {
+    if budget.yield_due() {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// The engine. Cheap to clone; clones share the backend and caches.
 #[derive(Clone)]
 pub struct Engine {

@@ -80,7 +80,7 @@ impl Engine {
                 budget.charge_points(answer.points.len())?;
                 out.push(answer);
             }
-            budget.checkpoint().await;
+            crate::checkpoint(budget).await;
         }
         Ok(out)
     }

@@ -70,7 +70,7 @@ impl Engine {
         while let Some(points) = reads.try_next().await? {
             budget.charge_points(points.len())?;
             out.push(points);
-            budget.checkpoint().await;
+            crate::checkpoint(budget).await;
         }
         Ok(out)
     }

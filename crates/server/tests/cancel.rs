@@ -23,7 +23,12 @@ fn cpu_seconds() -> f64 {
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -31,7 +36,12 @@ fn cpu_seconds() -> f64 {
 async fn cpu_of(request: reqwest::RequestBuilder) -> f64 {
     let before = cpu_seconds();
     let r = request.send().await.expect("request");
-    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap_or_default());
+    assert_eq!(
+        r.status().as_u16(),
+        200,
+        "{}",
+        r.text().await.unwrap_or_default()
+    );
     let _ = r.bytes().await;
     cpu_seconds() - before
 }
@@ -39,15 +49,23 @@ async fn cpu_of(request: reqwest::RequestBuilder) -> f64 {
 /// Sends `request` with a 300 ms timeout; then checks that the process, given a second
 /// to stop, uses less than a quarter of a core over the next two seconds.
 async fn abandoned_stops(what: &str, request: reqwest::RequestBuilder) {
-    let before = cpu_seconds();
+    let (before, asked) = (cpu_seconds(), std::time::Instant::now());
     let sent = request.timeout(Duration::from_millis(300)).send().await;
-    assert!(sent.is_err(), "{what}: answered within 300 ms: {sent:?}");
-    let while_asked = cpu_seconds() - before;
-    assert!(while_asked > 0.05, "{what}: the query used no CPU ({while_asked} s)");
+    match sent {
+        Err(e) if e.is_timeout() => {}
+        other => panic!("{what}: expected no answer within 300 ms, got {other:?}"),
+    }
+    // Not asserted: on a busy machine the process may get little CPU in 300 ms.
+    eprintln!(
+        "{what}: {:.2} CPU-s while its client waited {:?}",
+        cpu_seconds() - before,
+        asked.elapsed()
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     let settled = cpu_seconds();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = cpu_seconds() - settled;
+    eprintln!("{what}: {after:.2} CPU-s in the 2 s after its client left");
     assert!(
         after < 0.5,
         "{what}: {after:.2} CPU-s used in the 2 s after its client left"
@@ -95,6 +113,7 @@ async fn a_query_whose_client_has_gone_stops_using_cpu() {
             .query(&[("q", q)])
     };
     let slice = cpu_of(influxql("^h00[0-4]$")).await;
+    eprintln!("InfluxQL: {slice:.2} CPU-s for 5 of 200 groups");
     assert!(
         slice * 40.0 > 4.0,
         "the InfluxQL query is too light to show anything: {slice} CPU-s for 5 of 200 groups"
@@ -114,6 +133,7 @@ async fn a_query_whose_client_has_gone_stops_using_cpu() {
             ])
     };
     let slice = cpu_of(promql(110)).await;
+    eprintln!("PromQL: {slice:.2} CPU-s for 110 of 11,000 steps");
     assert!(
         slice * 100.0 > 4.0,
         "the PromQL query is too light to show anything: {slice} CPU-s for 110 of 11,000 steps"
@@ -121,9 +141,7 @@ async fn a_query_whose_client_has_gone_stops_using_cpu() {
     abandoned_stops("PromQL", promql(11_000)).await;
 
     // The server still answers.
-    let (status, _) = server
-        .get("/query", &[("q", "SHOW MEASUREMENTS")])
-        .await;
+    let (status, _) = server.get("/query", &[("q", "SHOW MEASUREMENTS")]).await;
     assert_eq!(status, 200);
     server.stop().await;
 }

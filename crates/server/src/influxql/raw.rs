@@ -59,7 +59,7 @@ impl Plan<'_> {
                     .charge_points(made.len().saturating_mul(columns.len()))
                     .map_err(budget_error)?;
                 rows.extend(made);
-                self.budget.checkpoint().await;
+                tickertape_engine::checkpoint(self.budget).await;
             }
             // Stable: series of the same time stay in key order.
             rows.sort_by_key(|row| match row.first() {

@@ -278,7 +278,7 @@ impl<'a> Plan<'a> {
             }
             // A group's windows are computed synchronously: between two, the request
             // may be dropped (its client gone).
-            self.budget.checkpoint().await;
+            tickertape_engine::checkpoint(self.budget).await;
         }
         Ok(out)
     }
