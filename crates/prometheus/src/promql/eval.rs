@@ -341,7 +341,7 @@ impl Evaluator<'_> {
             let samples = without_stale(raw);
             let mut window = select::Window::new(&samples);
             let mut values: Vec<Option<f64>> = Vec::with_capacity(self.steps());
-            for i in 0..self.steps() {
+            for (i, &param) in param.iter().enumerate().take(self.steps()) {
                 // A step may reduce a long window: a query whose client has gone stops
                 // within a few of them.
                 if i % CHECK_EVERY_STEPS == 0 {
@@ -359,7 +359,7 @@ impl Evaluator<'_> {
                     range_end: end,
                     step_time: self.grid.time(i),
                 };
-                values.push(f(&w, param[i]));
+                values.push(f(&w, param));
             }
             if values.iter().any(Option::is_some) {
                 let labels = match name {
