@@ -163,9 +163,10 @@ pub struct QueryLimits {
 impl QueryLimits {
     pub const DEFAULT_MAX_SERIES: usize = 200_000;
     pub const DEFAULT_MAX_POINTS: usize = 10_000_000;
-    /// 128 MiB: a chart or a Grafana panel takes a few MiB; a bigger answer is an export
-    /// (`tickertape export`), and the server holds an answer whole while it sends it.
-    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 128 * 1024 * 1024;
+    /// 64 MiB: a chart or a Grafana panel takes a few MiB; a bigger answer is an export
+    /// (`tickertape export`), and the server holds an answer whole while it sends it
+    /// (beside the rows it was written from).
+    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
     /// No limit: for a caller that reads everything by design (an export).
     pub const UNLIMITED: Self = Self {

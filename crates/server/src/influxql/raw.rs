@@ -53,10 +53,10 @@ impl Plan<'_> {
             let mut rows: Vec<Vec<Cell>> = Vec::new();
             for (tags, data) in &tagsets {
                 let made = self.tagset_rows(&columns, tags, data);
-                // Each row's values, as they are made (the points they come from were
-                // charged when read).
+                // Each row's time and values, as they are made (the points they come
+                // from were charged when read).
                 self.budget
-                    .charge_points(made.len().saturating_mul(columns.len()))
+                    .charge_points(made.len().saturating_mul(columns.len() + 1))
                     .map_err(budget_error)?;
                 rows.extend(made);
                 tickertape_engine::checkpoint(self.budget).await;

@@ -271,9 +271,24 @@ impl<'a> Plan<'a> {
             self.read_field(engine, measurement, field, aggs, &mut groups)
                 .await?;
         }
+        // Not computed without data: an empty answer is not refused for its windows.
+        let windows = match groups.values().any(has_data) {
+            true => self.windows()?,
+            false => None,
+        };
+        // Every row of every group (a time and a value per selected column, filled or
+        // not) before any is computed: `fill(0)` over tiny windows is refused here, with
+        // nothing built.
+        if let Some((starts, _)) = &windows {
+            let groups_with_data = groups.values().filter(|d| has_data(d)).count();
+            let cells = starts.len().saturating_mul(self.nodes.len() + 1);
+            self.budget
+                .charge_points(groups_with_data.saturating_mul(cells))
+                .map_err(budget_error)?;
+        }
         let mut out = Vec::new();
         for (tags, data) in &groups {
-            if let Some(series) = self.group_series(measurement, tags, data)? {
+            if let Some(series) = self.group_series(measurement, tags, data, windows.as_ref())? {
                 out.push(series);
             }
             // A group's windows are computed synchronously: between two, the request
@@ -378,45 +393,35 @@ impl<'a> Plan<'a> {
         Ok(())
     }
 
+    /// `GROUP BY time()`'s window starts over the range, and the interval.
+    fn windows(&self) -> Result<Option<(Vec<i64>, i64)>, String> {
+        let Some((interval, offset)) = self.window else {
+            return Ok(None);
+        };
+        let range = self.condition.range;
+        let starts = window_starts(range.start, range.end, interval, offset, self.zone)?;
+        Ok(Some((starts, interval)))
+    }
+
     fn group_series(
         &self,
         measurement: &str,
         tags: &[(String, String)],
         data: &HashMap<String, FieldData>,
+        windows: Option<&(Vec<i64>, i64)>,
     ) -> Result<Option<Series>, String> {
-        let windows = match self.window {
-            Some((interval, offset)) => Some((
-                window_starts(
-                    self.condition.range.start,
-                    self.condition.range.end,
-                    interval,
-                    offset,
-                    self.zone,
-                )?,
-                interval,
-            )),
-            None => None,
-        };
-        let has_data = data.values().any(|f| {
-            f.raw.as_ref().is_some_and(|r| !r.is_empty())
-                || f.windows.values().any(|w| w.iter().any(|p| !p.is_empty()))
-        });
-        if !has_data {
+        if !has_data(data) {
             return Ok(None);
         }
-        // Every window of every selected column, filled or not, before it is computed:
-        // `fill(0)` over tiny windows stops here, not once the rows are built.
-        if let Some((starts, _)) = &windows {
-            self.budget
-                .charge_points(starts.len().saturating_mul(self.nodes.len()))
-                .map_err(budget_error)?;
-        }
+        // The rows were charged for every group ([`Plan::measurement`]); this checks
+        // that the client is still there.
+        self.budget.check().map_err(budget_error)?;
         let ctx = Eval {
             fill: self.select.fill.clone().unwrap_or(Fill::Null),
             range: self.condition.range,
             alone: self.nodes.len() == 1,
             data,
-            windows: windows.as_ref(),
+            windows,
         };
         let mut columns: Vec<Column> = Vec::new();
         for n in &self.nodes {
@@ -456,6 +461,14 @@ impl<'a> Plan<'a> {
             values,
         }))
     }
+}
+
+/// Whether a group read anything to compute.
+fn has_data(data: &HashMap<String, FieldData>) -> bool {
+    data.values().any(|f| {
+        f.raw.as_ref().is_some_and(|r| !r.is_empty())
+            || f.windows.values().any(|w| w.iter().any(|p| !p.is_empty()))
+    })
 }
 
 fn node(e: &Expr) -> Result<Node, String> {
