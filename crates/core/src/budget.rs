@@ -208,6 +208,12 @@ impl QueryBudget {
         CancelOnDrop(Arc::clone(&self.cancelled))
     }
 
+    /// Counts `n` points of work done that were charged before it began (a plan charged
+    /// whole, then computed piece by piece): towards [`QueryBudget::yield_due`] only.
+    pub fn progress(&self, n: usize) {
+        self.since_yield.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Whether enough work was charged since the last time this answered `true` (or
     /// enough calls passed) for synchronous work inside a request's future to yield to
     /// the runtime now: its connection then sees a client that has gone, and the future
@@ -316,5 +322,9 @@ mod tests {
             .filter(|_| budget.yield_due())
             .count();
         assert_eq!(calls, 1);
+        // Work charged beforehand counts when it is done.
+        budget.progress(YIELD_EVERY);
+        assert!(budget.yield_due());
+        assert_eq!(budget.points(), YIELD_EVERY, "progress is no charge");
     }
 }

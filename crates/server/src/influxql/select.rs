@@ -279,13 +279,13 @@ impl<'a> Plan<'a> {
         // Every row of every group (a time and a value per selected column, filled or
         // not) before any is computed: `fill(0)` over tiny windows is refused here, with
         // nothing built.
-        if let Some((starts, _)) = &windows {
-            let groups_with_data = groups.values().filter(|d| has_data(d)).count();
-            let cells = starts.len().saturating_mul(self.nodes.len() + 1);
-            self.budget
-                .charge_points(groups_with_data.saturating_mul(cells))
-                .map_err(budget_error)?;
-        }
+        let cells = windows.as_ref().map_or(0, |(starts, _)| {
+            starts.len().saturating_mul(self.nodes.len() + 1)
+        });
+        let groups_with_data = groups.values().filter(|d| has_data(d)).count();
+        self.budget
+            .charge_points(groups_with_data.saturating_mul(cells))
+            .map_err(budget_error)?;
         let mut out = Vec::new();
         for (tags, data) in &groups {
             if let Some(series) = self.group_series(measurement, tags, data, windows.as_ref())? {
@@ -293,6 +293,7 @@ impl<'a> Plan<'a> {
             }
             // A group's windows are computed synchronously: between two, the request
             // may be dropped (its client gone).
+            self.budget.progress(cells);
             tickertape_engine::checkpoint(self.budget).await;
         }
         Ok(out)
