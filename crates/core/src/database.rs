@@ -24,19 +24,35 @@ pub const SEPARATOR: char = '\u{1F}';
 pub const MAX_NAME_BYTES: usize = 64;
 
 /// A database name a user may give: 1 to 64 ASCII letters, digits, `_`, `-` and `.`, so it
-/// fits in a URL path (`/prometheus/db/<name>/`) and a stored measurement unescaped.
+/// fits in a URL path (`/prometheus/db/<name>/`) and a stored measurement unescaped; but
+/// not `.` or `..`, which a URL path reads as "this" and "the parent" segment (a client or
+/// proxy that normalises `/prometheus/db/../api/v1/write` sends it elsewhere), as InfluxDB
+/// refuses them too.
+///
+/// Every name a user gives goes through [`DatabaseName::new`]: the HTTP parameters and
+/// path, InfluxQL's `CREATE DATABASE`, `ON db` and `FROM "db".."m"`, the CLI's `--db`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DatabaseName(String);
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[error(
     "invalid database name {0:?}: a database name is 1 to 64 ASCII letters, digits, '_', '-' \
-     and '.'"
+     and '.', other than \".\" and \"..\""
 )]
 pub struct DatabaseNameError(pub String);
 
 impl DatabaseName {
     pub fn new(name: &str) -> Result<Self, DatabaseNameError> {
+        match Self::of_store(name) {
+            Ok(_) if matches!(name, "." | "..") => Err(DatabaseNameError(name.to_string())),
+            checked => checked,
+        }
+    }
+
+    /// A name read back from a store's list of databases: [`new`](Self::new)'s rule but
+    /// for `.` and `..`, which earlier versions let a user create. A store holding one
+    /// still opens and lists it; no request can name it any more.
+    pub fn of_store(name: &str) -> Result<Self, DatabaseNameError> {
         let valid = !name.is_empty()
             && name.len() <= MAX_NAME_BYTES
             && name
@@ -151,11 +167,22 @@ mod tests {
             "home_assistant",
             "_internal",
             "a.b-c",
+            "...",
+            ".hidden",
             &"x".repeat(64),
         ] {
             assert_eq!(DatabaseName::new(good).map(|d| d.0), Ok(good.to_string()));
         }
-        for bad in ["", "my db", "a/b", "é", "a\u{1F}", &"x".repeat(65)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "my db",
+            "a/b",
+            "é",
+            "a\u{1F}",
+            &"x".repeat(65),
+        ] {
             assert_eq!(
                 DatabaseName::new(bad),
                 Err(DatabaseNameError(bad.to_string()))
@@ -163,6 +190,9 @@ mod tests {
         }
         let message = DatabaseName::new("a/b").unwrap_err().to_string();
         assert!(message.contains("\"a/b\""), "{message}");
+        // What an earlier version stored still reads back.
+        assert_eq!(DatabaseName::of_store("..").map(|d| d.0), Ok("..".into()));
+        assert!(DatabaseName::of_store("a/b").is_err());
     }
 
     #[test]
@@ -199,7 +229,7 @@ mod tests {
             db in "[a-z0-9_.-]{1,8}",
         ) {
             prop_assume!(refuse_measurement(&user).is_none());
-            let named = Namespace::named(&DatabaseName::new(&db).unwrap());
+            let named = Namespace::named(&DatabaseName::of_store(&db).unwrap());
             let stored = named.stored(&other);
             prop_assert!(user.as_str() < stored.as_ref());
             prop_assert_eq!(named.user(&stored), Some(other.as_str()));

@@ -31,7 +31,7 @@ pub fn list(db: &Database) -> Result<Vec<DatabaseName>> {
     let mut names = Vec::new();
     for entry in table.iter().map_err(storage)? {
         let (name, _) = entry.map_err(storage)?;
-        let name = DatabaseName::new(name.value())
+        let name = DatabaseName::of_store(name.value())
             .map_err(|e| BackendError::Corrupt(format!("table {DATABASES}: {e}")))?;
         names.push(name);
     }

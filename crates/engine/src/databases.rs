@@ -119,12 +119,13 @@ impl Engine {
     }
 
     /// The engine of database `name`, sharing everything but the database with this one;
-    /// `None` or `""` is the default database. Refuses a name that cannot be a database
-    /// ([`EngineError::BadQuery`]) or names none that exists
+    /// `None` is the default database. Refuses a name that cannot be a database, `""`
+    /// included ([`EngineError::BadQuery`]): an empty name is a mistake, not a way to say
+    /// "the default". Refuses a name of no database that exists
     /// ([`EngineError::UnknownDatabase`]).
     pub async fn database(&self, name: Option<&str>) -> Result<Engine, EngineError> {
         let name = match name {
-            None | Some("") => return Ok(self.in_view(self.databases.default_view())),
+            None => return Ok(self.in_view(self.databases.default_view())),
             Some(text) => database_name(text)?,
         };
         if name != self.databases.default.name && !self.database_exists(&name).await? {

@@ -545,10 +545,15 @@ pub(crate) fn refuse_for_schema(
         }
         _ => {}
     }
-    let bucketed = matches!(m.layout, Layout::Buckets { .. }) || !m.rollups.is_empty();
+    // Bucket documents (and the rollups the engine writes for them) start at multiples of
+    // their period, which for the earliest times lies before i64::MIN. Value segments'
+    // rollups are derived by the stores with saturating slot starts, so a segment
+    // measurement, rollups or not, takes InfluxDB's whole time range.
+    let bucketed = matches!(m.layout, Layout::Buckets { .. });
     (bucketed && earliest < MIN_BUCKET_TIME).then(|| {
         format!(
-            "time {earliest} is before {MIN_BUCKET_TIME} (1737-07-09), the earliest time buckets and rollups can hold"
+            "time {earliest} is before {MIN_BUCKET_TIME} (1737-07-09), the earliest time a \
+             measurement with the bucket layout can hold"
         )
     })
 }

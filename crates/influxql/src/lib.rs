@@ -20,6 +20,10 @@
 //! - `lex`: tokens (names, strings, regexes, numbers, durations, keywords).
 //! - `expr`: expressions by precedence; `statement`: the statements.
 //! - [`ParseError`]: position and what was expected, in InfluxDB's words.
+//!
+//! An expression nests at most [`MAX_DEPTH`] levels (each parenthesis, function call and
+//! operator is one), so that no input can exhaust the stack of whoever parses, prints,
+//! evaluates or drops it; deeper is a [`ParseError`] naming the limit.
 
 pub mod ast;
 pub mod display;
@@ -28,6 +32,7 @@ mod lex;
 mod statement;
 
 pub use ast::*;
+pub use expr::MAX_DEPTH;
 
 use winnow::ascii::multispace0;
 use winnow::combinator::eof;

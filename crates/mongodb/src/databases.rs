@@ -29,7 +29,7 @@ impl Shared {
                 let name = d.get_str("_id").map_err(|_| {
                     BackendError::Corrupt(format!("{DATABASES} document {d}: no string _id"))
                 })?;
-                DatabaseName::new(name)
+                DatabaseName::of_store(name)
                     .map_err(|e| BackendError::Corrupt(format!("{DATABASES} document {d}: {e}")))
             })
             .collect()

@@ -17,10 +17,38 @@ pub const METRIC_NAME: &str = "__name__";
 /// A label set, sorted by name, names unique.
 pub type Labels = Vec<(String, String)>;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum MappingError {
     #[error("a series has no metric name (label __name__)")]
     NoMetricName,
+    /// Remote write's specification: label names are never empty.
+    #[error("invalid label name \"\": a label name is never empty")]
+    EmptyLabelName,
+    /// Remote write's specification: label names match `[a-zA-Z_][a-zA-Z0-9_]*`.
+    #[error("invalid label name {0:?}: a label name matches [a-zA-Z_][a-zA-Z0-9_]*")]
+    InvalidLabelName(String),
+    /// Remote write's specification: a label set never repeats a name (Prometheus' TSDB
+    /// words).
+    #[error("label name {0:?} is not unique")]
+    DuplicateLabelName(String),
+}
+
+impl MappingError {
+    /// Whether the series breaks the remote write specification's rules for label sets,
+    /// which a receiver answers with 400 (a series without a metric name does not: the
+    /// specification only says it should have one).
+    pub fn is_invalid_labels(&self) -> bool {
+        !matches!(self, Self::NoMetricName)
+    }
+}
+
+/// Whether `name` may be a label name: `[a-zA-Z_][a-zA-Z0-9_]*`.
+pub fn is_valid_label_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// The metric name a stored series is shown with.
@@ -83,30 +111,55 @@ pub fn labels_of(key: &SeriesKey) -> Labels {
 /// it was named by.
 pub type BorrowedSeries<'a> = (&'a str, Vec<(&'a str, &'a str)>);
 
-/// The stored series of a Prometheus label set, borrowed: measurement `__name__` (the last
-/// one given), the other labels as tags (empty values dropped, sorted by name, a name given
-/// twice keeping its last value); the field is [`VALUE_FIELD`]. Remote write names every
-/// series of every request this way and builds a [`SeriesKey`] only for a series the
-/// store has not seen.
+/// The stored series of a Prometheus label set, borrowed: measurement `__name__`, the other
+/// labels as tags (empty values dropped, as in Prometheus; sorted by name); the field is
+/// [`VALUE_FIELD`]. Remote write names every series of every request this way and builds
+/// a [`SeriesKey`] only for a series the store has not seen.
+///
+/// A label set the remote write specification forbids is refused: a label name empty,
+/// outside `[a-zA-Z_][a-zA-Z0-9_]*` or given twice (`__name__` included). Named: the first
+/// label, in the order given, that is empty, invalid or a second `__name__`; else the
+/// first repeated name in sorted order.
 pub fn series_of<'a>(
     labels: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Result<BorrowedSeries<'a>, MappingError> {
     let labels = labels.into_iter();
     let mut name = None;
     let mut tags = Vec::with_capacity(labels.size_hint().0);
+    // Labels with an empty value are not stored, but their names may repeat another's.
+    // Rare: this allocates only when one is seen.
+    let mut empty_valued: Vec<&str> = Vec::new();
+    let mut previous: Option<&str> = None;
+    let mut in_order = true;
     for (k, v) in labels {
+        if k.is_empty() {
+            return Err(MappingError::EmptyLabelName);
+        }
         if k == METRIC_NAME {
+            if name.is_some() {
+                return Err(MappingError::DuplicateLabelName(k.to_owned()));
+            }
             name = Some(v);
-        } else if !v.is_empty() {
+        } else if !is_valid_label_name(k) {
+            return Err(MappingError::InvalidLabelName(k.to_owned()));
+        } else if v.is_empty() {
+            empty_valued.push(k);
+        } else {
             tags.push((k, v));
         }
+        in_order &= previous.is_none_or(|p| p < k);
+        previous = Some(k);
     }
-    // Prometheus sends labels sorted by name; sorting is then one pass.
-    if !tags.windows(2).all(|w| w[0].0 < w[1].0) {
-        // As `SeriesKey::new`: of a name given twice, the last value stays.
-        tags.reverse();
-        tags.sort_by(|a, b| a.0.cmp(b.0));
-        tags.dedup_by(|a, b| a.0 == b.0);
+    // Prometheus sends labels sorted by name: strictly increasing names repeat none, and
+    // the tags are sorted already.
+    if !in_order {
+        let mut names: Vec<&str> = tags.iter().map(|(k, _)| *k).collect();
+        names.extend_from_slice(&empty_valued);
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(MappingError::DuplicateLabelName(w[0].to_owned()));
+        }
+        tags.sort_unstable_by(|a, b| a.0.cmp(b.0));
     }
     match name {
         Some(name) if !name.is_empty() => Ok((name, tags)),
@@ -178,10 +231,53 @@ mod tests {
 
     use proptest::prelude::*;
 
+    #[test]
+    fn label_sets_remote_write_forbids_are_refused() {
+        for (labels, error) in [
+            (
+                vec![("__name__", "up"), ("", "x")],
+                MappingError::EmptyLabelName,
+            ),
+            (
+                vec![("__name__", "up"), ("", "")],
+                MappingError::EmptyLabelName,
+            ),
+            (
+                vec![("__name__", "up"), ("a-b", "x")],
+                MappingError::InvalidLabelName("a-b".into()),
+            ),
+            (
+                vec![("__name__", "up"), ("9x", "x")],
+                MappingError::InvalidLabelName("9x".into()),
+            ),
+            (
+                vec![("__name__", "up"), ("zone", "a"), ("zone", "b")],
+                MappingError::DuplicateLabelName("zone".into()),
+            ),
+            (
+                vec![("zone", "a"), ("__name__", "up"), ("zone", "")],
+                MappingError::DuplicateLabelName("zone".into()),
+            ),
+            (
+                vec![("__name__", "up"), ("__name__", "down")],
+                MappingError::DuplicateLabelName("__name__".into()),
+            ),
+        ] {
+            assert_eq!(series_of(labels.iter().copied()), Err(error.clone()));
+            assert!(error.is_invalid_labels());
+        }
+        assert!(!MappingError::NoMetricName.is_invalid_labels());
+        assert!(is_valid_label_name("_a9") && is_valid_label_name("__reserved"));
+        assert!(!is_valid_label_name("a.b") && !is_valid_label_name("é"));
+        // Unsorted but valid: tags come out sorted.
+        let (name, tags) = series_of([("z", "1"), ("__name__", "up"), ("a", "2")]).unwrap();
+        assert_eq!((name, tags), ("up", vec![("a", "2"), ("z", "1")]));
+    }
+
     proptest! {
-        /// The series `SeriesKey::new` makes of the same labels (the last `__name__`, the
-        /// other non-empty labels, sorted, a repeated name's last value), whatever the
-        /// labels: unsorted, repeated names, empty values, several or no `__name__`.
+        /// The series `SeriesKey::new` makes of the same labels (`__name__`, the other
+        /// non-empty labels, sorted) whatever their order, and the refusal the rules give
+        /// when a name is empty or repeated.
         #[test]
         fn series_of_names_the_series_a_key_would(
             labels in prop::collection::vec(
@@ -190,13 +286,37 @@ mod tests {
             )
         ) {
             let borrowed: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let name = borrowed.iter().rev().find(|(k, _)| *k == METRIC_NAME).map(|(_, v)| *v);
+            let got = series_of(borrowed.iter().copied());
+            // The first label, in order, that is empty or a second `__name__`.
+            let mut names_seen = 0;
+            let first_bad = borrowed.iter().find_map(|(k, _)| {
+                names_seen += usize::from(*k == METRIC_NAME);
+                match *k {
+                    "" => Some(MappingError::EmptyLabelName),
+                    METRIC_NAME if names_seen > 1 => {
+                        Some(MappingError::DuplicateLabelName(METRIC_NAME.into()))
+                    }
+                    _ => None,
+                }
+            });
+            if let Some(bad) = first_bad {
+                prop_assert_eq!(got, Err(bad));
+                return Ok(());
+            }
+            let mut names: Vec<&str> = borrowed.iter().map(|(k, _)| *k).collect();
+            names.sort_unstable();
+            let repeated = names.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]);
+            if let Some(repeated) = repeated {
+                prop_assert_eq!(got, Err(MappingError::DuplicateLabelName(repeated.into())));
+                return Ok(());
+            }
+            let name = borrowed.iter().find(|(k, _)| *k == METRIC_NAME).map(|(_, v)| *v);
             let others: Vec<(String, String)> = borrowed
                 .iter()
                 .filter(|(k, v)| *k != METRIC_NAME && !v.is_empty())
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            match (series_of(borrowed.iter().copied()), name.filter(|n| !n.is_empty())) {
+            match (got, name.filter(|n| !n.is_empty())) {
                 (Ok((got_name, tags)), Some(name)) => {
                     let owned: Vec<(String, String)> =
                         tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();

@@ -1,10 +1,11 @@
 //! Operations on the store rather than its data.
 
-use crate::database::DB_PARAM;
+use crate::database::InDatabase;
 use crate::error::ApiError;
+use crate::params::RequestParams;
 use crate::query::Params;
 use crate::AppState;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
@@ -44,16 +45,10 @@ pub struct DeleteAnswer {
 /// were matched and removed, once the delete is durable. A request without a measurement
 /// selects nothing and is refused, so no delete removes everything by omission.
 pub async fn delete(
-    State(state): State<AppState>,
-    RawQuery(raw): RawQuery,
-    body: String,
+    InDatabase(engine): InDatabase,
+    request: RequestParams,
 ) -> Result<Json<DeleteAnswer>, ApiError> {
-    let text = match (raw.as_deref().unwrap_or(""), body.as_str()) {
-        (query, "") => query.to_owned(),
-        ("", body) => body.to_owned(),
-        (query, body) => format!("{query}&{body}"),
-    };
-    let params = Params::parse(&text, DELETE_PARAMS)?;
+    let params = Params::new(&request, DELETE_PARAMS)?;
     if params.one("measurement").is_none_or(str::is_empty) {
         return Err(ApiError::BadRequest(
             "a delete needs a selection: parameter measurement is required (with optional \
@@ -62,9 +57,6 @@ pub async fn delete(
         ));
     }
     let selector = params.selector()?;
-    // From the query string or the form body alike: a `db` left unread would delete in
-    // the default database.
-    let engine = state.engine.database(params.one(DB_PARAM)).await?;
     let now = engine.now_nanos();
     let time = |name: &str| {
         params

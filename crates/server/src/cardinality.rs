@@ -6,8 +6,8 @@
 
 use crate::database::InDatabase;
 use crate::error::ApiError;
+use crate::params::RequestParams;
 use crate::query::Params;
-use axum::extract::RawQuery;
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -28,9 +28,9 @@ pub fn parse_limit(text: Option<&str>) -> Result<usize, String> {
 
 pub async fn cardinality(
     InDatabase(engine): InDatabase,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Json<Value>, ApiError> {
-    let params = Params::parse(raw.as_deref().unwrap_or(""), &["limit"])?;
+    let params = Params::new(&request, &["limit"])?;
     let limit = parse_limit(params.one("limit")).map_err(ApiError::BadRequest)?;
     let c = engine.cardinality(limit).await?;
     let named = |items: Vec<(String, u64)>, what: &str| -> Vec<Value> {

@@ -2,23 +2,20 @@
 //! handler the engine of that database (`tickertape_engine`'s databases), so no handler
 //! names databases itself.
 //!
-//! Where the name comes from, first found wins: the path `/prometheus/db/<name>/…` (a
-//! Grafana Prometheus data source's URL can name it), the query string's `db` (InfluxDB
-//! 1.x, the own API, Prometheus' API) or `bucket` (InfluxDB 2's write; `db/rp` is read as
-//! `db`, as InfluxDB's 1.x compatibility reads it). None: the default database. A name
-//! that cannot be a database answers 400; one that does not exist 404, InfluxDB's
-//! `database not found`. Parameters in a form body are not looked at: a handler that
-//! takes a form body with `db` in it (`/query`, `/api/v1/admin/delete`) resolves it itself.
+//! The name comes from the request's parameters as [`RequestParams`] reads them — the
+//! path `/prometheus/db/<name>/…`, `db` or `bucket` in the query string or a form body —
+//! where naming it in two places differently, an empty name or one that cannot be a
+//! database answers 400. None: the default database. One that does not exist answers
+//! 404, InfluxDB's `database not found`.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, RequestError};
+use crate::params::RequestParams;
 use crate::prometheus::error::PromError;
 use crate::AppState;
-use axum::extract::{FromRequestParts, RawPathParams};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use tickertape_core::database::DatabaseName;
 use tickertape_engine::{Engine, EngineError};
-
-/// The query parameter naming the database.
-pub const DB_PARAM: &str = "db";
 
 /// The engine of the request's database; refusals in the own API's error shape.
 pub struct InDatabase(pub Engine);
@@ -30,7 +27,8 @@ impl FromRequestParts<AppState> for InDatabase {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Ok(Self(resolve(parts, state).await?))
+        let params = RequestParams::of(parts).await?;
+        Ok(Self(resolve(&params, state).await??))
     }
 }
 
@@ -38,49 +36,17 @@ impl FromRequestParts<AppState> for PromDatabase {
     type Rejection = PromError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PromError> {
-        Ok(Self(resolve(parts, state).await?))
+        let params = RequestParams::of(parts).await?;
+        Ok(Self(resolve(&params, state).await??))
     }
 }
 
-async fn resolve(parts: &mut Parts, state: &AppState) -> Result<Engine, EngineError> {
-    let name = match RawPathParams::from_request_parts(parts, state).await {
-        Ok(params) => params
-            .iter()
-            .find(|(key, _)| *key == DB_PARAM)
-            .map(|(_, value)| value.to_string()),
-        Err(_) => None,
-    };
-    let name = name.or_else(|| named_in_query(parts.uri.query().unwrap_or("")));
-    state.engine.database(name.as_deref()).await
-}
-
-/// `db`, else `bucket` up to its `/`.
-fn named_in_query(query: &str) -> Option<String> {
-    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .collect();
-    let find = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-    if let Some(db) = find(DB_PARAM) {
-        return Some(db.clone());
-    }
-    let bucket = find("bucket")?;
-    Some(bucket.split('/').next().unwrap_or_default().to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn db_then_bucket_without_its_retention_policy() {
-        assert_eq!(named_in_query("db=app&u=x"), Some("app".into()));
-        assert_eq!(
-            named_in_query("bucket=app%2Fautogen&org=o"),
-            Some("app".into())
-        );
-        assert_eq!(named_in_query("bucket=app"), Some("app".into()));
-        assert_eq!(named_in_query("db=a&bucket=b"), Some("a".into()));
-        assert_eq!(named_in_query("precision=s"), None);
-        assert_eq!(named_in_query("db="), Some(String::new()));
-    }
+/// The engine of the database `params` name: the outer error is the request's, the inner
+/// the engine's (no such database).
+async fn resolve(
+    params: &RequestParams,
+    state: &AppState,
+) -> Result<Result<Engine, EngineError>, RequestError> {
+    let name = params.database()?.map(DatabaseName::as_str);
+    Ok(state.engine.database(name).await)
 }

@@ -4,9 +4,10 @@
 //! DATABASE`, `DROP DATABASE` and `SHOW DATABASES` on `/query` do the same.
 
 use crate::error::ApiError;
+use crate::params::RequestParams;
 use crate::query::Params;
 use crate::AppState;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -27,9 +28,9 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
 /// `POST /api/v1/admin/databases?name=N`: 201 when it is new, 200 when it existed.
 pub async fn create(
     State(state): State<AppState>,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let params = Params::parse(raw.as_deref().unwrap_or(""), &["name"])?;
+    let params = Params::new(&request, &["name"])?;
     let name = params.required("name")?;
     let created = state.engine.create_database(name).await?;
     let status = match created {
@@ -43,9 +44,9 @@ pub async fn create(
 /// the database (the default one is emptied and stays); 404 if it does not exist.
 pub async fn drop(
     State(state): State<AppState>,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Json<Value>, ApiError> {
-    let params = Params::parse(raw.as_deref().unwrap_or(""), &["name"])?;
+    let params = Params::new(&request, &["name"])?;
     let name = params.required("name")?;
     let report = state.engine.drop_database(name).await?;
     Ok(Json(json!({

@@ -1,4 +1,9 @@
 //! The one mapping from errors to HTTP answers. Bodies are JSON: `{"error": "..."}`.
+//!
+//! [`RequestError`] is what the request's edge refuses before any handler runs (its
+//! parameters, database name, body size and encoding); each API answers it in its own
+//! shape: [`ApiError`] here (the own API, InfluxDB's routes), Prometheus' in
+//! `prometheus::error`, OTLP's `google.rpc.Status`.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -18,6 +23,70 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error(transparent)]
     Engine(#[from] EngineError),
+}
+
+/// What the request's edge refuses (`crate::params`, `crate::body`); the message names
+/// the parameter, header or limit.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RequestError {
+    /// The database named in two places, differently: each mention as `"name" (where)`.
+    #[error("the database is named twice, differently: {first} and {second}")]
+    DatabaseConflict { first: String, second: String },
+    /// A name that cannot be a database, with where it was given.
+    #[error("{mention}: {error}")]
+    BadDatabase {
+        mention: String,
+        error: tickertape_core::database::DatabaseNameError,
+    },
+    /// An empty database name (InfluxDB 1.x's words).
+    #[error("database name required: {0} is empty")]
+    EmptyDatabase(String),
+    /// A body over `--max-body-bytes`, as sent or once decoded.
+    #[error("request body exceeds the limit of {0} bytes (--max-body-bytes)")]
+    TooLarge(usize),
+    /// A `Content-Encoding` the route does not take.
+    #[error("Content-Encoding {given:?} is not supported: this endpoint takes {taken}")]
+    Encoding { given: String, taken: &'static str },
+    /// A body on a route whose body is a form of parameters, in another format.
+    #[error(
+        "Content-Type {0:?} is not supported: a body here holds parameters, as \
+         application/x-www-form-urlencoded"
+    )]
+    NotAForm(String),
+    /// A body that could not be read or decoded (a broken gzip stream).
+    #[error("{0}")]
+    BadBody(String),
+}
+
+impl RequestError {
+    pub(crate) fn status(&self) -> StatusCode {
+        match self {
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Encoding { .. } | Self::NotAForm(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::DatabaseConflict { .. }
+            | Self::BadDatabase { .. }
+            | Self::EmptyDatabase(_)
+            | Self::BadBody(_) => StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+impl From<RequestError> for ApiError {
+    fn from(e: RequestError) -> Self {
+        let message = e.to_string();
+        match e.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => Self::TooLarge(message),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType(message),
+            _ => Self::BadRequest(message),
+        }
+    }
+}
+
+/// In the own API's shape, for extractors whose refusal is answered as it is.
+impl IntoResponse for RequestError {
+    fn into_response(self) -> Response {
+        ApiError::from(self).into_response()
+    }
 }
 
 impl ApiError {

@@ -6,13 +6,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::params::form;
 use crate::AppState;
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/ping", get(ping).head(ping)).route(
-        "/query",
-        get(crate::influxql::query).post(crate::influxql::query),
-    )
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let query = get(crate::influxql::query).post(crate::influxql::query);
+    Router::new()
+        .route("/ping", get(ping).head(ping))
+        .route("/query", form(query, state))
 }
 
 /// 204, with the version header InfluxDB sends (clients print it on connecting).

@@ -1,4 +1,4 @@
-//! The HTTP API of DESIGN §5 on axum.
+//! tickertape's HTTP API, on axum.
 //!
 //! - `POST /write`, `POST /api/v2/write`: line protocol ([`write`]).
 //! - `GET /api/v1/query`, `GET /api/v1/series`, `GET /api/v1/schema` ([`query`]).
@@ -17,6 +17,10 @@
 //!
 //! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
 //!
+//! The request's edge is read in one place each: its parameters and database by
+//! [`params::RequestParams`] (the query string, a form body, the path), its body by
+//! [`body`] (the body limit, `Content-Encoding`).
+//!
 //! Every error leaves through [`error::ApiError`], the one place that maps errors to
 //! status codes. [`serve`] accepts the connections ([`listen`]: TLS, timeouts, the
 //! connection limit).
@@ -24,6 +28,7 @@
 pub mod admin;
 pub mod auth;
 pub mod binary;
+pub mod body;
 mod budget;
 pub mod cardinality;
 pub mod dashboard;
@@ -36,6 +41,7 @@ pub mod listen;
 pub mod listing;
 pub mod metrics;
 pub mod otlp;
+pub mod params;
 pub mod prometheus;
 pub mod query;
 pub mod write;
@@ -43,6 +49,7 @@ pub mod write;
 use axum::routing::{get, post};
 use axum::Router;
 use metrics::Metrics;
+use params::form;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +64,11 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// A request whose body sends no bytes for this long is answered 408 and its connection
 /// closed.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes per second a request body must average once `--body-read-timeout` has
+/// passed: a body's deadline is that timeout plus its length at this rate. 4 KiB/s is
+/// far below any real client's link (a 1 MB body may take over four minutes), while a
+/// client trickling bytes to hold a connection is cut within the timeout.
+pub const DEFAULT_MIN_BODY_RATE: u64 = 4096;
 /// Connections served at once when nothing says otherwise (the CLI derives its default
 /// from the descriptor limit); more are closed as they are accepted.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
@@ -70,6 +82,8 @@ pub struct ServerConfig {
     pub header_read_timeout: Option<Duration>,
     /// See [`DEFAULT_BODY_READ_TIMEOUT`]; `None`: no bound.
     pub body_read_timeout: Option<Duration>,
+    /// See [`DEFAULT_MIN_BODY_RATE`]; `None`: no rate (the gap alone bounds a body).
+    pub min_body_rate: Option<u64>,
     /// Connections served at once, at least 1.
     pub max_connections: usize,
     /// Serve HTTPS only, with this certificate; `None`: plain HTTP.
@@ -88,6 +102,7 @@ impl Default for ServerConfig {
             auth: None,
             header_read_timeout: Some(DEFAULT_HEADER_READ_TIMEOUT),
             body_read_timeout: Some(DEFAULT_BODY_READ_TIMEOUT),
+            min_body_rate: Some(DEFAULT_MIN_BODY_RATE),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             tls: None,
             connection_stats: Arc::default(),
@@ -125,19 +140,19 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/databases", get(databases::list))
         .route(
             "/api/v1/admin/databases",
-            post(databases::create).delete(databases::drop),
+            form(post(databases::create).delete(databases::drop), &state),
         )
         .route("/api/v1/admin/compact", post(admin::compact))
-        .route("/api/v1/admin/delete", post(admin::delete))
+        .route("/api/v1/admin/delete", form(post(admin::delete), &state))
         .route("/api/v1/admin/snapshot", post(admin::snapshot))
         .route("/opentelemetry/v1/metrics", post(otlp::export))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))
-        .nest("/prometheus", prometheus::routes())
-        // A Grafana data source's URL can name the database (`crate::database`).
-        .nest("/prometheus/db/{db}", prometheus::routes())
+        .nest("/prometheus", prometheus::routes(&state))
+        // A Grafana data source's URL can name the database (`crate::params`).
+        .nest("/prometheus/db/{db}", prometheus::routes(&state))
         .merge(dashboard::routes())
-        .merge(influx::routes())
+        .merge(influx::routes(&state))
         // Inside `track`, so refused requests are counted under their route and status.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -148,7 +163,8 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
             metrics::track,
         ))
         // Bodies are buffered in memory, so the limit must hold while reading, not after:
-        // a larger body is cut off with 413 before it is held in full.
+        // a larger body is cut off with 413 before it is held in full (`crate::body` reads
+        // every body and answers it in the route's error shape).
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .with_state(state)
 }
@@ -164,6 +180,7 @@ pub async fn serve(
         limits: listen::Limits {
             header_read_timeout: config.header_read_timeout,
             body_read_timeout: config.body_read_timeout,
+            min_body_rate: config.min_body_rate,
             idle_timeout: config.header_read_timeout,
         },
         max_connections: config.max_connections.max(1),

@@ -4,8 +4,8 @@
 
 use crate::database::InDatabase;
 use crate::error::ApiError;
+use crate::params::RequestParams;
 use crate::query::Params;
-use axum::extract::RawQuery;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tickertape_backend::NameQuery;
@@ -18,18 +18,18 @@ pub const MAX_LIMIT: usize = 10_000;
 
 pub async fn measurements(
     InDatabase(engine): InDatabase,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Response, ApiError> {
-    let params = Params::parse(raw.as_deref().unwrap_or(""), &["prefix", "limit"])?;
+    let params = Params::new(&request, &["prefix", "limit"])?;
     let listing = engine.list_measurements(&name_query(&params)?).await?;
     Ok(answer("measurements", listing))
 }
 
 pub async fn fields(
     InDatabase(engine): InDatabase,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Response, ApiError> {
-    let (params, names) = of_measurement(raw, &[])?;
+    let (params, names) = of_measurement(&request, &[])?;
     let measurement = params.required("measurement")?;
     let listing = engine.list_fields_of(measurement, &names).await?;
     Ok(answer("fields", listing))
@@ -37,9 +37,9 @@ pub async fn fields(
 
 pub async fn tag_keys(
     InDatabase(engine): InDatabase,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Response, ApiError> {
-    let (params, names) = of_measurement(raw, &[])?;
+    let (params, names) = of_measurement(&request, &[])?;
     let measurement = params.required("measurement")?;
     let listing = engine.list_tag_keys(measurement, &names).await?;
     Ok(answer("tag_keys", listing))
@@ -47,9 +47,9 @@ pub async fn tag_keys(
 
 pub async fn tag_values(
     InDatabase(engine): InDatabase,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Response, ApiError> {
-    let (params, names) = of_measurement(raw, &["key"])?;
+    let (params, names) = of_measurement(&request, &["key"])?;
     let (measurement, key) = (params.required("measurement")?, params.required("key")?);
     let listing = engine.list_tag_values(measurement, key, &names).await?;
     Ok(answer("tag_values", listing))
@@ -57,10 +57,13 @@ pub async fn tag_values(
 
 /// The parameters of a listing of one measurement's names: `measurement`, `prefix`,
 /// `limit` and `extra`.
-fn of_measurement(raw: Option<String>, extra: &[&str]) -> Result<(Params, NameQuery), ApiError> {
+fn of_measurement(
+    request: &RequestParams,
+    extra: &[&str],
+) -> Result<(Params, NameQuery), ApiError> {
     let mut known = vec!["measurement", "prefix", "limit"];
     known.extend_from_slice(extra);
-    let params = Params::parse(raw.as_deref().unwrap_or(""), &known)?;
+    let params = Params::new(request, &known)?;
     let names = name_query(&params)?;
     Ok((params, names))
 }

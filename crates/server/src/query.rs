@@ -1,11 +1,11 @@
-//! `GET /api/v1/query` and `GET /api/v1/series` (DESIGN §5).
+//! `GET /api/v1/query` and `GET /api/v1/series`: points and series of the own API.
 
 use crate::budget::{on_blocking_thread, write_failure, BudgetedWriter};
 use crate::database::InDatabase;
-use crate::database::DB_PARAM;
 use crate::error::ApiError;
+use crate::params::{RequestParams, DB_PARAM};
 use crate::AppState;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -49,11 +49,11 @@ pub struct SeriesList {
 /// blocking thread through it (`--max-response-bytes`), stopped if the client goes.
 pub async fn query(
     InDatabase(engine): InDatabase,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Response, ApiError> {
-    let raw = raw.as_deref().unwrap_or("");
-    let query = parse_query(raw, engine.now_nanos())?;
-    let merge = Params::parse(raw, QUERY_PARAMS)?.flag("merge")?;
+    let params = Params::new(&request, QUERY_PARAMS)?;
+    let query = query_of(&params, engine.now_nanos())?;
+    let merge = params.flag("merge")?;
     let budget = Arc::new(engine.budget());
     let _cancel = budget.cancel_on_drop();
     let answer = engine.query_with(&query, &budget).await?;
@@ -151,12 +151,9 @@ struct MergedSeries<'a> {
 
 pub async fn series(
     InDatabase(engine): InDatabase,
-    RawQuery(raw): RawQuery,
+    request: RequestParams,
 ) -> Result<Json<SeriesList>, ApiError> {
-    let params = Params::parse(
-        raw.as_deref().unwrap_or(""),
-        &["measurement", "field", "tag"],
-    )?;
+    let params = Params::new(&request, &["measurement", "field", "tag"])?;
     let selector = params.selector()?;
     let found = engine.list_series(&selector).await?;
     Ok(Json(SeriesList {
@@ -183,10 +180,17 @@ const QUERY_PARAMS: &[&str] = &[
     "display",
 ];
 
-/// Parses the parameters of `/api/v1/query`; `start`/`end` default to the whole series and
-/// may be relative to `now` (ns): `now-1h`, `-1h` ([`parse_time`]).
+/// The query of `/api/v1/query`'s parameters as a query string (what the CLI runs on a
+/// store it opens itself); see [`query_of`].
 pub fn parse_query(raw: &str, now: i64) -> Result<Query, ApiError> {
-    let params = Params::parse(raw, QUERY_PARAMS)?;
+    let request = RequestParams::new(None, raw, b"")?;
+    query_of(&Params::new(&request, QUERY_PARAMS)?, now)
+}
+
+/// The query `/api/v1/query`'s parameters (checked against [`QUERY_PARAMS`]) ask for;
+/// `start`/`end` default to the whole series and may be relative to `now` (ns):
+/// `now-1h`, `-1h` ([`parse_time`]).
+fn query_of(params: &Params, now: i64) -> Result<Query, ApiError> {
     let bad = |name: &str, e: &dyn std::fmt::Display| {
         ApiError::BadRequest(format!("parameter {name}: {e}"))
     };
@@ -229,19 +233,22 @@ pub fn parse_query(raw: &str, now: i64) -> Result<Query, ApiError> {
     })
 }
 
-/// Query-string parameters; `tag` may repeat, the others may not.
+/// The own API's parameters of one route, from the request's one reading: each of
+/// `known` (or `db`), `tag` repeatable, the others not.
 pub(crate) struct Params {
-    pairs: Vec<(String, String)>,
+    request: RequestParams,
 }
 
 impl Params {
-    pub(crate) fn parse(raw: &str, known: &[&str]) -> Result<Self, ApiError> {
-        let pairs: Vec<(String, String)> = form_urlencoded::parse(raw.as_bytes())
-            .into_owned()
-            .collect();
+    pub(crate) fn new(request: &RequestParams, known: &[&str]) -> Result<Self, ApiError> {
+        let pairs = request.pairs();
         for (i, (key, _)) in pairs.iter().enumerate() {
-            // `db` is every route's (`crate::database`).
-            if !known.contains(&key.as_str()) && key != DB_PARAM {
+            // `db` is every route's, and `RequestParams` has checked that it names one
+            // database however often it is given.
+            if key == DB_PARAM {
+                continue;
+            }
+            if !known.contains(&key.as_str()) {
                 return Err(ApiError::BadRequest(format!(
                     "unknown parameter {key:?}; expected one of {}, {DB_PARAM}",
                     known.join(", ")
@@ -253,7 +260,9 @@ impl Params {
                 )));
             }
         }
-        Ok(Self { pairs })
+        Ok(Self {
+            request: request.clone(),
+        })
     }
 
     /// A boolean parameter: absent, `false` or `0` is false; `true`, `1` or empty is true.
@@ -275,10 +284,7 @@ impl Params {
     }
 
     pub(crate) fn one(&self, name: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.request.get(name)
     }
 
     pub(crate) fn selector(&self) -> Result<SeriesSelector, ApiError> {
@@ -288,7 +294,7 @@ impl Params {
             field: self.one("field").map(str::to_string),
             ..Default::default()
         };
-        for (_, text) in self.pairs.iter().filter(|(k, _)| k == "tag") {
+        for text in self.request.all("tag") {
             let condition = TagCondition::parse(text)
                 .map_err(|e| ApiError::BadRequest(format!("parameter tag: {e}")))?;
             selector.add_condition(condition);
@@ -328,6 +334,21 @@ mod tests {
         assert_eq!((q.start, q.end), (NOW - 3_600_000_000_000, NOW));
         let q = parse_query("measurement=cpu&start=-30m", NOW).unwrap();
         assert_eq!(q.start, NOW - 1_800_000_000_000);
+    }
+
+    #[test]
+    fn db_may_repeat_alike_but_not_differ() {
+        assert!(parse_query("measurement=cpu&db=a&db=a", NOW).is_ok());
+        let e = parse_query("measurement=cpu&db=a&db=b", NOW)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("named twice"), "{e}");
+        let e = parse_query("measurement=cpu&start=1&start=2", NOW)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("start given more than once"), "{e}");
     }
 
     #[test]

@@ -1,20 +1,21 @@
-//! `POST /write` and `POST /api/v2/write`: InfluxDB line protocol, optionally gzipped.
+//! `POST /write` and `POST /api/v2/write`: InfluxDB line protocol, plain or gzipped
+//! (`crate::body`; another `Content-Encoding` is 415).
 //!
 //! 204 when every line was stored; 400 with the refused lines when some were not (the
 //! others are stored); 413 past the body limit; 503 when the store is unreachable. String
 //! field values skipped (the engine's `StringFields`) do not make a line refused: they are
 //! counted in `/metrics`.
 
+use crate::body::Body;
 use crate::database::InDatabase;
 use crate::error::ApiError;
+use crate::params::RequestParams;
 use crate::AppState;
-use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
-use std::io::Read;
 use std::sync::atomic::Ordering;
 use tickertape_core::time::Precision;
 use tickertape_engine::{WriteMode, WriteReport};
@@ -39,21 +40,11 @@ struct PartialWriteBody {
 pub async fn write(
     State(state): State<AppState>,
     InDatabase(engine): InDatabase,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
+    params: RequestParams,
+    Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let (precision, mode) = write_params(query.as_deref())?;
-    let limit = state.config.max_body_bytes;
-    if body.len() > limit {
-        return Err(too_large(limit));
-    }
-    let raw = if is_gzip(&headers) {
-        gunzip(&body, limit)?
-    } else {
-        body.to_vec()
-    };
-    let (text, mut utf8_errors) = decode_utf8_lines(raw);
+    let (precision, mode) = write_params(&params)?;
+    let (text, mut utf8_errors) = decode_utf8_lines(body.into());
     let mut report = engine.write_lines_as(&text, precision, mode).await?;
     if !utf8_errors.is_empty() {
         merge_utf8_errors(&mut report, &mut utf8_errors);
@@ -94,58 +85,25 @@ pub async fn write(
     Ok((StatusCode::BAD_REQUEST, Json(body)).into_response())
 }
 
-/// `precision=ns|us|ms|s` and `mode=set|inc` (`inc`: add to counters, seed 003). Other
-/// parameters (InfluxDB's `db`, `org`, `bucket` …) are ignored, so its clients work as is.
-fn write_params(query: Option<&str>) -> Result<(Precision, WriteMode), ApiError> {
-    let mut precision = Precision::Nanoseconds;
-    let mut mode = WriteMode::Set;
-    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        match key.as_ref() {
-            "precision" => {
-                precision = Precision::parse(&value)
-                    .map_err(|e| ApiError::BadRequest(format!("parameter precision: {e}")))?
-            }
-            "mode" => {
-                mode = match value.as_ref() {
-                    "set" => WriteMode::Set,
-                    "inc" => WriteMode::Increment,
-                    other => {
-                        return Err(ApiError::BadRequest(format!(
-                            "parameter mode: {other:?} is not set or inc"
-                        )))
-                    }
-                }
-            }
-            _ => {}
+/// `precision=ns|us|ms|s` and `mode=set|inc` (`inc`: add to counters). `db` and `bucket`
+/// name the database (`crate::params`); others (InfluxDB's `org`, `u`, `rp` …) are
+/// ignored, so its clients work as they are.
+fn write_params(params: &RequestParams) -> Result<(Precision, WriteMode), ApiError> {
+    let precision = match params.get("precision") {
+        None => Precision::Nanoseconds,
+        Some(text) => Precision::parse(text)
+            .map_err(|e| ApiError::BadRequest(format!("parameter precision: {e}")))?,
+    };
+    let mode = match params.get("mode") {
+        None | Some("set") => WriteMode::Set,
+        Some("inc") => WriteMode::Increment,
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "parameter mode: {other:?} is not set or inc"
+            )))
         }
-    }
+    };
     Ok((precision, mode))
-}
-
-fn is_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get(axum::http::header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"))
-}
-
-pub(crate) fn too_large(limit: usize) -> ApiError {
-    ApiError::TooLarge(format!(
-        "request body exceeds the limit of {limit} bytes (--max-body-bytes)"
-    ))
-}
-
-/// Decompresses, refusing output beyond `limit` (a small gzip can expand enormously).
-pub(crate) fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, ApiError> {
-    let mut out = Vec::new();
-    let mut decoder = flate2::read::GzDecoder::new(body).take(limit as u64 + 1);
-    decoder
-        .read_to_end(&mut out)
-        .map_err(|e| ApiError::BadRequest(format!("body is not valid gzip: {e}")))?;
-    if out.len() > limit {
-        return Err(too_large(limit));
-    }
-    Ok(out)
 }
 
 /// The body as text. Lines that are not valid UTF-8 are blanked (keeping line numbers)

@@ -142,8 +142,18 @@ async fn two_databases_answer_apart_through_every_api() {
             server.get("/api/v1/tag_values", &params).await.1["tag_values"].clone()
         }
     };
-    assert_eq!(hosts("").await, json!(["a", "b"]));
+    assert_eq!(hosts("tickertape").await, json!(["a", "b"]));
     assert_eq!(hosts("app").await, json!(["a", "c"]));
+    let (status, body) = server
+        .get(
+            "/api/v1/tag_values",
+            &[("measurement", "cpu"), ("key", "host"), ("db", "")],
+        )
+        .await;
+    assert_eq!(
+        status, 400,
+        "an empty db is not the default database: {body}"
+    );
     let (_, body) = server.get("/api/v1/databases", &[]).await;
     assert_eq!(
         body,

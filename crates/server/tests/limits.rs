@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use support::TestServer;
 use tickertape_server::ServerConfig;
@@ -118,14 +119,18 @@ async fn a_stalled_body_is_answered_408_and_closed_while_others_are_served() {
 #[tokio::test]
 async fn a_body_that_keeps_coming_is_not_cut() {
     let server = TestServer::start_with_config(
-        config(|c| c.body_read_timeout = Some(TIMEOUT)),
+        config(|c| {
+            c.body_read_timeout = Some(TIMEOUT);
+            c.min_body_rate = Some(1_000);
+        }),
         support::client(),
     )
     .await;
     let mut client = TcpStream::connect(server.addr).await.expect("connect");
-    // Two lines, sent in pieces half the timeout apart: the whole body takes twice the
-    // timeout, but no gap is as long as it.
-    let body = "m value=1 1\nm value=2 2\n";
+    // 200 lines (about 4 KB), sent in 8 pieces 400 ms apart: the whole body takes over
+    // three times the timeout, but no gap is as long as it and its average rate (about
+    // 3 KB/s) stays above the minimum.
+    let body: String = (0..200).map(|i| format!("m value={i} {i}\n")).collect();
     client
         .write_all(
             format!(
@@ -137,14 +142,110 @@ async fn a_body_that_keeps_coming_is_not_cut() {
         )
         .await
         .expect("head");
-    for piece in body.as_bytes().chunks(body.len().div_ceil(4)) {
-        tokio::time::sleep(TIMEOUT / 2).await;
+    for piece in body.as_bytes().chunks(body.len().div_ceil(8)) {
+        tokio::time::sleep(Duration::from_millis(400)).await;
         client.write_all(piece).await.expect("piece");
     }
     let (answer, _) = read_until_closed(&mut client, Instant::now())
         .await
         .expect("answered");
     assert!(answer.starts_with("HTTP/1.1 204"), "{answer:?}");
+    server.stop().await;
+}
+
+/// Sends the head of a 100,000-byte write, then one byte of its body every `every`
+/// (never a gap as long as any timeout here) until the server closes the connection or
+/// [`GIVE_UP`] passes. What the server answered, and after how long.
+async fn trickle(addr: SocketAddr, every: Duration) -> Option<(String, Duration)> {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(b"POST /write HTTP/1.1\r\nHost: tt\r\nContent-Length: 100000\r\n\r\nc")
+        .await
+        .expect("send the head and a byte");
+    let since = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while since.elapsed() < GIVE_UP {
+        match tokio::time::timeout(every, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                return Some((String::from_utf8_lossy(&got).into_owned(), since.elapsed()))
+            }
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            // Nothing came back in time: one more byte.
+            Err(_) => {
+                if stream.write_all(b"p").await.is_err() {
+                    return Some((String::from_utf8_lossy(&got).into_owned(), since.elapsed()));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn a_body_trickled_byte_by_byte_is_cut_by_the_minimum_rate() {
+    let server = TestServer::start_with_config(
+        config(|c| {
+            c.body_read_timeout = Some(TIMEOUT);
+            c.min_body_rate = Some(1_000);
+        }),
+        support::client(),
+    )
+    .await;
+    // A byte every 300 ms: the gap never reaches the timeout, so only the rate cuts it.
+    let answer = assert_closed_in_time(
+        trickle(server.addr, Duration::from_millis(300)).await,
+        "trickled body",
+    );
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    assert!(answer.contains("--min-body-rate"), "{answer:?}");
+    assert_eq!(health(&server).await, 200);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn clients_trickling_bodies_do_not_lock_out_a_fast_one() {
+    const SLOTS: usize = 3;
+    let server = TestServer::start_with_config(
+        // Timeouts far beyond the test: only shedding frees a slot.
+        config(|c| {
+            c.max_connections = SLOTS;
+            c.body_read_timeout = Some(Duration::from_secs(120));
+            c.header_read_timeout = Some(Duration::from_secs(120));
+        }),
+        support::client(),
+    )
+    .await;
+    let trickling: Vec<_> = (0..SLOTS)
+        .map(|_| {
+            let addr = server.addr;
+            tokio::spawn(async move { trickle(addr, Duration::from_millis(500)).await })
+        })
+        .collect();
+    // Past the grace after which a connection waiting on its client can be shed.
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let asked_at = Instant::now();
+    assert_eq!(health(&server).await, 200, "a fast client is served");
+    let after = asked_at.elapsed();
+    assert!(after < SLACK, "the fast client waited {after:?}");
+    // The trickling client shed for it saw its connection closed, without an answer.
+    let mut closed = 0;
+    for client in trickling {
+        if let Ok(Ok(Some((answer, _)))) =
+            tokio::time::timeout(Duration::from_millis(100), client).await
+        {
+            assert!(answer.is_empty(), "{answer:?}");
+            closed += 1;
+        }
+    }
+    assert!(closed >= 1, "no trickling connection was shed");
+    let text = metrics(&server).await;
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("tickertape_connections_shed_total ")
+                && l != "tickertape_connections_shed_total 0"),
+        "{text}"
+    );
     server.stop().await;
 }
 

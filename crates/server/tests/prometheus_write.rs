@@ -293,12 +293,6 @@ async fn undecodable_bodies_are_400_and_store_nothing() {
             Some("snappy"),
             "not a valid protobuf WriteRequest",
         ),
-        (
-            "gzip",
-            good.clone(),
-            Some("gzip"),
-            "Content-Encoding \"gzip\" is not supported",
-        ),
     ];
     for (what, body, encoding, says) in cases {
         let (status, text) = server.post(body, encoding).await;
@@ -307,12 +301,85 @@ async fn undecodable_bodies_are_400_and_store_nothing() {
         let message = message["error"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{what}: {message}");
     }
+    // An encoding the protocol does not have is 415 (the specification's word for it),
+    // before the body is read.
+    for encoding in ["gzip", "br", "identity"] {
+        let (status, text) = server.post(good.clone(), Some(encoding)).await;
+        assert_eq!(status, 415, "{encoding}: {text}");
+        let message: Value = serde_json::from_str(&text).unwrap();
+        let message = message["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("Content-Encoding {encoding:?} is not supported"))
+                && message.contains("snappy"),
+            "{encoding}: {message}"
+        );
+    }
     assert!(server.stored("up").await.is_empty(), "nothing was stored");
     assert_eq!(
         server
             .metric("tickertape_prometheus_samples_received_total")
             .await,
         0.0
+    );
+}
+
+/// The specification's label rules (names `[a-zA-Z_][a-zA-Z0-9_]*`, none empty, none
+/// repeated): a series breaking them is an invalid sample, answered 400 with a message
+/// naming it, while the request's other series are stored.
+#[tokio::test]
+async fn series_with_labels_the_specification_forbids_are_refused_with_400() {
+    let server = Server::default().await;
+    let with_labels = |labels: &[(&str, &str)]| TimeSeries {
+        labels: labels.iter().map(|(k, v)| label(k, v)).collect(),
+        samples: vec![Sample {
+            value: 1.0,
+            timestamp: T0,
+        }],
+        ..TimeSeries::default()
+    };
+    let (status, text) = server
+        .write(&request(vec![
+            series("up", "good-1", &[(T0, 1.0)]),
+            with_labels(&[("__name__", "up"), ("zone", "a"), ("zone", "b")]),
+            with_labels(&[("", "x"), ("__name__", "up")]),
+            with_labels(&[("__name__", "up"), ("a-b", "x")]),
+            with_labels(&[("__name__", "up"), ("__name__", "down")]),
+            series("up", "good-2", &[(T0, 2.0)]),
+        ]))
+        .await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let message = body["error"].as_str().unwrap_or_default();
+    for needle in [
+        "4 series refused for invalid labels, the others were stored",
+        "timeseries[1]: label name \"zone\" is not unique",
+        "timeseries[2]: invalid label name \"\"",
+        "timeseries[3]: invalid label name \"a-b\"",
+        "and 1 more",
+    ] {
+        assert!(message.contains(needle), "{needle}: {message}");
+    }
+    let stored = server.stored("up").await;
+    let instances: Vec<&str> = stored
+        .iter()
+        .map(|(key, _)| {
+            key.tags
+                .iter()
+                .find(|(k, _)| k == "instance")
+                .map_or("", |(_, v)| v)
+        })
+        .collect();
+    assert_eq!(
+        instances,
+        ["good-1", "good-2"],
+        "only the valid series: {stored:?}"
+    );
+    assert!(server.stored("down").await.is_empty());
+    assert_eq!(
+        server
+            .metric("tickertape_prometheus_samples_refused_total")
+            .await,
+        4.0
     );
 }
 
@@ -326,8 +393,13 @@ async fn a_body_over_the_body_limit_is_413() {
     let big: Vec<TimeSeries> = (0..20)
         .map(|i| series("up", &format!("host-{i}"), &[(T0, 1.0)]))
         .collect();
-    let (status, _) = server.write(&request(big)).await;
+    let (status, text) = server.write(&request(big)).await;
     assert_eq!(status, 413);
+    let body: Value = serde_json::from_str(&text).expect("a JSON error");
+    assert_eq!(
+        body["error"],
+        "request body exceeds the limit of 64 bytes (--max-body-bytes)"
+    );
     assert!(server.stored("up").await.is_empty());
 }
 

@@ -40,8 +40,16 @@ pub struct Args {
     /// Timeout) and its connection closed; the log names the client. `0s`: no bound.
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub body_read_timeout: Duration,
-    /// Connections served at once; one more is closed as soon as it is accepted (the
-    /// client sees its connection closed, not a wait) and a warning is logged. Default:
+    /// Bytes per second a request body must average once --body-read-timeout has
+    /// passed (its deadline: that timeout plus its length at this rate); a slower one is
+    /// answered 408 and its connection closed, so a client trickling bytes cannot hold a
+    /// connection for long. `0`: no rate.
+    #[arg(long, default_value_t = tickertape_server::DEFAULT_MIN_BODY_RATE)]
+    pub min_body_rate: u64,
+    /// Connections served at once. When all are taken, the one that has waited on its
+    /// client longest (idle, or a body under --min-body-rate, for 2 s or more) is closed
+    /// for a new one; with none such, the new one is closed as soon as it is accepted
+    /// (the client sees its connection closed, not a wait) and a warning is logged. Default:
     /// the descriptor limit (RLIMIT_NOFILE) less 256 for the store, at most 10000.
     #[arg(long, default_value_t = default_max_connections(),
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -227,6 +235,7 @@ pub async fn run(args: Args) -> Result<()> {
         auth,
         header_read_timeout: optional(args.header_read_timeout),
         body_read_timeout: optional(args.body_read_timeout),
+        min_body_rate: (args.min_body_rate > 0).then_some(args.min_body_rate),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         tls,
         snapshot_dir: args.snapshot_dir,

@@ -6,12 +6,14 @@
 //! series and time ranges an expression reads; the caller fetches them from the store
 //! ([`Fetched`]); [`evaluate`] computes the value at every step from those.
 //!
+//! - `depth`: the bound on a query's nesting, checked before it is parsed;
 //! - `value`: grids, series, values; `select`: selectors and lookback;
 //! - `eval`: the walk over the expression; `binary`, `aggregate`, `functions`,
 //!   `range_functions`, `histogram`: the operators and functions.
 
 mod aggregate;
 mod binary;
+mod depth;
 mod eval;
 mod functions;
 mod histogram;
@@ -19,6 +21,7 @@ mod range_functions;
 mod select;
 mod value;
 
+pub use depth::{MAX_NESTING, MAX_OPERATORS};
 pub use promql_parser::parser::Expr;
 pub use select::{matches_all, selections, Fetched, Selection, SelectorId, LOOKBACK_MS};
 pub use value::{Grid, RawSeries, Series, Value};
@@ -51,8 +54,11 @@ impl PromqlError {
 
 /// Parses a query; a syntax error is `BadData` with the parser's message. A function the
 /// parser does not know (it follows Prometheus 3, which renamed `holt_winters`) is
-/// `Unsupported`, named.
+/// `Unsupported`, named. A query nested deeper than [`MAX_NESTING`] or with more than
+/// [`MAX_OPERATORS`] is `BadData` naming the limit, before the parser sees it: so every
+/// tree this returns is shallow enough for the evaluator's recursion.
 pub fn parse(query: &str) -> Result<Expr, PromqlError> {
+    depth::check(query)?;
     promql_parser::parser::parse(query).map_err(|message| {
         match message.strip_prefix("unknown function with name ") {
             Some(name) => {

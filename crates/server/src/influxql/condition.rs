@@ -266,7 +266,7 @@ fn filter(e: &Expr) -> Result<Filter, String> {
         }),
         (BinaryOp::RegexMatch | BinaryOp::RegexNotMatch, Expr::Regex(r)) => Ok(Filter::TagRegex {
             key: name,
-            regex: Regex::new(r).map_err(|err| format!("invalid regex /{r}/: {err}"))?,
+            regex: super::regexes::compile(r)?,
             negate: *op == BinaryOp::RegexNotMatch,
         }),
         (_, Expr::Integer(n)) => Ok(Filter::Field {

@@ -4,6 +4,7 @@
 //! by the `tickertape-influxql` crate and run on the engine:
 //!
 //! - [`show`]: the `SHOW` statements, from the engine's listings and series index;
+//! - [`regexes`]: every `/…/` compiled, and checked before any statement runs;
 //! - [`select`]: `SELECT`: which series ([`condition`]: time range, tag conditions), read
 //!   through the engine's read plan, then [`compute`]: windows, fill, transformations;
 //! - [`output`]: the answer's JSON or CSV.
@@ -19,12 +20,12 @@ pub mod condition;
 mod eval;
 pub mod output;
 mod raw;
+pub mod regexes;
 pub mod select;
 pub mod show;
 pub mod zone;
 
-use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -35,30 +36,23 @@ use tickertape_influxql::Statement;
 use crate::auth::Granted;
 use crate::budget::on_blocking_thread;
 use crate::error::ApiError;
+use crate::params::RequestParams;
 use crate::AppState;
 use axum::Extension;
 use output::{Cell, Epoch, Series, StatementResult};
 use tickertape_core::auth::Scope;
+use tickertape_core::database::DatabaseName;
 
-/// `/query`: parameters from the URL and, for POST, a form body.
+/// `/query`: parameters from the URL and, for POST, a form body (`crate::params`); an
+/// empty `db` is none, as InfluxDB reads the `influx` shell's `db=` before `USE`.
 pub async fn query(
     State(state): State<AppState>,
     granted: Option<Extension<Granted>>,
     headers: HeaderMap,
-    RawQuery(raw): RawQuery,
-    body: Bytes,
+    params: RequestParams,
 ) -> Response {
-    let from_url = form_urlencoded::parse(raw.as_deref().unwrap_or("").as_bytes());
-    let params: Vec<(String, String)> = from_url
-        .chain(form_urlencoded::parse(&body))
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    let param = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let param = |name: &str| params.get(name);
+    let db = params.database_or_none_if_empty().map(DatabaseName::as_str);
     let Some(q) = param("q") else {
         return bad_request("missing required parameter \"q\"");
     };
@@ -73,7 +67,7 @@ pub async fn query(
         Ok(parsed) => parsed,
         Err(e) => return bad_request(&format!("error parsing query: {e}")),
     };
-    if let Err(e) = select::check_zones(&parsed) {
+    if let Err(e) = select::check_zones(&parsed).and_then(|()| regexes::check(&parsed)) {
         return bad_request(&format!("error parsing query: {e}"));
     }
     let budget = Arc::new(state.engine.budget());
@@ -81,7 +75,7 @@ pub async fn query(
     let mut results: Vec<StatementResult> = Vec::new();
     for statement in &parsed.statements {
         let granted = granted.as_ref().map(|Extension(g)| g);
-        results.push(run(&state.engine, param("db"), granted, statement, &budget).await);
+        results.push(run(&state.engine, db, granted, statement, &budget).await);
     }
     let csv = headers
         .get(header::ACCEPT)

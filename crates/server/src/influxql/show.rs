@@ -2,7 +2,6 @@
 //! index: what Grafana's pickers (measurement, tag key, tag value, field) and the `influx`
 //! shell ask.
 
-use regex::Regex;
 use tickertape_backend::NameQuery;
 use tickertape_core::SeriesKey;
 use tickertape_engine::{Engine, Listing};
@@ -10,6 +9,7 @@ use tickertape_influxql::{Expr, MeasurementFilter, Source, Statement, TagKeyFilt
 
 use super::condition::Condition;
 use super::output::{Cell, Series, StatementResult};
+use super::regexes::compile as regex;
 
 /// Names one listing may return; past it the statement is refused rather than cut short
 /// without a word.
@@ -258,10 +258,6 @@ pub(super) fn names_of(
         return Err(format!("more than {MAX_NAMES} names: narrow the statement"));
     }
     Ok(listing.names)
-}
-
-fn regex(r: &str) -> Result<Regex, String> {
-    Regex::new(r).map_err(|e| format!("invalid regex /{r}/: {e}"))
 }
 
 fn limited<T>(items: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {

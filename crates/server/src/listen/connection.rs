@@ -5,13 +5,17 @@
 //! What closes a connection that is not answered a request:
 //! - HTTP/1.1: no complete request head within `header_read_timeout` of the connection's
 //!   start or of its previous answer (hyper's timer, which also runs between keep-alive
-//!   requests); a body that stalls for `body_read_timeout` (408, then close).
+//!   requests); a body that stalls for `body_read_timeout` or comes slower than
+//!   `min_body_rate` (408, then close).
 //! - HTTP/2: no request in flight for `idle_timeout` to `2 × idle_timeout` (the idle
 //!   watch below; hyper has no such bound for HTTP/2); a peer that does not answer
 //!   pings for [`H2_KEEP_ALIVE`].
-//! - Either: the shutdown signal, after the requests in flight are answered.
+//! - Either: the shutdown signal, after the requests in flight are answered; being shed
+//!   (`super::slots`) while every slot is taken and it waits on its client: closed at
+//!   once.
 
-use super::limits::{Stalled, TimedBody};
+use super::body::{BodyBounds, Cut, Stalled, TimedBody};
+use super::slots::Holder;
 use super::stats::ConnectionStats;
 use super::Shared;
 use axum::body::Body;
@@ -43,7 +47,6 @@ pub(crate) enum Protocol {
 }
 
 /// What the connection's requests and its task share.
-#[derive(Default)]
 struct Activity {
     /// Requests whose answer has not been sent in full.
     in_flight: AtomicUsize,
@@ -51,12 +54,19 @@ struct Activity {
     started: AtomicU64,
     /// Notified when a request's body stalled: the connection is not kept.
     close: Notify,
+    /// Told whether the connection uses its slot.
+    holder: Arc<Holder>,
 }
 
 /// Serves `io` until the client closes, a bound closes it, or `shutdown` is closed (then
 /// the requests in flight are answered first).
-pub(crate) async fn serve<I>(io: I, protocol: Protocol, peer: SocketAddr, shared: Shared)
-where
+pub(crate) async fn serve<I>(
+    io: I,
+    protocol: Protocol,
+    peer: SocketAddr,
+    shared: Shared,
+    holder: Arc<Holder>,
+) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let Shared {
@@ -65,7 +75,12 @@ where
         stats,
         stop,
     } = shared;
-    let activity = Arc::new(Activity::default());
+    let activity = Arc::new(Activity {
+        in_flight: AtomicUsize::new(0),
+        started: AtomicU64::new(0),
+        close: Notify::new(),
+        holder: Arc::clone(&holder),
+    });
     let service = {
         let activity = Arc::clone(&activity);
         hyper::service::service_fn(move |request| {
@@ -73,7 +88,10 @@ where
                 request,
                 router.clone(),
                 peer,
-                limits.body_read_timeout,
+                limits.body_read_timeout.map(|timeout| BodyBounds {
+                    timeout,
+                    min_rate: limits.min_body_rate,
+                }),
                 Arc::clone(&activity),
                 Arc::clone(&stats),
             )
@@ -115,6 +133,10 @@ where
                 closing = true;
                 connection.as_mut().graceful_shutdown();
             }
+            _ = holder.shed.notified() => {
+                tracing::debug!(%peer, "shed: every slot taken and this one waits on its client");
+                return;
+            }
             _ = activity.close.notified(), if !closing => {
                 closing = true;
                 connection.as_mut().graceful_shutdown();
@@ -138,36 +160,38 @@ async fn answer(
     request: Request<Incoming>,
     mut router: Router,
     peer: SocketAddr,
-    body_read_timeout: Option<Duration>,
+    body_bounds: Option<BodyBounds>,
     activity: Arc<Activity>,
     stats: Arc<ConnectionStats>,
 ) -> Result<Response<Body>, Infallible> {
     let in_flight = InFlight::start(Arc::clone(&activity));
     let version = request.version();
     let stalled = Stalled::default();
-    let mut request = request.map(|body| match body_read_timeout {
-        Some(timeout) => Body::new(TimedBody::new(body, timeout, peer, stalled.clone())),
+    let holder = Arc::clone(&activity.holder);
+    let mut request = request.map(|body| match body_bounds {
+        Some(bounds) => Body::new(TimedBody::new(body, bounds, peer, stalled.clone(), holder)),
         None => Body::new(body),
     });
     request.extensions_mut().insert(ConnectInfo(peer));
     let response = tower_service::Service::call(&mut router, request).await?;
-    if !stalled.is_set() {
+    let Some(cut) = stalled.cut() else {
         return Ok(response.map(|body| {
             Body::new(Tracked {
                 body,
                 _in_flight: in_flight,
             })
         }));
-    }
+    };
     ConnectionStats::count(&stats.stalled_bodies);
     activity.close.notify_one();
-    Ok(stalled_answer(version))
+    Ok(stalled_answer(version, cut))
 }
 
-fn stalled_answer(version: Version) -> Response<Body> {
-    let mut response = Response::new(Body::from(
-        "request body stalled: no bytes within --body-read-timeout\n",
-    ));
+fn stalled_answer(version: Version, cut: Cut) -> Response<Body> {
+    let mut response = Response::new(Body::from(match cut {
+        Cut::Stalled => "request body stalled: no bytes within --body-read-timeout\n",
+        Cut::TooSlow => "request body too slow: under --min-body-rate on average\n",
+    }));
     *response.status_mut() = StatusCode::REQUEST_TIMEOUT;
     let headers = response.headers_mut();
     headers.insert(
@@ -188,13 +212,17 @@ impl InFlight {
     fn start(activity: Arc<Activity>) -> Self {
         activity.started.fetch_add(1, Ordering::AcqRel);
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        activity.holder.busy();
         Self(activity)
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // Nothing in flight: the connection waits for its client's next head.
+            self.0.holder.waiting(std::time::Instant::now(), None);
+        }
     }
 }
 

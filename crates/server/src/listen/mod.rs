@@ -4,12 +4,15 @@
 //! # Layout
 //! - `mod.rs`: accepting, the connection slots, shutdown.
 //! - `tls.rs`: the rustls configuration from PEM files; plain HTTP on the TLS port.
-//! - `limits.rs`: the connection slots and the body-read timeout.
+//! - `slots.rs`: the connection slots, and shedding a connection that waits on its
+//!   client when they are all taken.
+//! - `body.rs`: the bounds on a request body (the gap between bytes, the minimum rate).
 //! - `connection.rs`: one connection on hyper, its timers and its requests.
 //! - `stats.rs`: the counters `/metrics` shows.
 
+mod body;
 mod connection;
-mod limits;
+mod slots;
 mod stats;
 mod tls;
 
@@ -19,7 +22,7 @@ pub use tls::{Tls, TlsError};
 use axum::Router;
 use connection::Protocol;
 use hyper_util::rt::TokioIo;
-use limits::{ConnectionSlots, Slot};
+use slots::{Admission, ConnectionSlots, Slot};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,6 +40,9 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 pub(crate) struct Limits {
     pub header_read_timeout: Option<Duration>,
     pub body_read_timeout: Option<Duration>,
+    /// Bytes per second a body must average, counted after `body_read_timeout`;
+    /// applies only with `body_read_timeout`.
+    pub min_body_rate: Option<u64>,
     /// An HTTP/2 connection with no request in flight is closed after this (HTTP/1.1's
     /// idle keep-alive is bounded by `header_read_timeout`).
     pub idle_timeout: Option<Duration>,
@@ -78,7 +84,10 @@ pub(crate) async fn serve(
         drop(stop_receiver);
     });
     let (done, closed) = watch::channel(());
-    let slots = ConnectionSlots::new(settings.max_connections, Arc::clone(&settings.stats));
+    let slots = Arc::new(ConnectionSlots::new(
+        settings.max_connections,
+        Arc::clone(&settings.stats),
+    ));
     let shared = Shared {
         router,
         limits: settings.limits,
@@ -96,21 +105,31 @@ pub(crate) async fn serve(
             },
             _ = shared.stop.closed() => break,
         };
-        let Some(slot) = slots.take(peer) else {
+        let _ = stream.set_nodelay(true);
+        let admission = slots.take(peer);
+        if matches!(admission, Admission::Refused) {
             // Closed at once: the client sees its connection end rather than wait.
             drop(stream);
             continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let task = Accepted {
+        }
+        let accepted = Accepted {
             stream,
             peer,
             shared: shared.clone(),
             tls: settings.tls.clone(),
-            _slot: slot,
             _open: closed.clone(),
         };
-        tokio::spawn(task.serve());
+        let slots = Arc::clone(&slots);
+        tokio::spawn(async move {
+            let slot = match admission {
+                Admission::Now(slot) => slot,
+                _ => match slots.after_shedding().await {
+                    Some(slot) => slot,
+                    None => return,
+                },
+            };
+            accepted.serve(slot).await;
+        });
     }
     drop(closed);
     drop(listener);
@@ -137,17 +156,17 @@ struct Accepted {
     peer: SocketAddr,
     shared: Shared,
     tls: Option<Tls>,
-    /// Its place among `--max-connections`.
-    _slot: Slot,
     /// Keeps `serve` waiting until this connection is closed.
     _open: watch::Receiver<()>,
 }
 
 impl Accepted {
-    async fn serve(self) {
+    /// Serves the connection while it holds `slot`, its place among `--max-connections`.
+    async fn serve(self, slot: Slot) {
+        let holder = Arc::clone(&slot.holder);
         let Some(tls) = self.tls else {
             let io = TokioIo::new(self.stream);
-            connection::serve(io, Protocol::Http1, self.peer, self.shared).await;
+            connection::serve(io, Protocol::Http1, self.peer, self.shared, holder).await;
             return;
         };
         // Before hyper serves it, the connection is not told of a shutdown: waiting for
@@ -163,7 +182,14 @@ impl Accepted {
             Some(b"h2") => Protocol::Http2,
             _ => Protocol::Http1,
         };
-        connection::serve(TokioIo::new(stream), protocol, self.peer, self.shared).await;
+        connection::serve(
+            TokioIo::new(stream),
+            protocol,
+            self.peer,
+            self.shared,
+            holder,
+        )
+        .await;
     }
 }
 

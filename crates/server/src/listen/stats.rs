@@ -11,7 +11,11 @@ pub struct ConnectionStats {
     pub(crate) open: AtomicU64,
     /// Connections closed at accept: `--max-connections` were open.
     pub(crate) refused: AtomicU64,
-    /// Requests answered 408: their body stalled past `--body-read-timeout`.
+    /// Connections closed to free a slot for a new one: every slot was taken and they
+    /// waited on their clients.
+    pub(crate) shed: AtomicU64,
+    /// Requests answered 408: their body stalled past `--body-read-timeout` or came
+    /// slower than `--min-body-rate`.
     pub(crate) stalled_bodies: AtomicU64,
     /// Plain-HTTP requests to the TLS port, answered 400.
     pub(crate) plaintext_on_tls: AtomicU64,
@@ -39,9 +43,15 @@ impl ConnectionStats {
                 &self.refused,
             ),
             (
+                "tickertape_connections_shed_total",
+                "counter",
+                "Connections closed to free a slot for a new one: every slot was taken and they waited on their clients (idle, or a body under --min-body-rate).",
+                &self.shed,
+            ),
+            (
                 "tickertape_request_bodies_stalled_total",
                 "counter",
-                "Requests answered 408: no body bytes for --body-read-timeout.",
+                "Requests answered 408: no body bytes for --body-read-timeout, or a body slower than --min-body-rate.",
                 &self.stalled_bodies,
             ),
             (

@@ -3,7 +3,7 @@
 //!
 //! - Body: an `ExportMetricsServiceRequest` (the official `opentelemetry-proto`
 //!   definitions), protobuf (`Content-Type: application/x-protobuf`) or OTLP/JSON
-//!   (`application/json`), optionally `Content-Encoding: gzip`. Another content type or
+//!   (`application/json`), plain or gzipped (`crate::body`). Another content type or
 //!   encoding: 415.
 //! - Mapping: the series Prometheus' OTLP receiver makes ([`translate`], [`names`]),
 //!   stored through the engine's path for decoded series (`Engine::write_samples`, as
@@ -22,10 +22,10 @@ mod translate;
 #[cfg(test)]
 mod translate_tests;
 
+use crate::body::Body;
 use crate::database::InDatabase;
-use crate::error::ApiError;
+use crate::error::{ApiError, RequestError};
 use crate::AppState;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -33,7 +33,6 @@ use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
 };
 use prost::Message;
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use tickertape_core::time::Precision;
@@ -88,7 +87,7 @@ pub(crate) async fn export(
     State(state): State<AppState>,
     database: Result<InDatabase, ApiError>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Body, RequestError>,
 ) -> Response {
     let format = match Format::of(&headers) {
         Ok(format) => format,
@@ -99,7 +98,11 @@ pub(crate) async fn export(
         Ok(InDatabase(engine)) => engine,
         Err(e) => return failure(format, e),
     };
-    match store(&state, &engine, &headers, format, &body).await {
+    let body = match body {
+        Ok(Body(body)) => body,
+        Err(e) => return failure(format, e.into()),
+    };
+    match store(&state, &engine, format, &body).await {
         Ok(response) => answer(format, StatusCode::OK, response_bytes(format, &response)),
         Err(e) => failure(format, e),
     }
@@ -109,16 +112,10 @@ pub(crate) async fn export(
 async fn store(
     state: &AppState,
     engine: &Engine,
-    headers: &HeaderMap,
     format: Format,
     body: &[u8],
 ) -> Result<ExportMetricsServiceResponse, ApiError> {
-    let limit = state.config.max_body_bytes;
-    if body.len() > limit {
-        return Err(crate::write::too_large(limit));
-    }
-    let raw = decode_encoding(headers, body, limit)?;
-    let request = decode_request(format, &raw)?;
+    let request = decode_request(format, body)?;
     let translation = translate::translate(&request);
     let series: Vec<SeriesSamples> = translation
         .samples
@@ -155,26 +152,6 @@ async fn store(
         .otlp_data_points_rejected
         .fetch_add(rejected, Ordering::Relaxed);
     Ok(response)
-}
-
-/// The body without its `Content-Encoding`: none, `identity` or `gzip` (decoded to at
-/// most `limit` bytes).
-fn decode_encoding<'b>(
-    headers: &HeaderMap,
-    body: &'b [u8],
-    limit: usize,
-) -> Result<Cow<'b, [u8]>, ApiError> {
-    let Some(value) = headers.get(header::CONTENT_ENCODING) else {
-        return Ok(Cow::Borrowed(body));
-    };
-    let encoding = String::from_utf8_lossy(value.as_bytes());
-    match encoding.trim().to_ascii_lowercase().as_str() {
-        "" | "identity" => Ok(Cow::Borrowed(body)),
-        "gzip" => crate::write::gunzip(body, limit).map(Cow::Owned),
-        other => Err(ApiError::UnsupportedMediaType(format!(
-            "Content-Encoding {other:?} is not supported: send gzip or no encoding"
-        ))),
-    }
 }
 
 fn decode_request(format: Format, raw: &[u8]) -> Result<ExportMetricsServiceRequest, ApiError> {

@@ -7,8 +7,7 @@ use super::params::{now_ms, Params, MAX_TIME, MIN_TIME};
 use super::select::{fetch_all, ms_to_ns, select_series};
 use crate::budget::on_blocking_thread;
 use crate::database::PromDatabase;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery};
+use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promql_parser::label::Matcher;
@@ -62,12 +61,7 @@ async fn run(
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
-pub(crate) async fn query(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn query(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     let expr = promql::parse(p.required("query")?)?;
     let at = p.time_or("time", now_ms())?;
     run(
@@ -79,12 +73,7 @@ pub(crate) async fn query(
     .await
 }
 
-pub(crate) async fn query_range(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn query_range(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     let expr = promql::parse(p.required("query")?)?;
     let start = required_time(&p, "start")?;
     let end = required_time(&p, "end")?;
@@ -191,12 +180,7 @@ async fn listed_series(
     Ok((found.into_iter().map(|(l, _)| l).collect(), warnings))
 }
 
-pub(crate) async fn series(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn series(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     if p.all("match[]").is_empty() {
         return Err(PromError::bad_data("no match[] parameter provided"));
     }
@@ -212,12 +196,7 @@ pub(crate) async fn series(
     Ok(ok_with_warnings(&data, &warnings))
 }
 
-pub(crate) async fn labels(
-    PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
-) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
+pub(crate) async fn labels(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     let (series, warnings) = listed_series(&engine, &p).await?;
     let names: BTreeSet<&str> = series.iter().flatten().map(|(k, _)| k.as_str()).collect();
     Ok(ok_with_warnings(&json::strings(names), &warnings))
@@ -226,10 +205,8 @@ pub(crate) async fn labels(
 pub(crate) async fn label_values(
     PromDatabase(engine): PromDatabase,
     Path(name): Path<String>,
-    RawQuery(q): RawQuery,
-    body: Bytes,
+    p: Params,
 ) -> Answer {
-    let p = Params::new(q.as_deref(), &body);
     let every_metric = name == METRIC_NAME && p.all("match[]").is_empty();
     if every_metric && p.get("start").is_none() && p.get("end").is_none() {
         return Ok(ok(&json::strings(

@@ -11,26 +11,24 @@ use super::error::PromError;
 use super::params::Params;
 use super::select::select_series_to_delete;
 use crate::database::PromDatabase;
+use crate::params::form;
 use crate::AppState;
-use axum::body::Bytes;
-use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::routing::{post, MethodRouter};
 use tickertape_backend::{DeleteRange, SeriesInfo};
 
 const NS_PER_MS: i64 = 1_000_000;
 
-/// The route's handler for both methods Prometheus accepts, POST and PUT.
-pub(crate) fn handler() -> MethodRouter<AppState> {
-    post(delete_series).put(delete_series)
+/// The route's handler for both methods Prometheus accepts, POST and PUT, each taking
+/// its parameters in the query string or a form body.
+pub(crate) fn handler(state: &AppState) -> MethodRouter<AppState> {
+    form(post(delete_series).put(delete_series), state)
 }
 
 async fn delete_series(
     PromDatabase(engine): PromDatabase,
-    RawQuery(q): RawQuery,
-    body: Bytes,
+    p: Params,
 ) -> Result<StatusCode, PromError> {
-    let p = Params::new(q.as_deref(), &body);
     let selectors = match_params(&p)?;
     if selectors.is_empty() {
         return Err(PromError::bad_data("no match[] parameter provided"));

@@ -1,7 +1,7 @@
 //! Prometheus' error shape: `{"status":"error","errorType":"bad_data","error":"…"}`, 400
 //! for bad input, 422 for execution errors, the store's failures as tickertape's own.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, RequestError};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use tickertape_engine::{EngineError, OverLimit};
@@ -52,6 +52,17 @@ impl From<PromqlError> for PromError {
             PromqlError::BadData(_) | PromqlError::Unsupported(_) => Self::bad_data(e.to_string()),
             PromqlError::Execution(_) => Self::execution(e.to_string()),
             PromqlError::Budget(e) => EngineError::from(e).into(),
+        }
+    }
+}
+
+/// The request's edge (parameters, database name, body): its status, as `bad_data`.
+impl From<RequestError> for PromError {
+    fn from(e: RequestError) -> Self {
+        Self {
+            status: e.status(),
+            kind: "bad_data",
+            message: e.to_string(),
         }
     }
 }

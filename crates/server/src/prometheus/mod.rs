@@ -16,21 +16,32 @@ mod select;
 mod status;
 mod write;
 
+use crate::params::form;
 use crate::AppState;
 use axum::routing::{get, post};
 use axum::Router;
 
-/// The routes, relative to `/prometheus`.
-pub fn routes() -> Router<AppState> {
+/// The routes, relative to `/prometheus`. The query API takes its parameters from the
+/// query string or, for POST, a form body (`crate::params::form`).
+pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/api/v1/read", post(read::read))
-        .route("/api/v1/query", get(api::query).post(api::query))
+        .route(
+            "/api/v1/query",
+            form(get(api::query).post(api::query), state),
+        )
         .route(
             "/api/v1/query_range",
-            get(api::query_range).post(api::query_range),
+            form(get(api::query_range).post(api::query_range), state),
         )
-        .route("/api/v1/series", get(api::series).post(api::series))
-        .route("/api/v1/labels", get(api::labels).post(api::labels))
+        .route(
+            "/api/v1/series",
+            form(get(api::series).post(api::series), state),
+        )
+        .route(
+            "/api/v1/labels",
+            form(get(api::labels).post(api::labels), state),
+        )
         .route("/api/v1/label/{name}/values", get(api::label_values))
         .route("/api/v1/status/buildinfo", get(api::buildinfo))
         .route("/api/v1/status/tsdb", get(status::tsdb))
@@ -41,6 +52,6 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/rules", get(api::rules))
         .route("/api/v1/alerts", get(api::alerts))
-        .route("/api/v1/write", axum::routing::post(write::write))
-        .route("/api/v1/admin/tsdb/delete_series", delete::handler())
+        .route("/api/v1/write", post(write::write))
+        .route("/api/v1/admin/tsdb/delete_series", delete::handler(state))
 }

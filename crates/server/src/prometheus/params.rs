@@ -1,35 +1,30 @@
-//! Request parameters of Prometheus' query API: from the query string and, for POST, the
-//! form body alike; times as Unix seconds or RFC 3339, durations as `5m` or seconds.
+//! Request parameters of Prometheus' query API, from the request's one reading
+//! ([`RequestParams`]: the query string and, for POST, the form body alike); times as
+//! Unix seconds or RFC 3339, durations as `5m` or seconds.
 
 use super::error::PromError;
-use axum::body::Bytes;
+use crate::params::RequestParams;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 
-/// Every `name=value` of the query string and the form body, in order (`match[]` repeats).
-pub(crate) struct Params(Vec<(String, String)>);
+/// Every `name=value` of the request (`match[]` repeats); refusals in Prometheus' shape.
+pub(crate) struct Params(RequestParams);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = PromError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, PromError> {
+        Ok(Self(RequestParams::of(parts).await?))
+    }
+}
 
 impl Params {
-    pub(crate) fn new(query: Option<&str>, body: &Bytes) -> Self {
-        let mut pairs: Vec<(String, String)> =
-            form_urlencoded::parse(query.unwrap_or("").as_bytes())
-                .into_owned()
-                .collect();
-        pairs.extend(form_urlencoded::parse(body).into_owned());
-        Self(pairs)
-    }
-
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.0.get(name)
     }
 
     pub(crate) fn all(&self, name: &str) -> Vec<&str> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
+        self.0.all(name)
     }
 
     pub(crate) fn required(&self, name: &str) -> Result<&str, PromError> {
@@ -121,12 +116,5 @@ mod tests {
         assert_eq!(parse_duration("0s"), Some(0));
         assert_eq!(parse_duration("5x"), None);
         assert_eq!(parse_duration(""), None);
-    }
-
-    #[test]
-    fn query_string_and_form_body_together() {
-        let p = Params::new(Some("match[]=a&start=1"), &Bytes::from_static(b"match[]=b"));
-        assert_eq!(p.all("match[]"), vec!["a", "b"]);
-        assert_eq!(p.get("start"), Some("1"));
     }
 }

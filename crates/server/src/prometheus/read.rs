@@ -1,12 +1,14 @@
 //! Remote read: `POST /prometheus/api/v1/read`, a snappy-compressed protobuf
 //! `ReadRequest` in, the samples of each query's series out (the "samples" response
-//! type, which every Prometheus 2.x accepts).
+//! type, which every Prometheus 2.x accepts). The body is snappy as the protocol says
+//! (`crate::body`); another `Content-Encoding` is answered 415.
 
 use super::error::PromError;
 use super::select::fetch;
+use crate::body::SnappyBody;
 use crate::budget::on_blocking_thread;
 use crate::database::PromDatabase;
-use axum::body::Bytes;
+use crate::error::RequestError;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promql_parser::label::{MatchOp, Matcher};
@@ -20,8 +22,9 @@ use tickertape_prometheus::remote::{
 
 pub(crate) async fn read(
     PromDatabase(engine): PromDatabase,
-    body: Bytes,
+    body: Result<SnappyBody, RequestError>,
 ) -> Result<Response, PromError> {
+    let SnappyBody(body) = body?;
     let request = decode_read_request(&body, MAX_DECODED_BYTES)
         .map_err(|e| PromError::bad_data(e.to_string()))?;
     // One budget for all the queries of the request, and its answer.

@@ -9,8 +9,6 @@ use super::error::PromError;
 use super::params::Params;
 use crate::cardinality::parse_limit;
 use crate::database::PromDatabase;
-use axum::body::Bytes;
-use axum::extract::RawQuery;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -18,9 +16,8 @@ use tickertape_prometheus::mapping::{metric_name, sanitize_label_name};
 
 pub(crate) async fn tsdb(
     PromDatabase(engine): PromDatabase,
-    RawQuery(raw): RawQuery,
+    params: Params,
 ) -> Result<Response, PromError> {
-    let params = Params::new(raw.as_deref(), &Bytes::new());
     let limit = parse_limit(params.get("limit")).map_err(PromError::bad_data)?;
     let c = engine.cardinality(limit).await?;
     let by_metric: Vec<(String, u64)> = c

@@ -2,17 +2,21 @@
 //! `WriteRequest` as Prometheus 2.x sends it (protocol 0.1.0).
 //!
 //! Statuses follow what Prometheus does with them: it drops a batch for good on a 4xx and
-//! retries it on a 5xx. So 400 only for a body that cannot be decoded (nothing of it is
-//! stored); 5xx when the store fails (retrying may succeed); and 204 once every series
-//! that could be stored is, even when some were refused (a series limit): refusing the
-//! whole batch would lose the good series too
-//! and a retry would be refused the same way. Refusals are logged and counted in
-//! `/metrics` instead.
+//! retries it on a 5xx. So 400 for a body that cannot be decoded (nothing of it is
+//! stored); 5xx when the store fails (retrying may succeed); 204 once every series that
+//! could be stored is, even when some were refused (a series limit, no metric name):
+//! refusing the whole batch would lose the good series too and a retry would be refused
+//! the same way. Refusals are logged and counted in `/metrics` instead.
+//!
+//! A series whose labels break the specification's rules (a label name empty, outside
+//! `[a-zA-Z_][a-zA-Z0-9_]*` or given twice) is an invalid sample in its words: the other
+//! series are stored, and the answer is 400 naming the refused ones, as the specification
+//! asks ("MUST return a HTTP 400 … for write requests that contain any invalid samples").
 
+use crate::body::SnappyBody;
 use crate::database::PromDatabase;
 use crate::error::ApiError;
 use crate::AppState;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -32,15 +36,8 @@ pub(crate) async fn write(
     State(state): State<AppState>,
     PromDatabase(engine): PromDatabase,
     headers: HeaderMap,
-    body: Bytes,
+    SnappyBody(body): SnappyBody,
 ) -> Result<Response, ApiError> {
-    let limit = state.config.max_body_bytes;
-    if body.len() > limit {
-        return Err(ApiError::TooLarge(format!(
-            "request body exceeds the limit of {limit} bytes (--max-body-bytes)"
-        )));
-    }
-    check_encoding(&headers)?;
     check_message(&headers)?;
     let protobuf = decompress_write_request(&body, MAX_DECODED_BYTES).map_err(bad_request)?;
     let request = BorrowedWriteRequest::parse(&protobuf).map_err(bad_request)?;
@@ -50,12 +47,13 @@ pub(crate) async fn write(
         .map(|s| Point::new(s.timestamp, s.value))
         .collect();
     let received = points.len() as u64;
-    let (series, unnamed) = to_series(&request, &points)?;
+    let (series, refused) = to_series(&request, &points)?;
     let mut report = engine
         .write_samples(&series.samples, Precision::Milliseconds)
         .await?;
     series.renumber(&mut report);
-    merge_unnamed(&mut report, unnamed);
+    let invalid = invalid_labels(&refused);
+    merge_refused(&mut report, refused);
     let m = &state.metrics;
     m.prometheus_samples_received
         .fetch_add(received, Ordering::Relaxed);
@@ -66,7 +64,30 @@ pub(crate) async fn write(
     if !report.errors.is_empty() {
         log_refusals(&report, request.len());
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    match invalid {
+        Some(message) => Err(ApiError::BadRequest(message)),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
+}
+
+/// The 400 message when some series have labels the specification forbids: how many, and
+/// the first few by index.
+fn invalid_labels(refused: &[Refused]) -> Option<String> {
+    let invalid: Vec<&Refused> = refused.iter().filter(|r| r.invalid_labels).collect();
+    let first = invalid.first()?;
+    let mut message = format!(
+        "{} series refused for invalid labels, the others were stored: timeseries[{}]: {}",
+        invalid.len(),
+        first.index,
+        first.message
+    );
+    for more in invalid.iter().skip(1).take(LOGGED_REFUSALS - 1) {
+        message.push_str(&format!("; timeseries[{}]: {}", more.index, more.message));
+    }
+    if invalid.len() > LOGGED_REFUSALS {
+        message.push_str(&format!("; and {} more", invalid.len() - LOGGED_REFUSALS));
+    }
+    Some(message)
 }
 
 /// The message a body holds, from its `Content-Type`'s `proto` parameter (remote write
@@ -90,22 +111,6 @@ fn check_message(headers: &HeaderMap) -> Result<(), ApiError> {
         Some(other) => Err(ApiError::UnsupportedMediaType(format!(
             "Content-Type proto={other} is not supported: this endpoint takes remote write 1.0 \
              (proto=prometheus.WriteRequest, or application/x-protobuf without proto)"
-        ))),
-    }
-}
-
-/// Prometheus 2.x sends `Content-Encoding: snappy`; a body without the header is taken
-/// as snappy too (some agents leave it out). Any other encoding cannot be decoded.
-fn check_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(value) = headers.get(header::CONTENT_ENCODING) else {
-        return Ok(());
-    };
-    let text = String::from_utf8_lossy(value.as_bytes());
-    match text.trim().eq_ignore_ascii_case("snappy") {
-        true => Ok(()),
-        false => Err(ApiError::BadRequest(format!(
-            "Content-Encoding {:?} is not supported: remote write bodies are snappy-compressed (Content-Encoding: snappy)",
-            text.trim()
         ))),
     }
 }
@@ -136,33 +141,44 @@ impl Converted<'_> {
     }
 }
 
-/// A series refused before the engine saw it: its index, sample count and why.
-type Unnamed = Vec<(usize, usize, String)>;
+/// A series refused before the engine saw it.
+struct Refused {
+    /// Its index in the request.
+    index: usize,
+    samples: usize,
+    message: String,
+    /// Refused for labels the specification forbids (400), not for want of a name.
+    invalid_labels: bool,
+}
 
-/// The series of a request with a metric name, borrowed from it, each with its slice
-/// of `points` (the request's samples in order); those without one are refused (index,
-/// sample count, message). A label that cannot be read (not UTF-8, cut short) makes the
-/// whole body invalid: 400, nothing stored.
+/// The series of a request the store can take, borrowed from it, each with its slice
+/// of `points` (the request's samples in order); the others refused (no metric name,
+/// labels the specification forbids). A label that cannot be read (not UTF-8, cut short)
+/// makes the whole body invalid: 400, nothing stored.
 fn to_series<'a>(
     request: &BorrowedWriteRequest<'a>,
     points: &'a [Point],
-) -> Result<(Converted<'a>, Unnamed), ApiError> {
+) -> Result<(Converted<'a>, Vec<Refused>), ApiError> {
     let mut converted = Converted {
         samples: Vec::with_capacity(request.len()),
         index: Vec::with_capacity(request.len()),
     };
-    let mut unnamed = Vec::new();
+    let mut refused = Vec::new();
     for i in 0..request.len() {
-        let mut invalid = None;
+        let mut unreadable = None;
         let labels = request.labels(i).map_while(|label| match label {
             Ok(label) => Some(label),
             Err(e) => {
-                invalid = Some(e);
+                unreadable = Some(e);
                 None
             }
         });
         let series = series_of(labels);
-        if let Some(e) = invalid {
+        if series.is_err() && unreadable.is_none() {
+            // `series_of` stops at the first bad name: a later label may be unreadable.
+            unreadable = request.labels(i).find_map(Result::err);
+        }
+        if let Some(e) = unreadable {
             return Err(bad_request(e));
         }
         let range = request.sample_range(i);
@@ -178,21 +194,29 @@ fn to_series<'a>(
                 });
                 converted.index.push(i);
             }
-            Err(e) => unnamed.push((i, range.len(), e.to_string())),
+            Err(e) => refused.push(Refused {
+                index: i,
+                samples: range.len(),
+                message: e.to_string(),
+                invalid_labels: e.is_invalid_labels(),
+            }),
         }
     }
-    Ok((converted, unnamed))
+    Ok((converted, refused))
 }
 
-/// Adds the series refused for want of a metric name to the report, in index order.
-fn merge_unnamed(report: &mut WriteReport, unnamed: Unnamed) {
-    if unnamed.is_empty() {
+/// Adds the series refused before the engine to the report, in index order.
+fn merge_refused(report: &mut WriteReport, refused: Vec<Refused>) {
+    if refused.is_empty() {
         return;
     }
-    for (line, samples, message) in unnamed {
+    for r in refused {
         report.rejected += 1;
-        report.points_rejected += samples as u64;
-        report.errors.push(LineError { line, message });
+        report.points_rejected += r.samples as u64;
+        report.errors.push(LineError {
+            line: r.index,
+            message: r.message,
+        });
     }
     report.errors.sort_by_key(|e| e.line);
 }
