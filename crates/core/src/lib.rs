@@ -10,6 +10,7 @@
 //! - [`query`]: neighbor selection and windowed aggregation over sorted points.
 //! - [`hold`]: how a change-only series answers (the value holds until the next change).
 //! - [`rollup`], [`schema`]: rollup arithmetic; the per-measurement config.
+//! - [`budget`]: one query's budget of points and answer bytes, and its cancellation.
 //! - [`auth`]: API tokens' scopes and how a store keeps them (hashed).
 //! - [`database`]: databases as namespaces of stored measurement names.
 //!
@@ -17,6 +18,7 @@
 //! including property tests.
 
 pub mod auth;
+pub mod budget;
 pub mod codec;
 pub mod database;
 pub mod hold;
@@ -30,5 +32,6 @@ pub mod schema;
 pub mod segment;
 pub mod time;
 
+pub use budget::{Exhausted, QueryBudget};
 pub use matcher::{MatchOp, TagCondition, TagMatcher};
 pub use model::{Point, SeriesId, SeriesKey, SeriesSelector};

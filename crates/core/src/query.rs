@@ -3,6 +3,7 @@
 //!
 //! Ranges are `[start, end)`: inclusive start, exclusive end, nanoseconds.
 
+use crate::budget::{Exhausted, QueryBudget};
 use crate::model::{is_stale_marker, Point};
 use crate::time::window_start;
 use std::fmt;
@@ -365,13 +366,30 @@ mod tests {
     }
 }
 
+/// The times of a merge and each series' value at each of them.
+pub type TimeAxis = (Vec<i64>, Vec<Vec<Option<f64>>>);
+
 /// Several series on one time axis (`merge=true`, the question under seed 004): the sorted
 /// union of their times, and for each series its value at each of those times, `None`
 /// where it has no point. Each input must be sorted by time with unique times.
-pub fn merge_on_time_axis(series: &[Vec<Point>]) -> (Vec<i64>, Vec<Vec<Option<f64>>>) {
+pub fn merge_on_time_axis(series: &[Vec<Point>]) -> TimeAxis {
+    match merge_on_time_axis_within(series, &QueryBudget::unlimited()) {
+        Ok(merged) => merged,
+        Err(e) => unreachable!("an unlimited budget refused a charge: {e}"),
+    }
+}
+
+/// [`merge_on_time_axis`], its columns (a slot per series and time, present or not)
+/// charged to `budget` before they are made: series with few points at different times
+/// make series × times slots.
+pub fn merge_on_time_axis_within(
+    series: &[Vec<Point>],
+    budget: &QueryBudget,
+) -> Result<TimeAxis, Exhausted> {
     let mut times: Vec<i64> = series.iter().flatten().map(|p| p.time).collect();
     times.sort_unstable();
     times.dedup();
+    budget.charge_points(series.len().saturating_mul(times.len()))?;
     let columns = series
         .iter()
         .map(|points| {
@@ -382,7 +400,7 @@ pub fn merge_on_time_axis(series: &[Vec<Point>]) -> (Vec<i64>, Vec<Vec<Option<f6
                 .collect()
         })
         .collect();
-    (times, columns)
+    Ok((times, columns))
 }
 
 #[cfg(test)]

@@ -56,6 +56,7 @@ use thiserror::Error;
 use tickertape_backend::{Backend, BackendError, SegmentRollupPlan};
 use tickertape_core::schema::{Layout, MeasurementSchema, Schema};
 use tickertape_core::time::{Clock, SystemClock};
+pub use tickertape_core::{Exhausted, QueryBudget};
 
 pub use cardinality::Cardinality;
 pub use databases::DEFAULT_DATABASE;
@@ -82,6 +83,21 @@ pub enum EngineError {
     /// A request named a database that does not exist (InfluxDB 1.x's words).
     #[error("database not found: {0:?}")]
     UnknownDatabase(String),
+    /// The query's client went away; its work stopped ([`QueryBudget::cancel_on_drop`]).
+    #[error("{}", Exhausted::Cancelled)]
+    Cancelled,
+}
+
+/// A query's [`QueryBudget`] refused a charge: the limit it went past, named as the
+/// other limits are, or the client's departure.
+impl From<Exhausted> for EngineError {
+    fn from(e: Exhausted) -> Self {
+        match e {
+            Exhausted::Points { limit } => Self::OverLimit(OverLimit::Points { limit }),
+            Exhausted::Bytes { limit } => Self::OverLimit(OverLimit::Bytes { limit }),
+            Exhausted::Cancelled => Self::Cancelled,
+        }
+    }
 }
 
 /// Which of the [`QueryLimits`] a query went past.
@@ -89,8 +105,10 @@ pub enum EngineError {
 pub enum OverLimit {
     /// It selects `selected` series, more than `limit`.
     Series { selected: usize, limit: usize },
-    /// Its answer holds more than `limit` points.
+    /// It produces more than `limit` points (rows and filled windows included).
     Points { limit: usize },
+    /// Its answer takes more than `limit` bytes.
+    Bytes { limit: usize },
 }
 
 impl OverLimit {
@@ -102,8 +120,12 @@ impl OverLimit {
                  query (--max-query-series)"
             ),
             Self::Points { limit } => format!(
-                "the answer holds more than the limit of {limit} points per query \
+                "the query produces more than the limit of {limit} points per query \
                  (--max-query-points)"
+            ),
+            Self::Bytes { limit } => format!(
+                "the answer takes more than the limit of {limit} bytes per query \
+                 (--max-response-bytes)"
             ),
         }
     }
@@ -114,7 +136,7 @@ impl std::fmt::Display for OverLimit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let advice = match self {
             Self::Series { .. } => "narrow it with tag=KEY:VALUE or field=NAME",
-            Self::Points { .. } => {
+            Self::Points { .. } | Self::Bytes { .. } => {
                 "aggregate with step= and agg= (or max_points=), shorten the range, or select \
                  fewer series"
             }
@@ -124,18 +146,34 @@ impl std::fmt::Display for OverLimit {
 }
 
 /// How wide a query may be, so that one request cannot build an answer that exhausts
-/// the server's memory (`tickertape serve --max-query-series/--max-query-points`).
+/// the server's memory (`tickertape serve --max-query-series/--max-query-points/
+/// --max-response-bytes`). The points and bytes are one [`QueryBudget`] per request
+/// ([`Engine::budget`]), charged by every query language as it produces them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueryLimits {
     /// Series one query may select.
     pub max_series: usize,
-    /// Points one answer may hold, over all its series.
+    /// Points (and rows) one request may produce, over all its series and statements:
+    /// points read, windows computed (filled ones too), PromQL's values per step.
     pub max_points: usize,
+    /// Bytes one request's answer may take, as it is written (JSON, CSV, protobuf).
+    pub max_response_bytes: usize,
 }
 
 impl QueryLimits {
     pub const DEFAULT_MAX_SERIES: usize = 200_000;
     pub const DEFAULT_MAX_POINTS: usize = 10_000_000;
+    /// 64 MiB: a chart or a Grafana panel takes a few MiB; a bigger answer is an export
+    /// (`tickertape export`), and the server holds an answer whole while it sends it
+    /// (beside the rows it was written from).
+    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+    /// No limit: for a caller that reads everything by design (an export).
+    pub const UNLIMITED: Self = Self {
+        max_series: usize::MAX,
+        max_points: usize::MAX,
+        max_response_bytes: usize::MAX,
+    };
 }
 
 impl Default for QueryLimits {
@@ -143,7 +181,18 @@ impl Default for QueryLimits {
         Self {
             max_series: Self::DEFAULT_MAX_SERIES,
             max_points: Self::DEFAULT_MAX_POINTS,
+            max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
         }
+    }
+}
+
+/// Yields to the runtime when `budget` says one is due ([`QueryBudget::yield_due`]):
+/// long synchronous work inside a request's future calls it between steps, so that the
+/// connection sees a client that has gone and drops the request (and the work). Tokio's
+/// yield, which lets the runtime poll its I/O driver before running the task again.
+pub async fn checkpoint(budget: &QueryBudget) {
+    if budget.yield_due() {
+        tokio::task::yield_now().await;
     }
 }
 
@@ -190,6 +239,13 @@ impl Engine {
     /// Now, by the engine's clock (ns): what a query's relative times are relative to.
     pub fn now_nanos(&self) -> i64 {
         self.clock.now_nanos()
+    }
+
+    /// A fresh budget for one request, of `--max-query-points` points and
+    /// `--max-response-bytes` bytes: one per request, handed to every read and
+    /// computation of it ([`Engine::query_with`], [`Engine::read_raw_with`]).
+    pub fn budget(&self) -> QueryBudget {
+        QueryBudget::new(self.limits.max_points, self.limits.max_response_bytes)
     }
 
     /// Refuses queries wider than `limits` (the defaults otherwise).

@@ -2,7 +2,7 @@
 
 use crate::plan::{ReadPlan, Reduction};
 use crate::query::Query;
-use crate::{Engine, EngineError, OverLimit};
+use crate::{Engine, EngineError, OverLimit, QueryBudget};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{SeriesHead, SeriesInfo};
 use tickertape_core::model::is_stale_marker;
@@ -43,8 +43,19 @@ impl Engine {
     }
 
     /// Answers a query: one entry per matching series, sorted by series key (measurement,
-    /// tags, field); series without a point to report are left out.
+    /// tags, field); series without a point to report are left out. Under a budget of
+    /// its own ([`Engine::budget`]).
     pub async fn query(&self, query: &Query) -> Result<Vec<SeriesPoints>, EngineError> {
+        self.query_with(query, &self.budget()).await
+    }
+
+    /// [`Engine::query`], its points charged to `budget` (a request's, shared by all
+    /// its reads) as each series' answer comes.
+    pub async fn query_with(
+        &self,
+        query: &Query,
+        budget: &QueryBudget,
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
         query.validate()?;
         let closed = self.close_chart_range(query)?;
         let query = closed.as_ref().unwrap_or(query);
@@ -60,14 +71,16 @@ impl Engine {
         let mut answers = stream::iter(series.into_iter().zip(heads))
             .map(|(info, head)| self.query_series(query, schema, plan, info, head, &latest_spans))
             .buffered(CONCURRENT_SERIES_READS);
-        // Counted as the answers come, so an over-wide one stops here, not after it is built.
-        let (mut out, mut points) = (Vec::new(), 0usize);
+        // Counted as the answers come, so an over-wide one stops here, not after it is
+        // built; the checkpoint lets a request whose client has gone be dropped.
+        let mut out = Vec::new();
         while let Some(answer) = answers.try_next().await? {
+            budget.check()?;
             if let Some(answer) = answer {
-                points += answer.points.len();
-                self.check_points_limit(points)?;
+                budget.charge_points(answer.points.len())?;
                 out.push(answer);
             }
+            crate::checkpoint(budget).await;
         }
         Ok(out)
     }
@@ -80,14 +93,6 @@ impl Engine {
                 selected,
                 limit,
             })),
-            false => Ok(()),
-        }
-    }
-
-    pub(crate) fn check_points_limit(&self, points: usize) -> Result<(), EngineError> {
-        let limit = self.limits.max_points;
-        match points > limit {
-            true => Err(EngineError::OverLimit(OverLimit::Points { limit })),
             false => Ok(()),
         }
     }

@@ -1,7 +1,7 @@
 //! Raw reads for Prometheus' API: the points of many series over a closed range, stale
 //! markers kept (PromQL's lookback needs them; tickertape's own API hides them).
 
-use crate::{Engine, EngineError};
+use crate::{Engine, EngineError, QueryBudget};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::SeriesInfo;
 use tickertape_core::{Point, SeriesSelector};
@@ -41,12 +41,24 @@ impl Engine {
 
     /// The stored points of each series with times in `[start, end]` (nanoseconds, both
     /// ends included), in time order; stale markers included. Refused past
-    /// `--max-query-series` and `--max-query-points` over all of them.
+    /// `--max-query-series` and `--max-query-points` over all of them (a budget of its
+    /// own).
     pub async fn read_raw(
         &self,
         series: &[SeriesInfo],
         start: i64,
         end: i64,
+    ) -> Result<Vec<Vec<Point>>, EngineError> {
+        self.read_raw_with(series, start, end, &self.budget()).await
+    }
+
+    /// [`Engine::read_raw`], its points charged to `budget` as each series comes.
+    pub async fn read_raw_with(
+        &self,
+        series: &[SeriesInfo],
+        start: i64,
+        end: i64,
+        budget: &QueryBudget,
     ) -> Result<Vec<Vec<Point>>, EngineError> {
         self.check_series_limit(series.len())?;
         // Owned infos: a stream of futures over borrowed ones does not satisfy the
@@ -55,11 +67,10 @@ impl Engine {
             .map(|info| self.read_one(info, start, end))
             .buffered(CONCURRENT_SERIES_READS);
         let mut out = Vec::with_capacity(series.len());
-        let mut total = 0;
         while let Some(points) = reads.try_next().await? {
-            total += points.len();
-            self.check_points_limit(total)?;
+            budget.charge_points(points.len())?;
             out.push(points);
+            crate::checkpoint(budget).await;
         }
         Ok(out)
     }

@@ -233,6 +233,7 @@ async fn over_wide_queries_are_refused_naming_the_limit() {
     let limits = QueryLimits {
         max_series: 3,
         max_points: 10,
+        ..QueryLimits::default()
     };
     let e = engine("").with_query_limits(limits);
     let body: String = (0..4)
@@ -272,6 +273,7 @@ async fn over_wide_queries_are_refused_naming_the_limit() {
     let e = engine("").with_query_limits(QueryLimits {
         max_series: 10,
         max_points: 10,
+        ..QueryLimits::default()
     });
     let three_hosts: String = body.lines().take(12).map(|l| format!("{l}\n")).collect();
     e.write_lines_as(&three_hosts, Precision::Seconds, WriteMode::Set)

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tickertape_backend::BackendError;
-use tickertape_engine::EngineError;
+use tickertape_engine::{EngineError, Exhausted};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -99,6 +99,10 @@ impl ApiError {
             Self::Engine(EngineError::OverLimit(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             // InfluxDB 1.x answers a write to a database that does not exist with 404.
             Self::Engine(EngineError::UnknownDatabase(_)) => StatusCode::NOT_FOUND,
+            // Nobody reads it: the client went away (nginx's "client closed request").
+            Self::Engine(EngineError::Cancelled) => {
+                StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST)
+            }
             Self::Engine(EngineError::Backend(e)) => match e {
                 BackendError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 BackendError::Invalid(_) => StatusCode::BAD_REQUEST,
@@ -113,6 +117,12 @@ impl ApiError {
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },
         }
+    }
+}
+
+impl From<Exhausted> for ApiError {
+    fn from(e: Exhausted) -> Self {
+        Self::Engine(e.into())
     }
 }
 

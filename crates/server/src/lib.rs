@@ -29,6 +29,7 @@ pub mod admin;
 pub mod auth;
 pub mod binary;
 pub mod body;
+mod budget;
 pub mod cardinality;
 pub mod dashboard;
 pub mod database;

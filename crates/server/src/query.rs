@@ -1,19 +1,24 @@
 //! `GET /api/v1/query` and `GET /api/v1/series`: points and series of the own API.
 
+use crate::budget::{on_blocking_thread, write_failure, BudgetedWriter};
 use crate::database::InDatabase;
 use crate::error::ApiError;
 use crate::params::{RequestParams, DB_PARAM};
 use crate::AppState;
 use axum::extract::State;
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tickertape_core::query::merge_on_time_axis;
+use std::sync::Arc;
+use tickertape_core::query::merge_on_time_axis_within;
 use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::time::{parse_duration, parse_time};
+use tickertape_core::Point;
 use tickertape_core::{SeriesKey, SeriesSelector, TagCondition};
 use tickertape_engine::{CounterDisplay, Query};
+use tickertape_engine::{Exhausted, QueryBudget, SeriesPoints};
 
 #[derive(Serialize)]
 pub struct SeriesBody {
@@ -40,6 +45,8 @@ pub struct SeriesList {
     series: Vec<SeriesBody>,
 }
 
+/// `GET /api/v1/query`: read under the request's budget, the answer written on a
+/// blocking thread through it (`--max-response-bytes`), stopped if the client goes.
 pub async fn query(
     InDatabase(engine): InDatabase,
     request: RequestParams,
@@ -47,48 +54,98 @@ pub async fn query(
     let params = Params::new(&request, QUERY_PARAMS)?;
     let query = query_of(&params, engine.now_nanos())?;
     let merge = params.flag("merge")?;
-    let answer = engine.query(&query).await?;
-    if merge {
-        let points: Vec<_> = answer.iter().map(|s| s.points.clone()).collect();
-        let (times, columns) = merge_on_time_axis(&points);
-        let series = answer
-            .into_iter()
-            .zip(columns)
-            .map(|(s, values)| MergedSeries {
-                measurement: s.key.measurement,
-                tags: s.key.tags.into_iter().collect(),
-                field: s.key.field,
-                values,
-            })
-            .collect();
-        return Ok(Json(MergedList { times, series }).into_response());
-    }
-    Ok(Json(SeriesList {
-        series: answer
-            .into_iter()
-            .map(|s| {
-                SeriesBody::new(
-                    s.key,
-                    Some(s.points.iter().map(|p| (p.time, p.value)).collect()),
-                )
-            })
-            .collect(),
+    let budget = Arc::new(engine.budget());
+    let _cancel = budget.cancel_on_drop();
+    let answer = engine.query_with(&query, &budget).await?;
+    let body = on_blocking_thread(&budget, move |budget| match merge {
+        true => merged_json(&answer, budget),
+        false => answer_json(&answer, budget),
     })
-    .into_response())
+    .await??;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// `{"series": [{"measurement", "tags", "field", "points": [[t, v], …]}]}`.
+fn answer_json(answer: &[SeriesPoints], budget: &QueryBudget) -> Result<Vec<u8>, Exhausted> {
+    let series: Vec<AnswerSeries> = answer
+        .iter()
+        .map(|s| AnswerSeries {
+            measurement: &s.key.measurement,
+            tags: s
+                .key
+                .tags
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+            field: &s.key.field,
+            points: PointPairs(&s.points),
+        })
+        .collect();
+    let mut out = BudgetedWriter::new(budget);
+    serde_json::to_writer(&mut out, &AnswerList { series }).map_err(|_| write_failure(budget))?;
+    out.finish()
+}
+
+/// `merge=true`: `{"times": […], "series": [{…, "values": […]}]}`.
+fn merged_json(answer: &[SeriesPoints], budget: &QueryBudget) -> Result<Vec<u8>, Exhausted> {
+    let points: Vec<_> = answer.iter().map(|s| s.points.clone()).collect();
+    let (times, columns) = merge_on_time_axis_within(&points, budget)?;
+    drop(points);
+    let series = answer
+        .iter()
+        .zip(columns)
+        .map(|(s, values)| MergedSeries {
+            measurement: &s.key.measurement,
+            tags: s
+                .key
+                .tags
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+            field: &s.key.field,
+            values,
+        })
+        .collect();
+    let mut out = BudgetedWriter::new(budget);
+    serde_json::to_writer(&mut out, &MergedList { times, series })
+        .map_err(|_| write_failure(budget))?;
+    out.finish()
+}
+
+#[derive(Serialize)]
+struct AnswerList<'a> {
+    series: Vec<AnswerSeries<'a>>,
+}
+
+#[derive(Serialize)]
+struct AnswerSeries<'a> {
+    measurement: &'a str,
+    tags: BTreeMap<&'a str, &'a str>,
+    field: &'a str,
+    points: PointPairs<'a>,
+}
+
+/// Points as `[[t, v], …]`, written from the engine's answer without a copy.
+struct PointPairs<'a>(&'a [Point]);
+
+impl Serialize for PointPairs<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|p| (p.time, p.value)))
+    }
 }
 
 /// `merge=true`: every series on one time axis, `null` where a series has no point.
 #[derive(Serialize)]
-pub struct MergedList {
+struct MergedList<'a> {
     times: Vec<i64>,
-    series: Vec<MergedSeries>,
+    series: Vec<MergedSeries<'a>>,
 }
 
 #[derive(Serialize)]
-pub struct MergedSeries {
-    measurement: String,
-    tags: BTreeMap<String, String>,
-    field: String,
+struct MergedSeries<'a> {
+    measurement: &'a str,
+    tags: BTreeMap<&'a str, &'a str>,
+    field: &'a str,
     values: Vec<Option<f64>>,
 }
 

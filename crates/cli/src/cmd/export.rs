@@ -57,10 +57,7 @@ pub async fn run(args: Args) -> Result<()> {
         .database
         .engine(&args.store)
         .await?
-        .with_query_limits(QueryLimits {
-            max_series: usize::MAX,
-            max_points: usize::MAX,
-        });
+        .with_query_limits(QueryLimits::UNLIMITED);
     let measurements = measurements(&engine, &args.measurement).await?;
     check_layouts(&engine, &measurements).await?;
     let mut series = Vec::new();

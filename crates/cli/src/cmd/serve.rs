@@ -58,10 +58,16 @@ pub struct Args {
     /// that says how to narrow it.
     #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_SERIES)]
     pub max_query_series: usize,
-    /// Most points one query's answer may hold, over all its series; a larger answer is
-    /// refused with 422 (aggregate with step= and agg=, or shorten the range).
+    /// Most points one query may produce, over all its series and statements, in every
+    /// query language: points read, windows computed (filled ones too), PromQL's values
+    /// per step. Counted as they are produced; past it the query stops and is refused
+    /// with 422 (aggregate with step= and agg=, or shorten the range).
     #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_POINTS)]
     pub max_query_points: usize,
+    /// Largest answer of one query, in bytes (JSON, CSV or protobuf, before compression),
+    /// counted as it is written; past it the query is refused with 422.
+    #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_RESPONSE_BYTES)]
+    pub max_response_bytes: usize,
     /// Most series the store may hold; a line that would add one more is refused (400,
     /// naming the limit) while the rest of its body is stored. 0: no limit.
     #[arg(long, default_value_t = SeriesLimits::DEFAULT_MAX_SERIES)]
@@ -184,6 +190,7 @@ pub async fn run(mut args: Args) -> Result<()> {
         .with_query_limits(QueryLimits {
             max_series: args.max_query_series,
             max_points: args.max_query_points,
+            max_response_bytes: args.max_response_bytes,
         })
         .with_series_limits(SeriesLimits {
             max_series: args.max_series,

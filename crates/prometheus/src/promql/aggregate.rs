@@ -3,8 +3,10 @@
 
 use super::range_functions::quantile;
 use super::value::{Series, VectorBuilder};
+use super::PromqlError;
 use crate::mapping::{Labels, METRIC_NAME};
 use std::collections::HashMap;
+use tickertape_core::QueryBudget;
 
 /// The aggregation operators tickertape evaluates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,13 +164,16 @@ pub(crate) fn count_values(
     grouping: &Grouping,
     input: &[Series],
     steps: usize,
-) -> Result<Vec<Series>, String> {
+    budget: &QueryBudget,
+) -> Result<Vec<Series>, PromqlError> {
     let valid = label
         .chars()
         .enumerate()
         .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
     if label.is_empty() || !valid {
-        return Err(format!("invalid label name {label:?}"));
+        return Err(PromqlError::Execution(format!(
+            "invalid label name {label:?}"
+        )));
     }
     let grouping = match grouping {
         Grouping::By(names) => {
@@ -197,10 +202,15 @@ pub(crate) fn count_values(
             });
             *count += 1.0;
         }
+        // Each distinct value makes a series of every step: charged step by step, so
+        // values that change at every step stop at the budget, not at the memory.
+        let before = out.len();
         for group in order {
             let count = counts[&group];
-            out.put(group, step, count)?;
+            out.put(group, step, count)
+                .map_err(PromqlError::Execution)?;
         }
+        budget.charge_points((out.len() - before).saturating_mul(steps))?;
     }
     Ok(out.finish())
 }

@@ -18,10 +18,15 @@ use promql_parser::parser::{
     AggregateExpr, BinaryExpr, Call, Expr, LabelModifier, MatrixSelector, VectorSelector,
 };
 use std::collections::HashSet;
+use tickertape_core::QueryBudget;
+
+/// Steps of a range function between two looks at the budget's cancellation.
+const CHECK_EVERY_STEPS: usize = 64;
 
 pub(crate) struct Evaluator<'a> {
     pub(crate) grid: Grid,
     pub(crate) data: &'a Fetched,
+    pub(crate) budget: &'a QueryBudget,
 }
 
 type Result<T> = std::result::Result<T, PromqlError>;
@@ -31,20 +36,32 @@ impl Evaluator<'_> {
         self.grid.len()
     }
 
+    /// The value of `expr`, charged to the budget. Selectors and range functions charge
+    /// before (or as) they make their series; the other nodes make at most as many
+    /// series as their inputs held (`count_values` charges its own), so they are
+    /// charged when made, their inputs' charge bounding what they spent meanwhile.
     pub(crate) fn eval(&self, expr: &Expr) -> Result<Value> {
-        match expr {
-            Expr::NumberLiteral(n) => Ok(Value::Scalar(vec![n.val; self.steps()])),
-            Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
-            Expr::Paren(p) => self.eval(&p.expr),
-            Expr::Unary(u) => self.negate(self.eval(&u.expr)?),
-            Expr::VectorSelector(vs) => Ok(Value::Vector(self.vector_selector(vs))),
-            Expr::MatrixSelector(ms) => self.matrix_selector(ms),
-            Expr::Call(call) => self.call(call),
-            Expr::Aggregate(a) => self.aggregate(a),
-            Expr::Binary(b) => self.binary(b),
-            Expr::Subquery(_) => Err(PromqlError::unsupported("subqueries")),
-            Expr::Extension(_) => Err(PromqlError::unsupported("extension expressions")),
+        self.budget.check()?;
+        let (value, charged) = match expr {
+            Expr::NumberLiteral(n) => (Value::Scalar(vec![n.val; self.steps()]), false),
+            Expr::StringLiteral(s) => (Value::String(s.val.clone()), true),
+            Expr::Paren(p) => (self.eval(&p.expr)?, true),
+            Expr::Unary(u) => (self.negate(self.eval(&u.expr)?)?, false),
+            Expr::VectorSelector(vs) => (Value::Vector(self.vector_selector(vs)?), true),
+            // Its samples were charged when read.
+            Expr::MatrixSelector(ms) => (self.matrix_selector(ms)?, true),
+            Expr::Call(call) => (self.call(call)?, range_function(call.func.name).is_some()),
+            // `count_values` charges as it makes its series.
+            Expr::Aggregate(a) => (self.aggregate(a)?, a.op.to_string() == "count_values"),
+            Expr::Binary(b) => (self.binary(b)?, false),
+            Expr::Subquery(_) => return Err(PromqlError::unsupported("subqueries")),
+            Expr::Extension(_) => return Err(PromqlError::unsupported("extension expressions")),
+        };
+        if !charged {
+            self.budget
+                .charge_points(values_held(&value, self.steps()))?;
         }
+        Ok(value)
     }
 
     fn negate(&self, value: Value) -> Result<Value> {
@@ -59,8 +76,12 @@ impl Evaluator<'_> {
         }
     }
 
-    fn vector_selector(&self, vs: &VectorSelector) -> Vec<Series> {
-        instant_vector(fetched(self.data, vs), &self.grid, offset_ms(&vs.offset))
+    /// Charged before it is made: a value slot per step for each selected series.
+    fn vector_selector(&self, vs: &VectorSelector) -> Result<Vec<Series>> {
+        let raw = fetched(self.data, vs);
+        self.budget
+            .charge_points(raw.len().saturating_mul(self.steps()))?;
+        Ok(instant_vector(raw, &self.grid, offset_ms(&vs.offset)))
     }
 
     /// `x[5m]` as a query's result (instant queries only): the samples of the window.
@@ -314,24 +335,32 @@ impl Evaluator<'_> {
         let range = millis(&ms.range);
         let mut out: Vec<Series> = Vec::new();
         for raw in fetched(self.data, &ms.vs) {
+            // Each series' steps before they are computed: a long range over many
+            // series stops here, and so does one whose client has gone.
+            self.budget.charge_points(self.steps())?;
             let samples = without_stale(raw);
             let mut window = select::Window::new(&samples);
-            let values: Vec<Option<f64>> = (0..self.steps())
-                .map(|i| {
-                    let end = self.grid.time(i) - offset;
-                    let inside = window.at(end, range);
-                    if inside.is_empty() {
-                        return None;
-                    }
-                    let w = Window {
-                        samples: inside,
-                        range_start: end - range,
-                        range_end: end,
-                        step_time: self.grid.time(i),
-                    };
-                    f(&w, param[i])
-                })
-                .collect();
+            let mut values: Vec<Option<f64>> = Vec::with_capacity(self.steps());
+            for (i, &param) in param.iter().enumerate().take(self.steps()) {
+                // A step may reduce a long window: a query whose client has gone stops
+                // within a few of them.
+                if i % CHECK_EVERY_STEPS == 0 {
+                    self.budget.check()?;
+                }
+                let end = self.grid.time(i) - offset;
+                let inside = window.at(end, range);
+                if inside.is_empty() {
+                    values.push(None);
+                    continue;
+                }
+                let w = Window {
+                    samples: inside,
+                    range_start: end - range,
+                    range_end: end,
+                    step_time: self.grid.time(i),
+                };
+                values.push(f(&w, param));
+            }
             if values.iter().any(Option::is_some) {
                 let labels = match name {
                     "last_over_time" => raw.labels.clone(),
@@ -364,8 +393,8 @@ impl Evaluator<'_> {
                 }
             };
             let input = self.vector_arg(&a.expr)?;
-            let out = count_values(&label, &grouping, &input, self.steps());
-            return Ok(Value::Vector(out.map_err(PromqlError::Execution)?));
+            let out = count_values(&label, &grouping, &input, self.steps(), self.budget)?;
+            return Ok(Value::Vector(out));
         }
         let Some(op) = AggregateOp::from_name(&name) else {
             return Err(PromqlError::unsupported(&format!("the aggregation {name}")));
@@ -410,4 +439,14 @@ fn go_max(a: f64, b: f64) -> f64 {
         return f64::NAN;
     }
     a.max(b)
+}
+
+/// The value slots `value` holds: a series holds one per step, present or not.
+fn values_held(value: &Value, steps: usize) -> usize {
+    match value {
+        Value::Scalar(s) => s.len(),
+        Value::Vector(v) => v.len().saturating_mul(steps),
+        Value::Matrix(m) => m.iter().map(|s| s.samples.len()).sum(),
+        Value::String(_) => 0,
+    }
 }

@@ -27,6 +27,7 @@ pub use select::{matches_all, selections, Fetched, Selection, SelectorId, LOOKBA
 pub use value::{Grid, RawSeries, Series, Value};
 
 use thiserror::Error;
+use tickertape_core::{Exhausted, QueryBudget};
 
 /// Why a query has no answer. The API answers `BadData` and `Unsupported` with 400
 /// (`bad_data`), `Execution` with 422 (`execution`), as Prometheus does.
@@ -39,6 +40,10 @@ pub enum PromqlError {
     Unsupported(String),
     #[error("{0}")]
     Execution(String),
+    /// The query's budget refused a charge: too many values per step over all series,
+    /// or its client has gone.
+    #[error("{0}")]
+    Budget(#[from] Exhausted),
 }
 
 impl PromqlError {
@@ -65,9 +70,21 @@ pub fn parse(query: &str) -> Result<Expr, PromqlError> {
 }
 
 /// The value of `expr` at every step of `grid`, from the store's answers to its
-/// [`selections`] (over the same grid).
-pub fn evaluate(expr: &Expr, grid: &Grid, data: &Fetched) -> Result<Value, PromqlError> {
-    eval::Evaluator { grid: *grid, data }.eval(expr)
+/// [`selections`] (over the same grid). Every value a step holds, of every series of
+/// every subexpression, is charged to `budget` as it is made (an empty step too: it
+/// takes its memory), so a range query over many series stops at the budget.
+pub fn evaluate(
+    expr: &Expr,
+    grid: &Grid,
+    data: &Fetched,
+    budget: &QueryBudget,
+) -> Result<Value, PromqlError> {
+    eval::Evaluator {
+        grid: *grid,
+        data,
+        budget,
+    }
+    .eval(expr)
 }
 
 #[cfg(test)]

@@ -15,6 +15,16 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
 
 /// What a store would answer: the series the matchers select, samples in the range.
 fn run(store: &[RawSeries], query: &str, grid: Grid) -> Result<Value, PromqlError> {
+    run_with(store, query, grid, &QueryBudget::unlimited())
+}
+
+/// [`run`] under `budget`.
+fn run_with(
+    store: &[RawSeries],
+    query: &str,
+    grid: Grid,
+    budget: &QueryBudget,
+) -> Result<Value, PromqlError> {
     let expr = parse(query)?;
     let mut data = Fetched::new();
     for sel in selections(&expr, &grid)? {
@@ -34,7 +44,7 @@ fn run(store: &[RawSeries], query: &str, grid: Grid) -> Result<Value, PromqlErro
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
         data.insert(sel.id, series);
     }
-    evaluate(&expr, &grid, &data)
+    evaluate(&expr, &grid, &data, budget)
 }
 
 /// A counter of `job`/`instance` rising `per_step` every 15 s for an hour.
@@ -168,4 +178,57 @@ fn topk_and_histogram_quantile() {
     let out = vector(run(&h, "histogram_quantile(0.5, d_bucket)", Grid::instant(0)).unwrap());
     assert_eq!(out[0].labels, Labels::new());
     assert!((out[0].values[0].unwrap() - 0.55).abs() < 1e-12);
+}
+
+/// Every series' values per step are charged as they are made: a range query over three
+/// series of 241 steps holds 723 values per selector, and each node's output counts.
+#[test]
+fn evaluation_is_charged_to_the_budget_and_stops_at_it() {
+    let grid = Grid {
+        start: 0,
+        end: 3_600_000,
+        step: 15_000,
+    };
+    let steps = grid.len();
+    let exact = QueryBudget::new(3 * steps, usize::MAX);
+    assert!(run_with(&store(), "requests_total", grid, &exact).is_ok());
+    assert_eq!(exact.points(), 3 * steps);
+    let short = QueryBudget::new(3 * steps - 1, usize::MAX);
+    assert_eq!(
+        run_with(&store(), "requests_total", grid, &short),
+        Err(PromqlError::Budget(Exhausted::Points {
+            limit: 3 * steps - 1
+        }))
+    );
+    // rate() makes three series, sum() one more: 4 series of every step.
+    let budget = QueryBudget::unlimited();
+    assert!(run_with(&store(), "sum(rate(requests_total[5m]))", grid, &budget).is_ok());
+    assert_eq!(budget.points(), 4 * steps);
+    // count_values() of values that change at every step: a series per value, refused
+    // at the budget instead of building steps × steps values.
+    let budget = QueryBudget::new(100_000, usize::MAX);
+    assert!(matches!(
+        run_with(
+            &store(),
+            "count_values(\"v\", requests_total)",
+            grid,
+            &budget
+        ),
+        Err(PromqlError::Budget(Exhausted::Points { .. }))
+    ));
+}
+
+#[test]
+fn a_cancelled_evaluation_stops() {
+    let budget = QueryBudget::unlimited();
+    budget.cancel();
+    assert_eq!(
+        run_with(
+            &store(),
+            "rate(requests_total[5m])",
+            Grid::instant(60_000),
+            &budget
+        ),
+        Err(PromqlError::Budget(Exhausted::Cancelled))
+    );
 }

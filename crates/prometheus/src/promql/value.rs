@@ -122,6 +122,11 @@ impl VectorBuilder {
         Ok(())
     }
 
+    /// Series made so far.
+    pub(crate) fn len(&self) -> usize {
+        self.series.len()
+    }
+
     pub(crate) fn finish(self) -> Vec<Series> {
         self.series
     }

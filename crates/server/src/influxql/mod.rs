@@ -26,13 +26,16 @@ pub mod show;
 pub mod zone;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use tickertape_engine::{Engine, EngineError};
+use std::sync::Arc;
+use tickertape_engine::{Engine, EngineError, Exhausted, QueryBudget};
 use tickertape_influxql::Statement;
 
 use crate::auth::Granted;
+use crate::budget::on_blocking_thread;
+use crate::error::ApiError;
 use crate::params::RequestParams;
 use crate::AppState;
 use axum::Extension;
@@ -67,31 +70,59 @@ pub async fn query(
     if let Err(e) = select::check_zones(&parsed).and_then(|()| regexes::check(&parsed)) {
         return bad_request(&format!("error parsing query: {e}"));
     }
+    let budget = Arc::new(state.engine.budget());
+    let _cancel = budget.cancel_on_drop();
     let mut results: Vec<StatementResult> = Vec::new();
     for statement in &parsed.statements {
         let granted = granted.as_ref().map(|Extension(g)| g);
-        results.push(run(&state.engine, db, granted, statement).await);
+        results.push(run(&state.engine, db, granted, statement, &budget).await);
     }
     let csv = headers
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
         .is_some_and(|a| a.contains("application/csv") || a.contains("text/csv"));
-    if csv {
-        let body = output::csv_results(&results, epoch);
-        return ([(header::CONTENT_TYPE, "application/csv")], body).into_response();
-    }
-    let text = match param("pretty") {
-        Some("true") => {
-            serde_json::to_vec_pretty(&output::json_results(&results, epoch)).unwrap_or_default()
-        }
-        _ => output::json_text(&results, epoch),
+    let format = match (csv, param("pretty")) {
+        (true, _) => output::Format::Csv,
+        (false, Some("true")) => output::Format::PrettyJson,
+        _ => output::Format::Json,
     };
-    let mut response = text.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    answer(results, epoch, format, &budget).await
+}
+
+/// The statements' answer in `format`, written on a blocking thread under the request's
+/// budget. A statement stopped by the budget fails the whole request (422, naming the
+/// limit): what the others hold counted towards it, and would be cut short anyway.
+async fn answer(
+    results: Vec<StatementResult>,
+    epoch: Epoch,
+    format: output::Format,
+    budget: &Arc<QueryBudget>,
+) -> Response {
+    if let Some(e) = budget.exhausted() {
+        return over_budget(e);
+    }
+    let text = on_blocking_thread(budget, move |budget| {
+        output::write(&results, epoch, format, budget)
+    })
+    .await;
+    match text.and_then(|text| text) {
+        Ok(text) => ([(header::CONTENT_TYPE, format.content_type())], text).into_response(),
+        Err(e) => over_budget(e),
+    }
+}
+
+/// A request stopped by its budget: 422 and InfluxDB's top-level `{"error"}`, naming
+/// the limit (499 to a client that has gone: nobody reads it).
+fn over_budget(e: Exhausted) -> Response {
+    let error = ApiError::from(e);
+    let message = select::engine_error(EngineError::from(e));
+    let body = json!({ "error": message }).to_string();
+    (
+        error.status(),
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 fn bad_request(error: &str) -> Response {
@@ -111,6 +142,7 @@ pub async fn run(
     db: Option<&str>,
     granted: Option<&Granted>,
     statement: &Statement,
+    budget: &QueryBudget,
 ) -> StatementResult {
     if matches!(
         statement,
@@ -151,7 +183,7 @@ pub async fn run(
                 Err(e) => return Err(e.to_string()),
             };
             match statement {
-                Statement::Select(select) => select::run(&engine, select).await,
+                Statement::Select(select) => select::run(&engine, select, budget).await,
                 other => show::run(&engine, other).await,
             }
         }

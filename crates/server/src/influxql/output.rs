@@ -5,6 +5,8 @@
 use serde_json::{json, Map, Value};
 
 use super::zone::Zone;
+use crate::budget::Growth;
+use tickertape_engine::{Exhausted, QueryBudget};
 
 /// One value of a row.
 #[derive(Clone, Debug, PartialEq)]
@@ -110,16 +112,56 @@ pub fn json_results(results: &[StatementResult], epoch: Epoch) -> Value {
     json!({ "results": results })
 }
 
+/// The answer's formats: `Accept: application/csv`, `pretty=true`, or compact JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    PrettyJson,
+    Csv,
+}
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Csv => "application/csv",
+            _ => "application/json",
+        }
+    }
+}
+
+/// The answer's text in `format`, charged to `budget` as it is written.
+pub fn write(
+    results: &[StatementResult],
+    epoch: Epoch,
+    format: Format,
+    budget: &QueryBudget,
+) -> Result<Vec<u8>, Exhausted> {
+    match format {
+        Format::Json => json_text(results, epoch, budget),
+        Format::PrettyJson => {
+            let compact = json_text(results, epoch, budget)?;
+            pretty(&compact, budget)
+        }
+        Format::Csv => csv_results(results, epoch, budget).map(String::into_bytes),
+    }
+}
+
 /// [`json_results`] as JSON text, written directly: the shape of `json_results` without a
 /// `Value` per cell, numbers through serde_json's own writers (`{:?}` of an `f64` took
-/// three times as long), into one buffer sized for the rows.
-pub fn json_text(results: &[StatementResult], epoch: Epoch) -> Vec<u8> {
+/// three times as long), into one buffer sized for the rows (at most the byte budget),
+/// charged to `budget` as it grows.
+pub fn json_text(
+    results: &[StatementResult],
+    epoch: Epoch,
+    budget: &QueryBudget,
+) -> Result<Vec<u8>, Exhausted> {
     let cells: usize = results
         .iter()
         .flat_map(|r| r.iter().flatten())
         .map(|s| s.values.len() * s.columns.len())
         .sum();
-    let mut out = Vec::with_capacity(64 + cells * 20);
+    let mut out = Vec::with_capacity(64 + cells.saturating_mul(20).min(budget.max_bytes()));
+    let mut growth = Growth::from(0, budget);
     out.extend_from_slice(b"{\"results\":[");
     for (id, result) in results.iter().enumerate() {
         if id > 0 {
@@ -139,7 +181,7 @@ pub fn json_text(results: &[StatementResult], epoch: Epoch) -> Vec<u8> {
                     if i > 0 {
                         out.push(b',');
                     }
-                    series_text(&mut out, s, epoch);
+                    series_text(&mut out, s, epoch, &mut growth)?;
                 }
                 out.push(b']');
             }
@@ -147,10 +189,16 @@ pub fn json_text(results: &[StatementResult], epoch: Epoch) -> Vec<u8> {
         out.push(b'}');
     }
     out.extend_from_slice(b"]}");
-    out
+    growth.finish(out.len())?;
+    Ok(out)
 }
 
-fn series_text(out: &mut Vec<u8>, s: &Series, epoch: Epoch) {
+fn series_text(
+    out: &mut Vec<u8>,
+    s: &Series,
+    epoch: Epoch,
+    growth: &mut Growth,
+) -> Result<(), Exhausted> {
     out.push(b'{');
     if !s.name.is_empty() {
         out.extend_from_slice(b"\"name\":");
@@ -186,8 +234,68 @@ fn series_text(out: &mut Vec<u8>, s: &Series, epoch: Epoch) {
             cell_text(out, value, epoch);
         }
         out.push(b']');
+        growth.charge(out.len())?;
     }
     out.extend_from_slice(b"]}");
+    Ok(())
+}
+
+/// Compact JSON text (charged) indented as serde_json's pretty printer does it; the
+/// whitespace charged as it is added.
+fn pretty(compact: &[u8], budget: &QueryBudget) -> Result<Vec<u8>, Exhausted> {
+    fn newline(out: &mut Vec<u8>, depth: usize) {
+        out.push(b'\n');
+        out.resize(out.len() + 2 * depth, b' ');
+    }
+    let mut out = Vec::with_capacity(compact.len() * 2);
+    let mut growth = Growth::from(0, budget);
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut i = 0;
+    while let Some(&c) = compact.get(i) {
+        i += 1;
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_string = true;
+                out.push(c);
+            }
+            b'{' | b'[' => {
+                let close = if c == b'{' { b'}' } else { b']' };
+                out.push(c);
+                if compact.get(i) == Some(&close) {
+                    out.push(close);
+                    i += 1;
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            b',' => {
+                out.push(c);
+                newline(&mut out, depth);
+                // The compact text was charged: only what indenting adds counts.
+                growth.charge(out.len().saturating_sub(i))?;
+            }
+            b':' => out.extend_from_slice(b": "),
+            _ => out.push(c),
+        }
+    }
+    growth.finish(out.len().saturating_sub(compact.len()))?;
+    Ok(out)
 }
 
 /// A JSON string or number, by serde_json (writing to a `Vec` cannot fail).
@@ -240,12 +348,17 @@ fn json_series(s: &Series, epoch: Epoch) -> Value {
 
 /// InfluxDB's CSV: `name,tags,<columns>` then a line per row; times are integers
 /// (nanoseconds unless `epoch=` says otherwise); statements separated by a blank line.
-pub fn csv_results(results: &[StatementResult], epoch: Epoch) -> String {
+pub fn csv_results(
+    results: &[StatementResult],
+    epoch: Epoch,
+    budget: &QueryBudget,
+) -> Result<String, Exhausted> {
     let epoch = match epoch.0 {
         Some(_) => epoch,
         None => Epoch(Some(1)),
     };
     let mut out = String::new();
+    let mut growth = Growth::from(0, budget);
     for (i, result) in results.iter().enumerate() {
         if i > 0 {
             out.push('\n');
@@ -283,10 +396,12 @@ pub fn csv_results(results: &[StatementResult], epoch: Epoch) -> String {
                     out.push_str(&csv_field(&text));
                 }
                 out.push('\n');
+                growth.charge(out.len())?;
             }
         }
     }
-    out
+    growth.finish(out.len())?;
+    Ok(out)
 }
 
 fn csv_field(text: &str) -> String {
@@ -323,10 +438,26 @@ mod tests {
         };
         let results = vec![Ok(vec![series]), Err("boom".to_string()), Ok(vec![])];
         let ns = Epoch::parse("ns").unwrap_or(Epoch::RFC3339);
+        let budget = QueryBudget::unlimited();
         for epoch in [ns, Epoch::RFC3339] {
-            let text: Value =
-                serde_json::from_slice(&json_text(&results, epoch)).unwrap_or_default();
+            let compact = json_text(&results, epoch, &budget).unwrap_or_default();
+            let text: Value = serde_json::from_slice(&compact).unwrap_or_default();
             assert_eq!(text, json_results(&results, epoch));
+            // pretty=true: the same answer, indented as serde_json's pretty printer does
+            // (in InfluxDB's order of keys, which a `Value` would sort).
+            let pretty = write(&results, epoch, Format::PrettyJson, &budget).unwrap_or_default();
+            let text: Value = serde_json::from_slice(&pretty).unwrap_or_default();
+            assert_eq!(text, json_results(&results, epoch));
+            let text = String::from_utf8_lossy(&pretty);
+            assert!(
+                text.starts_with("{\n  \"results\": [\n    {\n      \"statement_id\": 0,\n"),
+                "{text}"
+            );
+            assert!(
+                text.contains("\"values\": [\n            [\n              "),
+                "{text}"
+            );
+            assert!(text.ends_with("\n  ]\n}"), "{text}");
         }
         assert_eq!(
             json_results(&results, ns),
@@ -338,8 +469,38 @@ mod tests {
             ]})
         );
         assert_eq!(
-            csv_results(&results, Epoch::RFC3339),
+            csv_results(&results, Epoch::RFC3339, &budget).unwrap_or_default(),
             "name,tags,time,mean\ncpu,\"host=a,b\",10,1.5\ncpu,\"host=a,b\",20,\n\nerror\nboom\n\n"
         );
+        // Every byte was charged, once per format written.
+        let compact = json_text(&results, ns, &budget).unwrap_or_default().len();
+        let before = budget.bytes();
+        let _ = write(&results, ns, Format::PrettyJson, &budget);
+        let pretty = write(&results, ns, Format::PrettyJson, &QueryBudget::unlimited());
+        let pretty = pretty.unwrap_or_default().len();
+        assert_eq!(budget.bytes() - before, compact + (pretty - compact));
+    }
+
+    /// An answer past the byte budget stops as it is written, in every format.
+    #[test]
+    fn answers_stop_at_the_byte_budget() {
+        let values: Vec<Vec<Cell>> = (0..100_000)
+            .map(|t| vec![Cell::Time(t), Cell::Float(t as f64 / 3.0)])
+            .collect();
+        let series = Series {
+            name: "cpu".into(),
+            tags: Vec::new(),
+            columns: vec!["time".into(), "mean".into()],
+            values,
+        };
+        let results = vec![Ok(vec![series])];
+        for format in [Format::Json, Format::PrettyJson, Format::Csv] {
+            let budget = QueryBudget::new(usize::MAX, 100_000);
+            assert_eq!(
+                write(&results, Epoch::RFC3339, format, &budget),
+                Err(Exhausted::Bytes { limit: 100_000 }),
+                "{format:?}"
+            );
+        }
     }
 }

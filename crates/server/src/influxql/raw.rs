@@ -10,7 +10,7 @@ use tickertape_influxql::{Fill, VarKind};
 
 use super::eval::{join, Eval, Value};
 use super::output::{Cell, Series};
-use super::select::{engine_error, FieldData, Node, Plan, RawColumn};
+use super::select::{budget_error, engine_error, FieldData, Node, Plan, RawColumn};
 use super::show::names_of;
 
 /// The points of one series (its tags), per field.
@@ -52,7 +52,14 @@ impl Plan<'_> {
         for (group, tagsets) in groups {
             let mut rows: Vec<Vec<Cell>> = Vec::new();
             for (tags, data) in &tagsets {
-                rows.extend(self.tagset_rows(&columns, tags, data));
+                let made = self.tagset_rows(&columns, tags, data);
+                // Each row's time and values, as they are made (the points they come
+                // from were charged when read).
+                self.budget
+                    .charge_points(made.len().saturating_mul(columns.len() + 1))
+                    .map_err(budget_error)?;
+                rows.extend(made);
+                tickertape_engine::checkpoint(self.budget).await;
             }
             // Stable: series of the same time stay in key order.
             rows.sort_by_key(|row| match row.first() {
@@ -136,7 +143,8 @@ impl Plan<'_> {
         for field in fields {
             let selector = self.condition.selector(measurement, Some(field));
             let query = Query::raw(selector, range.start, range.end);
-            for answer in engine.query(&query).await.map_err(engine_error)? {
+            let answers = engine.query_with(&query, self.budget).await;
+            for answer in answers.map_err(engine_error)? {
                 if !self.condition.matches(&answer.key) {
                     continue;
                 }

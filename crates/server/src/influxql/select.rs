@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use tickertape_core::query::Aggregate;
 use tickertape_core::{Point, SeriesKey};
-use tickertape_engine::{Engine, EngineError, Query};
+use tickertape_engine::{Engine, EngineError, Exhausted, Query, QueryBudget};
 use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, Statement, VarKind};
 
 use super::compute::{window_starts, Agg, Column, Transform};
@@ -83,6 +83,9 @@ pub(super) struct Plan<'a> {
     /// The selected columns of a raw statement (no aggregate): values, tags, wildcards.
     pub raw: Option<Vec<RawColumn>>,
     pub columns: Vec<String>,
+    /// The request's budget: the engine's reads, every window computed (filled ones
+    /// too) and every row are charged to it as they are made.
+    pub budget: &'a QueryBudget,
 }
 
 /// A column of a statement without aggregates.
@@ -95,8 +98,8 @@ pub(super) enum RawColumn {
     Wildcard(Option<VarKind>),
 }
 
-pub async fn run(engine: &Engine, select: &Select) -> StatementResult {
-    let plan = Plan::new(engine, select)?;
+pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> StatementResult {
+    let plan = Plan::new(engine, select, budget)?;
     let mut out = Vec::new();
     for measurement in measurements_of(engine, &select.from).await? {
         out.extend(plan.measurement(engine, &measurement).await?);
@@ -133,7 +136,7 @@ impl<'a> Plan<'a> {
         values
     }
 
-    fn new(engine: &Engine, select: &'a Select) -> Result<Self, String> {
+    fn new(engine: &Engine, select: &'a Select, budget: &'a QueryBudget) -> Result<Self, String> {
         let zone = match &select.timezone {
             Some(name) => Zone::parse(name)?,
             None => None,
@@ -212,7 +215,7 @@ impl<'a> Plan<'a> {
         }
         let raw = (!aggregated).then_some(raw);
         if condition.range.start >= condition.range.end {
-            return Ok(Self::empty(select, condition, nodes, raw, columns));
+            return Ok(Self::empty(select, condition, nodes, raw, columns, budget));
         }
         Ok(Plan {
             select,
@@ -227,6 +230,7 @@ impl<'a> Plan<'a> {
             nodes,
             raw,
             columns,
+            budget,
         })
     }
 
@@ -236,6 +240,7 @@ impl<'a> Plan<'a> {
         nodes: Vec<Node>,
         raw: Option<Vec<RawColumn>>,
         columns: Vec<String>,
+        budget: &'a QueryBudget,
     ) -> Self {
         Plan {
             select,
@@ -246,6 +251,7 @@ impl<'a> Plan<'a> {
             group_by: GroupBy::All,
             nodes,
             columns,
+            budget,
         }
     }
 
@@ -265,11 +271,30 @@ impl<'a> Plan<'a> {
             self.read_field(engine, measurement, field, aggs, &mut groups)
                 .await?;
         }
+        // Not computed without data: an empty answer is not refused for its windows.
+        let windows = match groups.values().any(has_data) {
+            true => self.windows()?,
+            false => None,
+        };
+        // Every row of every group (a time and a value per selected column, filled or
+        // not) before any is computed: `fill(0)` over tiny windows is refused here, with
+        // nothing built.
+        let cells = windows.as_ref().map_or(0, |(starts, _)| {
+            starts.len().saturating_mul(self.nodes.len() + 1)
+        });
+        let groups_with_data = groups.values().filter(|d| has_data(d)).count();
+        self.budget
+            .charge_points(groups_with_data.saturating_mul(cells))
+            .map_err(budget_error)?;
         let mut out = Vec::new();
         for (tags, data) in &groups {
-            if let Some(series) = self.group_series(measurement, tags, data)? {
+            if let Some(series) = self.group_series(measurement, tags, data, windows.as_ref())? {
                 out.push(series);
             }
+            // A group's windows are computed synchronously: between two, the request
+            // may be dropped (its client gone).
+            self.budget.progress(cells);
+            tickertape_engine::checkpoint(self.budget).await;
         }
         Ok(out)
     }
@@ -323,7 +348,8 @@ impl<'a> Plan<'a> {
                     agg: Some(agg),
                     ..Query::raw(selector.clone(), range.start, range.end)
                 };
-                for answer in engine.query(&query).await.map_err(engine_error)? {
+                let answers = engine.query_with(&query, self.budget).await;
+                for answer in answers.map_err(engine_error)? {
                     if !self.condition.matches(&answer.key) {
                         continue;
                     }
@@ -343,7 +369,8 @@ impl<'a> Plan<'a> {
             }
         }
         let query = Query::raw(selector, range.start, range.end);
-        for answer in engine.query(&query).await.map_err(engine_error)? {
+        let answers = engine.query_with(&query, self.budget).await;
+        for answer in answers.map_err(engine_error)? {
             if !self.condition.matches(&answer.key) {
                 continue;
             }
@@ -367,38 +394,35 @@ impl<'a> Plan<'a> {
         Ok(())
     }
 
+    /// `GROUP BY time()`'s window starts over the range, and the interval.
+    fn windows(&self) -> Result<Option<(Vec<i64>, i64)>, String> {
+        let Some((interval, offset)) = self.window else {
+            return Ok(None);
+        };
+        let range = self.condition.range;
+        let starts = window_starts(range.start, range.end, interval, offset, self.zone)?;
+        Ok(Some((starts, interval)))
+    }
+
     fn group_series(
         &self,
         measurement: &str,
         tags: &[(String, String)],
         data: &HashMap<String, FieldData>,
+        windows: Option<&(Vec<i64>, i64)>,
     ) -> Result<Option<Series>, String> {
-        let windows = match self.window {
-            Some((interval, offset)) => Some((
-                window_starts(
-                    self.condition.range.start,
-                    self.condition.range.end,
-                    interval,
-                    offset,
-                    self.zone,
-                )?,
-                interval,
-            )),
-            None => None,
-        };
-        let has_data = data.values().any(|f| {
-            f.raw.as_ref().is_some_and(|r| !r.is_empty())
-                || f.windows.values().any(|w| w.iter().any(|p| !p.is_empty()))
-        });
-        if !has_data {
+        if !has_data(data) {
             return Ok(None);
         }
+        // The rows were charged for every group ([`Plan::measurement`]); this checks
+        // that the client is still there.
+        self.budget.check().map_err(budget_error)?;
         let ctx = Eval {
             fill: self.select.fill.clone().unwrap_or(Fill::Null),
             range: self.condition.range,
             alone: self.nodes.len() == 1,
             data,
-            windows: windows.as_ref(),
+            windows,
         };
         let mut columns: Vec<Column> = Vec::new();
         for n in &self.nodes {
@@ -438,6 +462,14 @@ impl<'a> Plan<'a> {
             values,
         }))
     }
+}
+
+/// Whether a group read anything to compute.
+fn has_data(data: &HashMap<String, FieldData>) -> bool {
+    data.values().any(|f| {
+        f.raw.as_ref().is_some_and(|r| !r.is_empty())
+            || f.windows.values().any(|w| w.iter().any(|p| !p.is_empty()))
+    })
 }
 
 fn node(e: &Expr) -> Result<Node, String> {
@@ -547,6 +579,11 @@ fn column_name(e: &Expr) -> String {
         },
         _ => String::new(),
     }
+}
+
+/// A budget's refusal in a statement's words (the request then answers it as a whole).
+pub(super) fn budget_error(e: Exhausted) -> String {
+    engine_error(e.into())
 }
 
 pub(super) fn engine_error(e: EngineError) -> String {

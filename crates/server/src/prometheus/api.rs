@@ -5,6 +5,7 @@ use super::error::PromError;
 use super::json;
 use super::params::{now_ms, Params, MAX_TIME, MIN_TIME};
 use super::select::{fetch_all, ms_to_ns, select_series};
+use crate::budget::on_blocking_thread;
 use crate::database::PromDatabase;
 use axum::extract::Path;
 use axum::http::header;
@@ -12,7 +13,8 @@ use axum::response::{IntoResponse, Response};
 use promql_parser::label::Matcher;
 use promql_parser::parser::value::ValueType;
 use std::collections::BTreeSet;
-use tickertape_engine::Engine;
+use std::sync::Arc;
+use tickertape_engine::{Engine, Exhausted, QueryBudget};
 use tickertape_prometheus::mapping::{metric_name, Labels, METRIC_NAME};
 use tickertape_prometheus::promql::{self, evaluate, selections, Expr, Grid};
 
@@ -34,19 +36,41 @@ fn ok_with_warnings(data: &str, warnings: &[String]) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// Parses, fetches what the expression reads, and evaluates it over `grid`.
-async fn run(engine: &Engine, expr: &Expr, grid: &Grid) -> Result<promql::Value, PromError> {
-    let wanted = selections(expr, grid)?;
-    let data = fetch_all(engine, &wanted).await?;
-    Ok(evaluate(expr, grid, &data)?)
+/// Fetches what the expression reads, evaluates it over `grid` and writes the answer
+/// with `render`, all under one budget: the evaluation and the rendering on a blocking
+/// thread, stopped when the client goes away.
+async fn run(
+    engine: &Engine,
+    expr: Expr,
+    grid: Grid,
+    render: fn(&mut String, promql::Value, &Grid, &QueryBudget) -> Result<(), Exhausted>,
+) -> Answer {
+    let budget = Arc::new(engine.budget());
+    let _cancel = budget.cancel_on_drop();
+    // Boxed: the store's answers are keyed by each selector's address, and the
+    // expression moves to the blocking thread.
+    let expr = Box::new(expr);
+    let wanted = selections(&expr, &grid)?;
+    let data = fetch_all(engine, &wanted, &budget).await?;
+    let body = on_blocking_thread(&budget, move |budget| {
+        let value = evaluate(&expr, &grid, &data, budget)?;
+        drop(data);
+        json::success_with(|out| render(out, value, &grid, budget)).map_err(PromError::from)
+    })
+    .await??;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 pub(crate) async fn query(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
     let expr = promql::parse(p.required("query")?)?;
     let at = p.time_or("time", now_ms())?;
-    let grid = Grid::instant(at);
-    let value = run(&engine, &expr, &grid).await?;
-    Ok(ok(&json::instant(&value, at)))
+    run(
+        &engine,
+        expr,
+        Grid::instant(at),
+        |out, value, grid, budget| json::instant(out, &value, grid.start, budget),
+    )
+    .await
 }
 
 pub(crate) async fn query_range(PromDatabase(engine): PromDatabase, p: Params) -> Answer {
@@ -78,9 +102,7 @@ pub(crate) async fn query_range(PromDatabase(engine): PromDatabase, p: Params) -
             }
         )));
     }
-    let grid = Grid { start, end, step };
-    let value = run(&engine, &expr, &grid).await?;
-    Ok(ok(&json::range(value, &grid)))
+    run(&engine, expr, Grid { start, end, step }, json::range).await
 }
 
 fn required_time(p: &Params, name: &str) -> Result<i64, PromError> {

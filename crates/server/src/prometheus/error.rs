@@ -51,6 +51,7 @@ impl From<PromqlError> for PromError {
         match e {
             PromqlError::BadData(_) | PromqlError::Unsupported(_) => Self::bad_data(e.to_string()),
             PromqlError::Execution(_) => Self::execution(e.to_string()),
+            PromqlError::Budget(e) => EngineError::from(e).into(),
         }
     }
 }
@@ -92,9 +93,17 @@ impl From<EngineError> for PromError {
 fn over_limit_message(over: &OverLimit) -> String {
     let advice = match over {
         OverLimit::Series { .. } => "narrow the selector with more label matchers",
-        OverLimit::Points { .. } => "use a larger step, a shorter range or fewer series",
+        OverLimit::Points { .. } | OverLimit::Bytes { .. } => {
+            "use a larger step, a shorter range or fewer series"
+        }
     };
     format!("{}: {advice}", over.what())
+}
+
+impl From<tickertape_engine::Exhausted> for PromError {
+    fn from(e: tickertape_engine::Exhausted) -> Self {
+        EngineError::from(e).into()
+    }
 }
 
 impl IntoResponse for PromError {

@@ -2,6 +2,7 @@
 //! form (`"NaN"`, `"+Inf"`), times as Unix seconds with milliseconds.
 
 use std::fmt::Write;
+use tickertape_core::{Exhausted, QueryBudget};
 use tickertape_prometheus::mapping::Labels;
 use tickertape_prometheus::promql::{Grid, RawSeries, Series, Value};
 
@@ -76,19 +77,43 @@ pub(crate) fn success(data: &str, warnings: &[String]) -> String {
     out
 }
 
-/// The `data` of an instant query.
-pub(crate) fn instant(v: &Value, at: i64) -> String {
-    let mut out = String::new();
+/// `{"status":"success","data":…}` around the data `write` appends to the text: an
+/// answer written once, not copied into its envelope.
+pub(crate) fn success_with<E>(
+    write: impl FnOnce(&mut String) -> Result<(), E>,
+) -> Result<String, E> {
+    let mut out = String::from("{\"status\":\"success\",\"data\":");
+    write(&mut out)?;
+    out.push('}');
+    Ok(out)
+}
+
+/// Charges the bytes `out` grew by since `*charged` (its length then) to `budget`: the
+/// answer is charged series by series as it is written.
+fn charge_growth(out: &str, charged: &mut usize, budget: &QueryBudget) -> Result<(), Exhausted> {
+    let grown = out.len().saturating_sub(*charged);
+    *charged = out.len();
+    budget.charge_bytes(grown)
+}
+
+/// The `data` of an instant query, appended to `out` and charged to `budget`.
+pub(crate) fn instant(
+    out: &mut String,
+    v: &Value,
+    at: i64,
+    budget: &QueryBudget,
+) -> Result<(), Exhausted> {
+    let mut charged = out.len();
     match v {
         Value::Scalar(s) => {
             out.push_str("{\"resultType\":\"scalar\",\"result\":");
-            pair(&mut out, at, s[0]);
+            pair(out, at, s[0]);
         }
         Value::String(s) => {
             out.push_str("{\"resultType\":\"string\",\"result\":[");
-            time(&mut out, at);
+            time(out, at);
             out.push(',');
-            string(&mut out, s);
+            string(out, s);
             out.push(']');
         }
         Value::Vector(series) => {
@@ -100,25 +125,31 @@ pub(crate) fn instant(v: &Value, at: i64) -> String {
                     out.push(',');
                 }
                 out.push_str("{\"metric\":");
-                labels(&mut out, &s.labels);
+                labels(out, &s.labels);
                 out.push_str(",\"value\":");
-                pair(&mut out, at, v);
+                pair(out, at, v);
                 out.push('}');
+                charge_growth(out, &mut charged, budget)?;
             }
             out.push(']');
         }
         Value::Matrix(series) => {
             out.push_str("{\"resultType\":\"matrix\",\"result\":");
-            matrix_of_raw(&mut out, series);
+            matrix_of_raw(out, series, &mut charged, budget)?;
         }
     }
     out.push('}');
-    out
+    charge_growth(out, &mut charged, budget)
 }
 
 /// The `data` of a range query: series sorted by labels, a scalar as one series
-/// without labels.
-pub(crate) fn range(v: Value, grid: &Grid) -> String {
+/// without labels; appended to `out` and charged to `budget` series by series.
+pub(crate) fn range(
+    out: &mut String,
+    v: Value,
+    grid: &Grid,
+    budget: &QueryBudget,
+) -> Result<(), Exhausted> {
     let mut series = match v {
         Value::Scalar(s) => vec![Series {
             labels: Vec::new(),
@@ -129,13 +160,14 @@ pub(crate) fn range(v: Value, grid: &Grid) -> String {
     };
     series.retain(|s| s.values.iter().any(Option::is_some));
     series.sort_by(|a, b| a.labels.cmp(&b.labels));
-    let mut out = String::from("{\"resultType\":\"matrix\",\"result\":[");
+    let mut charged = out.len();
+    out.push_str("{\"resultType\":\"matrix\",\"result\":[");
     for (i, s) in series.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str("{\"metric\":");
-        labels(&mut out, &s.labels);
+        labels(out, &s.labels);
         out.push_str(",\"values\":[");
         let mut first = true;
         for (step, v) in s.values.iter().enumerate() {
@@ -143,15 +175,21 @@ pub(crate) fn range(v: Value, grid: &Grid) -> String {
             if !std::mem::take(&mut first) {
                 out.push(',');
             }
-            pair(&mut out, grid.time(step), *v);
+            pair(out, grid.time(step), *v);
         }
         out.push_str("]}");
+        charge_growth(out, &mut charged, budget)?;
     }
     out.push_str("]}");
-    out
+    charge_growth(out, &mut charged, budget)
 }
 
-fn matrix_of_raw(out: &mut String, series: &[RawSeries]) {
+fn matrix_of_raw(
+    out: &mut String,
+    series: &[RawSeries],
+    charged: &mut usize,
+    budget: &QueryBudget,
+) -> Result<(), Exhausted> {
     out.push('[');
     for (i, s) in series.iter().enumerate() {
         if i > 0 {
@@ -167,8 +205,10 @@ fn matrix_of_raw(out: &mut String, series: &[RawSeries]) {
             pair(out, t, v);
         }
         out.push_str("]}");
+        charge_growth(out, charged, budget)?;
     }
     out.push(']');
+    Ok(())
 }
 
 /// A JSON array of strings.
@@ -206,7 +246,42 @@ mod tests {
 
     #[test]
     fn grafanas_test_query_answers_a_scalar() {
-        let data = instant(&Value::Scalar(vec![2.0]), 4000);
+        let budget = QueryBudget::unlimited();
+        let mut data = String::new();
+        assert_eq!(
+            instant(&mut data, &Value::Scalar(vec![2.0]), 4000, &budget),
+            Ok(())
+        );
         assert_eq!(data, r#"{"resultType":"scalar","result":[4,"2"]}"#);
+        assert_eq!(budget.bytes(), data.len());
+    }
+
+    /// A range answer is charged series by series and stops at the byte budget.
+    #[test]
+    fn a_range_answer_stops_at_the_byte_budget() {
+        let grid = Grid {
+            start: 0,
+            end: 99_000,
+            step: 1000,
+        };
+        let series = |i: usize| Series {
+            labels: vec![("i".into(), i.to_string())],
+            values: vec![Some(1.5); 100],
+        };
+        let vector = || Value::Vector((0..10).map(series).collect());
+        let unlimited = QueryBudget::unlimited();
+        let mut whole = String::new();
+        assert_eq!(range(&mut whole, vector(), &grid, &unlimited), Ok(()));
+        assert_eq!(unlimited.bytes(), whole.len());
+        let short = QueryBudget::new(usize::MAX, whole.len() / 2);
+        let mut part = String::new();
+        assert_eq!(
+            range(&mut part, vector(), &grid, &short),
+            Err(Exhausted::Bytes {
+                limit: whole.len() / 2
+            })
+        );
+        // Stopped within one series of the limit.
+        assert!(part.len() < whole.len() / 2 + whole.len() / 10 + 100);
     }
 }

@@ -6,12 +6,15 @@
 use super::error::PromError;
 use super::select::fetch;
 use crate::body::SnappyBody;
+use crate::budget::on_blocking_thread;
 use crate::database::PromDatabase;
 use crate::error::RequestError;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use promql_parser::label::{MatchOp, Matcher};
+use prost::Message;
 use regex::Regex;
+use std::sync::Arc;
 use tickertape_prometheus::remote::{
     decode_read_request, encode_read_response, Label, LabelMatcher, MatchType, QueryResult,
     ReadResponse, Sample, TimeSeries, MAX_DECODED_BYTES,
@@ -24,6 +27,9 @@ pub(crate) async fn read(
     let SnappyBody(body) = body?;
     let request = decode_read_request(&body, MAX_DECODED_BYTES)
         .map_err(|e| PromError::bad_data(e.to_string()))?;
+    // One budget for all the queries of the request, and its answer.
+    let budget = Arc::new(engine.budget());
+    let _cancel = budget.cancel_on_drop();
     let mut results = Vec::with_capacity(request.queries.len());
     for query in &request.queries {
         let matchers = query
@@ -36,6 +42,7 @@ pub(crate) async fn read(
             &matchers,
             query.start_timestamp_ms,
             query.end_timestamp_ms,
+            &budget,
         )
         .await?;
         results.push(QueryResult {
@@ -58,7 +65,10 @@ pub(crate) async fn read(
                 .collect(),
         });
     }
-    let body = encode_read_response(&ReadResponse { results });
+    let response = ReadResponse { results };
+    // Charged before it is encoded: the protobuf's size is known from the message.
+    budget.charge_bytes(response.encoded_len())?;
+    let body = on_blocking_thread(&budget, move |_| encode_read_response(&response)).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/x-protobuf"),

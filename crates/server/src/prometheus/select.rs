@@ -8,7 +8,7 @@
 use promql_parser::label::{MatchOp as PromOp, Matcher};
 use tickertape_backend::SeriesInfo;
 use tickertape_core::{MatchOp, SeriesSelector, TagMatcher};
-use tickertape_engine::{Engine, EngineError};
+use tickertape_engine::{Engine, EngineError, QueryBudget};
 use tickertape_prometheus::mapping::{labels_of, metric_name, Labels, METRIC_NAME};
 use tickertape_prometheus::promql::{matches_all, Fetched, RawSeries, Selection};
 
@@ -93,17 +93,19 @@ fn pushed_down(measurement: String, field: String, matchers: &[Matcher]) -> Seri
     selector
 }
 
-/// The samples of the selected series in `[start, end]` (ms), stale markers kept.
+/// The samples of the selected series in `[start, end]` (ms), stale markers kept,
+/// charged to the request's `budget`.
 pub(crate) async fn fetch(
     engine: &Engine,
     matchers: &[Matcher],
     start: i64,
     end: i64,
+    budget: &QueryBudget,
 ) -> Result<Vec<RawSeries>, EngineError> {
     let selected = select_series(engine, matchers).await?;
     let infos: Vec<SeriesInfo> = selected.iter().map(|(_, i)| i.clone()).collect();
     let points = engine
-        .read_raw(&infos, ms_to_ns(start), ms_to_ns(end))
+        .read_raw_with(&infos, ms_to_ns(start), ms_to_ns(end), budget)
         .await?;
     Ok(selected
         .into_iter()
@@ -122,10 +124,11 @@ pub(crate) async fn fetch(
 pub(crate) async fn fetch_all(
     engine: &Engine,
     selections: &[Selection],
+    budget: &QueryBudget,
 ) -> Result<Fetched, EngineError> {
     let mut fetched = Fetched::new();
     for s in selections {
-        let series = fetch(engine, &s.matchers, s.start, s.end).await?;
+        let series = fetch(engine, &s.matchers, s.start, s.end, budget).await?;
         fetched.insert(s.id, series);
     }
     Ok(fetched)

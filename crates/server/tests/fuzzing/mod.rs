@@ -95,6 +95,7 @@ pub async fn router() -> Router {
     let engine = Engine::new(Arc::new(backend)).with_query_limits(QueryLimits {
         max_series: 1_000,
         max_points: 100_000,
+        max_response_bytes: 4 << 20,
     });
     engine
         .create_database("a")

@@ -10,7 +10,7 @@ pub mod certs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
-use tickertape_engine::Engine;
+use tickertape_engine::{Engine, QueryLimits};
 use tickertape_server::ServerConfig;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -50,7 +50,21 @@ impl TestServer {
         Self::launch("", config, client).await
     }
 
+    /// A server on a fresh embedded store whose engine refuses queries past `limits`.
+    pub async fn start_with_limits(limits: QueryLimits) -> Self {
+        Self::launch_with("", ServerConfig::default(), client(), limits).await
+    }
+
     async fn launch(schema: &str, config: ServerConfig, client: reqwest::Client) -> Self {
+        Self::launch_with(schema, config, client, QueryLimits::default()).await
+    }
+
+    async fn launch_with(
+        schema: &str,
+        config: ServerConfig,
+        client: reqwest::Client,
+        limits: QueryLimits,
+    ) -> Self {
         let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let dir = tempfile::tempdir().expect("temp dir");
         let backend =
@@ -68,7 +82,9 @@ impl TestServer {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(tickertape_server::serve(
             listener,
-            Engine::new(Arc::new(backend)).with_schema(schema),
+            Engine::new(Arc::new(backend))
+                .with_schema(schema)
+                .with_query_limits(limits),
             config,
             async {
                 let _ = stopped.await;
