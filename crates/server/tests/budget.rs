@@ -26,14 +26,7 @@ async fn loaded(limits: QueryLimits) -> TestServer {
             body.push_str(&format!("load,host=h{h:02} v={i} {}\n", T0 + i));
         }
     }
-    let r = server
-        .client
-        .post(format!("{}/write?precision=s", server.url))
-        .body(body)
-        .send()
-        .await
-        .expect("write");
-    assert_eq!(r.status().as_u16(), 204);
+    server.write_seconds(body).await;
     server
 }
 

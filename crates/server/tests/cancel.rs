@@ -105,14 +105,7 @@ async fn a_query_whose_client_has_gone_stops_using_cpu() {
     for i in 0..20_000 {
         body.push_str(&format!("big value={} {}\n", i % 97, T0 + i));
     }
-    let r = server
-        .client
-        .post(format!("{}/write?precision=s", server.url))
-        .body(body)
-        .send()
-        .await
-        .expect("write");
-    assert_eq!(r.status().as_u16(), 204);
+    server.write_seconds(body).await;
 
     let influxql = |hosts: &str| {
         let q = format!(

@@ -6,51 +6,17 @@
 
 mod support;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::{snappy_block, write_request, Labels, TestServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const T: i64 = 1_700_000_000;
 
-/// A POST of `form` (URL-encoded, typed as a form) to `path`: status and JSON body.
-async fn post_form(server: &TestServer, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
-    let r = server
-        .client
-        .post(format!("{}{path}", server.url))
-        .form(form)
-        .send()
-        .await
-        .expect("POST");
-    let status = r.status().as_u16();
-    let text = r.text().await.unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-/// A POST of a raw `body` to `path`: status and JSON body.
-async fn post(server: &TestServer, path: &str, body: &str) -> (u16, Value) {
-    let r = server
-        .client
-        .post(format!("{}{path}", server.url))
-        .body(body.to_owned())
-        .send()
-        .await
-        .expect("POST");
-    let status = r.status().as_u16();
-    let text = r.text().await.unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 /// A server with database `a`, and `victim v=…` (the metric `victim_v`) in the default
 /// database (value 1) and in `a` (value 2, with a label `only_in_a`).
 async fn two_databases() -> TestServer {
     let server = TestServer::start().await;
-    let (status, body) = post(&server, "/api/v1/admin/databases?name=a", "").await;
+    let (status, body) = server.post("/api/v1/admin/databases?name=a", "").await;
     assert_eq!(status, 201, "{body}");
     for (path, line) in [
         ("/write?precision=s", format!("victim v=1 {T}\n")),
@@ -59,7 +25,7 @@ async fn two_databases() -> TestServer {
             format!("victim,only_in_a=yes v=2 {T}\n"),
         ),
     ] {
-        let (status, body) = post(&server, path, &line).await;
+        let (status, body) = server.post(path, &line).await;
         assert_eq!(status, 204, "{body}");
     }
     server
@@ -84,7 +50,9 @@ async fn victim(server: &TestServer, db: Option<&str>) -> Vec<String> {
 async fn delete_series_with_db_in_the_form_body_deletes_in_that_database_only() {
     let server = two_databases().await;
     let path = "/prometheus/api/v1/admin/tsdb/delete_series";
-    let (status, body) = post_form(&server, path, &[("match[]", "victim_v"), ("db", "a")]).await;
+    let (status, body) = server
+        .post_form(path, &[("match[]", "victim_v"), ("db", "a")])
+        .await;
     assert_eq!(status, 204, "{body}");
     assert_eq!(victim(&server, Some("a")).await, Vec::<String>::new());
     assert_eq!(
@@ -93,7 +61,9 @@ async fn delete_series_with_db_in_the_form_body_deletes_in_that_database_only() 
         "the default database kept it"
     );
     // A database that does not exist: 404, nothing deleted.
-    let (status, body) = post_form(&server, path, &[("match[]", "victim_v"), ("db", "no")]).await;
+    let (status, body) = server
+        .post_form(path, &[("match[]", "victim_v"), ("db", "no")])
+        .await;
     assert_eq!(
         (status, &body["errorType"]),
         (404, &json!("not_found")),
@@ -125,7 +95,7 @@ async fn the_query_api_answers_from_the_database_its_form_body_names() {
         let path = format!("/prometheus/api/v1/{route}");
         let mut in_a = form.clone();
         in_a.push(("db", "a"));
-        let (status, body) = post_form(&server, &path, &in_a).await;
+        let (status, body) = server.post_form(&path, &in_a).await;
         assert_eq!(status, 200, "{route}: {body}");
         let data = body["data"].to_string();
         match *route {
@@ -133,7 +103,7 @@ async fn the_query_api_answers_from_the_database_its_form_body_names() {
             "query_range" => assert_eq!(body["data"]["result"][0]["values"][0][1], "2", "{body}"),
             _ => assert!(data.contains("only_in_a"), "{route}: {body}"),
         }
-        let (status, body) = post_form(&server, &path, form).await;
+        let (status, body) = server.post_form(&path, form).await;
         assert_eq!(status, 200, "{route}: {body}");
         assert!(
             !body["data"].to_string().contains("only_in_a"),
@@ -141,7 +111,7 @@ async fn the_query_api_answers_from_the_database_its_form_body_names() {
         );
         let mut nowhere = form.clone();
         nowhere.push(("db", "nonexist"));
-        let (status, body) = post_form(&server, &path, &nowhere).await;
+        let (status, body) = server.post_form(&path, &nowhere).await;
         assert_eq!(status, 404, "{route}: {body}");
         assert_eq!(
             (&body["status"], &body["errorType"]),
@@ -150,21 +120,18 @@ async fn the_query_api_answers_from_the_database_its_form_body_names() {
         );
     }
     // The default database answers 1, so the 2 above came from `a`.
-    let (_, body) = post_form(
-        &server,
-        "/prometheus/api/v1/query",
-        &[("query", "victim_v"), ("time", &t)],
-    )
-    .await;
+    let (_, body) = server
+        .post_form(
+            "/prometheus/api/v1/query",
+            &[("query", "victim_v"), ("time", &t)],
+        )
+        .await;
     assert_eq!(body["data"]["result"][0]["value"][1], "1", "{body}");
 
     // InfluxQL's `/query` likewise.
-    let (status, body) = post_form(
-        &server,
-        "/query",
-        &[("q", "SELECT v FROM victim"), ("db", "a")],
-    )
-    .await;
+    let (status, body) = server
+        .post_form("/query", &[("q", "SELECT v FROM victim"), ("db", "a")])
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body["results"][0]["series"][0]["values"][0][1],
@@ -179,12 +146,12 @@ async fn a_database_named_twice_differently_is_refused_naming_both() {
     let server = two_databases().await;
     let t = T.to_string();
     // Query string and form body, on Prometheus' API: its shape.
-    let (status, body) = post_form(
-        &server,
-        "/prometheus/api/v1/query?db=tickertape",
-        &[("query", "victim_v"), ("time", &t), ("db", "a")],
-    )
-    .await;
+    let (status, body) = server
+        .post_form(
+            "/prometheus/api/v1/query?db=tickertape",
+            &[("query", "victim_v"), ("time", &t), ("db", "a")],
+        )
+        .await;
     assert_eq!(
         (status, &body["errorType"]),
         (400, &json!("bad_data")),
@@ -212,12 +179,12 @@ async fn a_database_named_twice_differently_is_refused_naming_both() {
         "{body}"
     );
     // InfluxQL's `/query`: its shape, `{"error": …}`.
-    let (status, body) = post_form(
-        &server,
-        "/query?db=tickertape",
-        &[("q", "SHOW MEASUREMENTS"), ("db", "a")],
-    )
-    .await;
+    let (status, body) = server
+        .post_form(
+            "/query?db=tickertape",
+            &[("q", "SHOW MEASUREMENTS"), ("db", "a")],
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
     assert!(
         body["error"]
@@ -227,12 +194,12 @@ async fn a_database_named_twice_differently_is_refused_naming_both() {
         "{body}"
     );
     // `db` and `bucket` on a write: nothing stored.
-    let (status, body) = post(
-        &server,
-        "/api/v2/write?db=a&bucket=tickertape&precision=s",
-        &format!("twice v=1 {T}\n"),
-    )
-    .await;
+    let (status, body) = server
+        .post(
+            "/api/v2/write?db=a&bucket=tickertape&precision=s",
+            &format!("twice v=1 {T}\n"),
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
     let message = body["error"].as_str().unwrap_or_default();
     assert!(
@@ -240,22 +207,22 @@ async fn a_database_named_twice_differently_is_refused_naming_both() {
         "{message}"
     );
     // The own API's delete, the query string and the form body.
-    let (status, body) = post_form(
-        &server,
-        "/api/v1/admin/delete?db=a",
-        &[("measurement", "victim"), ("db", "tickertape")],
-    )
-    .await;
+    let (status, body) = server
+        .post_form(
+            "/api/v1/admin/delete?db=a",
+            &[("measurement", "victim"), ("db", "tickertape")],
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(victim(&server, Some("a")).await, ["2"], "nothing deleted");
     assert_eq!(victim(&server, None).await, ["1"], "nothing deleted");
     // Named twice alike is one database.
-    let (status, body) = post_form(
-        &server,
-        "/prometheus/db/a/api/v1/query?db=a",
-        &[("query", "victim_v"), ("time", &t), ("db", "a")],
-    )
-    .await;
+    let (status, body) = server
+        .post_form(
+            "/prometheus/db/a/api/v1/query?db=a",
+            &[("query", "victim_v"), ("time", &t), ("db", "a")],
+        )
+        .await;
     assert_eq!(
         (status, &body["data"]["result"][0]["value"][1]),
         (200, &json!("2")),
@@ -300,7 +267,7 @@ async fn empty_dot_and_dot_dot_are_no_databases_on_any_entry_point() {
             format!("/api/v2/write?precision=s&bucket={encoded}"),
             format!("/api/v2/write?precision=s&bucket={encoded}%2Fautogen"),
         ] {
-            let (status, body) = post(&server, &path, &line).await;
+            let (status, body) = server.post(&path, &line).await;
             assert_eq!(status, 400, "{path}: {body}");
             let message = body["error"].as_str().unwrap_or_default();
             let says = match name {
@@ -324,12 +291,9 @@ async fn empty_dot_and_dot_dot_are_no_databases_on_any_entry_point() {
             (400, &json!("bad_data")),
             "{name:?}: {body}"
         );
-        let (status, body) = post(
-            &server,
-            &format!("/api/v1/admin/databases?name={encoded}"),
-            "",
-        )
-        .await;
+        let (status, body) = server
+            .post(&format!("/api/v1/admin/databases?name={encoded}"), "")
+            .await;
         assert_eq!(status, 400, "create {name:?}: {body}");
         let otlp = r#"{"resourceMetrics":[]}"#;
         let r = server

@@ -36,14 +36,7 @@ fn runtime() -> tokio::runtime::Runtime {
 async fn loaded() -> TestServer {
     let server = TestServer::start().await;
     let body = format!("load,host=h1 v=2 {T1}\nload,host=h1 v=3 {T2}\nload,host=h2 v=5 {T1}\n");
-    let r = server
-        .client
-        .post(format!("{}/write?precision=s", server.url))
-        .body(body)
-        .send()
-        .await
-        .expect("write");
-    assert_eq!(r.status().as_u16(), 204);
+    server.write_seconds(body).await;
     server
 }
 
@@ -60,18 +53,10 @@ fn chain(term: &str, op: &str, terms: usize) -> String {
     vec![term; terms].join(op)
 }
 
-/// A POST form, as clients send long queries (a URL has a length limit).
+/// A POST form, as clients send long queries (a URL has a length limit); the server must
+/// still answer after it.
 async fn post_form(server: &TestServer, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
-    let r = server
-        .client
-        .post(format!("{}{path}", server.url))
-        .form(form)
-        .send()
-        .await
-        .expect("POST");
-    let status = r.status().as_u16();
-    let text = r.text().await.expect("a body");
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    let answer = server.post_form(path, form).await;
     still_serving(server).await;
-    (status, body)
+    answer
 }

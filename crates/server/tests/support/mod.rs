@@ -128,6 +128,37 @@ impl TestServer {
         (status, json)
     }
 
+    /// `POST /write?precision=s` of a line-protocol `body`, which must be stored whole.
+    pub async fn write_seconds(&self, body: String) {
+        let (status, answer) = self.post("/write?precision=s", body).await;
+        assert_eq!(status, 204, "write: {answer}");
+    }
+
+    /// `POST {url}{path}` of a raw `body`; the status and the body as JSON (or a string).
+    pub async fn post(&self, path: &str, body: impl Into<String>) -> (u16, serde_json::Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .body(body.into())
+            .send()
+            .await
+            .expect("POST");
+        json_answer(response).await
+    }
+
+    /// `POST {url}{path}` of `form`, URL-encoded and typed as a form, as clients send
+    /// long queries; the status and the body as JSON (or a string).
+    pub async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> (u16, serde_json::Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .form(form)
+            .send()
+            .await
+            .expect("POST");
+        json_answer(response).await
+    }
+
     /// `POST /prometheus/api/v1/write` of `series`, as Prometheus 2.x sends it; the status
     /// and the body's text.
     pub async fn remote_write(&self, series: &[(&Labels, &[(i64, f64)])]) -> (u16, String) {
@@ -266,4 +297,12 @@ pub fn run_bounded(program: &str, args: &[&str], limit: std::time::Duration) -> 
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// A response's status, and its body as JSON (a body that is not JSON as a JSON string).
+pub async fn json_answer(response: reqwest::Response) -> (u16, serde_json::Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+    (status, json)
 }
