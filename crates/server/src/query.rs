@@ -65,18 +65,21 @@ pub async fn query(
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
+/// A series' tags, borrowed, in the order the answer lists them.
+fn tags_of(key: &SeriesKey) -> BTreeMap<&str, &str> {
+    key.tags
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
 /// `{"series": [{"measurement", "tags", "field", "points": [[t, v], …]}]}`.
 fn answer_json(answer: &[SeriesPoints], budget: &QueryBudget) -> Result<Vec<u8>, Exhausted> {
     let series: Vec<AnswerSeries> = answer
         .iter()
         .map(|s| AnswerSeries {
             measurement: &s.key.measurement,
-            tags: s
-                .key
-                .tags
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect(),
+            tags: tags_of(&s.key),
             field: &s.key.field,
             points: PointPairs(&s.points),
         })
@@ -96,12 +99,7 @@ fn merged_json(answer: &[SeriesPoints], budget: &QueryBudget) -> Result<Vec<u8>,
         .zip(columns)
         .map(|(s, values)| MergedSeries {
             measurement: &s.key.measurement,
-            tags: s
-                .key
-                .tags
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect(),
+            tags: tags_of(&s.key),
             field: &s.key.field,
             values,
         })
