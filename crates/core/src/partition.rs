@@ -19,6 +19,11 @@ impl Partitioning {
         (width > 0).then_some(Self { width })
     }
 
+    /// The width of a partition, in ns.
+    pub fn width(&self) -> i64 {
+        self.width
+    }
+
     /// The start of the partition holding `time`.
     pub fn start_of(&self, time: i64) -> i64 {
         let start = i128::from(time) - i128::from(time.rem_euclid(self.width));

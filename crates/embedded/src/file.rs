@@ -73,6 +73,7 @@ pub fn create_tables(db: &Database) -> Result<()> {
     let used = txn.list_tables().map_err(storage)?.next().is_some();
     txn.open_table(CATALOG_BATCHES).map_err(storage)?;
     txn.open_table(manifest::PARTS).map_err(storage)?;
+    txn.open_table(manifest::PACKED).map_err(storage)?;
     txn.open_table(manifest::SERIES_STATE).map_err(storage)?;
     txn.open_table(manifest::MEASUREMENTS).map_err(storage)?;
     txn.open_table(names::NAME_TOKENS).map_err(storage)?;
@@ -104,11 +105,12 @@ pub fn create_tables(db: &Database) -> Result<()> {
                     "migrated the series catalog from format 4 to {FORMAT_VERSION}"
                 );
             }
-            Some(old @ (7..=9)) => {
+            Some(old @ (7..=10)) => {
                 // Format 8 adds `removed_series` (created on the first removal), 9 named
-                // databases (created by the first `CREATE DATABASE`) and 10 parts of many
-                // measurements (the older parts, of one, are read as they are); an older
-                // store has none of them, so the number is all that changes.
+                // databases (created by the first `CREATE DATABASE`), 10 parts of many
+                // measurements (the older parts, of one, are read as they are) and 11
+                // pack files (`packed_parts`, created above); an older store has none of
+                // them, so the number is all that changes.
                 meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                     .map_err(storage)?;
                 tracing::info!("recorded the store's format as {FORMAT_VERSION} (was {old})");

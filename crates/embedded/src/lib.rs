@@ -56,7 +56,7 @@ use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use tokio::sync::{mpsc, oneshot};
-use values::background::{self, Background, Dropped};
+use values::background::{Background, Dropped};
 use values::manifest::{self, CHECKPOINT_LSN};
 use values::wal::Wal;
 use values::{RollupPlan, Values, View};
@@ -163,7 +163,7 @@ impl EmbeddedBackend {
                 series_keys::load(&db, &catalog)?;
                 Ok::<_, BackendError>(started.elapsed())
             });
-            let parts = background::open_parts(&db, &dir, &files);
+            let parts = values::open::open_parts(&db, &dir, &files);
             let latest = manifest::load_heads(&db);
             let loaded = loading
                 .join()

@@ -30,7 +30,7 @@
 //! loss after the answer keeps it whole. A failed snapshot removes what it wrote.
 
 use crate::values::manifest;
-use crate::values::part::{part_path, PARTS_DIR};
+use crate::values::part::PARTS_DIR;
 use crate::values::wal::{sync_dir, WAL_DIR};
 use crate::DATA_FILE;
 use redb::Database;
@@ -133,19 +133,17 @@ fn copy_store(db: &Database, store: &Path, copy: &mut Copy) -> Result<()> {
     let parts_dir = store.join(PARTS_DIR);
     copy.make_dir(PARTS_DIR)?;
     copy.make_dir(WAL_DIR)?;
-    // 1. Parts: stable while this thread runs, so linked before the writer is held.
-    let mut parts = manifest::part_ids(db)?;
-    parts.sort_unstable();
-    for &id in &parts {
-        let from = part_path(&parts_dir, id);
-        copy.link_or_copy(&from, &Path::new(PARTS_DIR).join(file_name(&from)?))?;
+    // 1. Parts (and packs of parts): stable while this thread runs, so linked before the
+    // writer is held.
+    let parts = manifest::part_files(db, &parts_dir)?;
+    for from in &parts {
+        copy.link_or_copy(from, &Path::new(PARTS_DIR).join(file_name(from)?))?;
     }
     // 2. redb and the log at one instant: the writer waits on `held` meanwhile.
     {
         let held = db.begin_write().map_err(crate::writer::storage)?;
         let paused = std::time::Instant::now();
-        let mut named = manifest::part_ids(db)?;
-        named.sort_unstable();
+        let named = manifest::part_files(db, &parts_dir)?;
         if named != parts {
             return Err(BackendError::Storage(
                 "snapshot: the manifest's parts changed while it was taken (a bug: only the \

@@ -31,6 +31,8 @@ pub const FORMAT_VERSION_KEY: &str = "format_version";
 /// hold series of named databases (measurement names marked as `tickertape_core::database`
 /// says, and the `databases` table), which a binary reading 8 would show in the default
 /// database; 10 writes part files of every measurement of a time partition (`TTPART04`),
-/// which a binary reading 9 would refuse part by part (formats 4 to 9 are migrated in
-/// place at open; 7, 8 and 9 only record the number: their parts are read as they are).
-pub const FORMAT_VERSION: u64 = 10;
+/// which a binary reading 9 would refuse part by part; 11 packs the parts of weeks that
+/// are over into pack files (`packed_parts`), which a binary reading 10 would not find
+/// (formats 4 to 10 are migrated in place at open; 7 to 10 only record the number: their
+/// parts are read as they are, and packed when their weeks are packed).
+pub const FORMAT_VERSION: u64 = 11;

@@ -179,7 +179,7 @@ async fn undecodable_rollup_rows_are_corrupt_not_a_panic() {
 /// refused with a message that says so, and left as it was.
 #[test]
 fn other_formats_are_refused() {
-    for version in [None, Some(1u64), Some(2), Some(3), Some(11)] {
+    for version in [None, Some(1u64), Some(2), Some(3), Some(12)] {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = redb::Database::create(dir.path().join(DATA_FILE)).unwrap();
@@ -326,12 +326,13 @@ async fn a_format_5_catalog_is_read_and_extended() {
     }
 }
 
-/// A format 7 store (before series could be removed), 8 (before databases) or 9 (before
-/// parts of many measurements) opens with its series and is recorded as format 10, so an
-/// older binary refuses it from then on instead of listing removed series again, other
-/// databases' series as its own, or failing on parts it cannot read.
+/// A format 7 store (before series could be removed), 8 (before databases), 9 (before
+/// parts of many measurements) or 10 (before packs) opens with its series and is recorded
+/// as format 11, so an older binary refuses it from then on instead of listing removed
+/// series again, other databases' series as its own, or failing on parts it cannot read
+/// or find.
 #[tokio::test]
-async fn a_format_7_to_9_store_is_recorded_as_10() {
+async fn a_format_7_to_10_store_is_recorded_as_11() {
     let dir = tempfile::tempdir().unwrap();
     let key = tickertape_core::SeriesKey::new("cpu", vec![("host".into(), "a".into())], "usage");
     {
@@ -353,14 +354,14 @@ async fn a_format_7_to_9_store_is_recorded_as_10() {
         txn.commit().unwrap();
         found
     };
-    for old in [7, 8, 9] {
+    for old in [7, 8, 9, 10] {
         assert_eq!(version(Some(old)), Some(old));
         {
             let b = open(&dir);
             let found = b.lookup_series(std::slice::from_ref(&key)).await.unwrap();
             assert!(found[0].is_some(), "the series survives the upgrade");
         }
-        assert_eq!(version(None), Some(10));
+        assert_eq!(version(None), Some(11));
     }
 }
 

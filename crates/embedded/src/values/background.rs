@@ -5,7 +5,8 @@
 //! A part holds one time partition of every measurement: a flush writes one part per
 //! partition its head touches, however many measurements it holds, so the number of
 //! files grows with time and size, never with the number of measurements or series.
-//! Rollups are computed here, off the write path: every part carries, beside each series'
+//! Parts of a week or four weeks that are over are then packed into one file
+//! (`packing.rs`). Rollups are computed here, off the write path: every part carries, beside each series'
 //! raw block, its slots at each rollup resolution its measurement keeps (`RollupPlan`).
 //! After a flush, every partition the flush did not write to and that has more than one
 //! part is merged, so a day that is over ends as one part whose rollup blocks answer
@@ -34,7 +35,7 @@
 
 use super::files::OpenFiles;
 use super::manifest::{self, CHECKPOINT_LSN};
-use super::part::{part_path, Entry, Part, PartMeta, SeriesBlocks, PARTS_DIR};
+use super::part::{Entry, Part, PartMeta, SeriesBlocks, PARTS_DIR};
 use super::wal::Wal;
 use super::{merge_newest_last, Frozen, RollupPlan, Values};
 use crate::catalog::Catalog;
@@ -151,11 +152,14 @@ impl Background {
                 Task::Flush(frozen) => {
                     let result = self
                         .flush(&frozen)
-                        .and_then(|written| self.merge_due(&written));
+                        .and_then(|written| self.merge_due(&written))
+                        .and_then(|()| self.pack_due());
                     self.record(result);
                 }
                 Task::Compact(reply) => {
-                    let result = self.merge_due(&BTreeSet::new());
+                    let result = self
+                        .merge_due(&BTreeSet::new())
+                        .and_then(|()| self.pack_due());
                     self.record(result.clone());
                     drop(reply.send(result));
                 }
@@ -200,16 +204,16 @@ impl Background {
         }
     }
 
-    fn dir(&self) -> PathBuf {
+    pub(super) fn dir(&self) -> PathBuf {
         self.store.join(PARTS_DIR)
     }
 
-    fn next_id(&mut self) -> u64 {
+    pub(super) fn next_id(&mut self) -> u64 {
         self.next_part_id += 1;
         self.next_part_id - 1
     }
 
-    fn files(&self) -> Arc<OpenFiles> {
+    pub(super) fn files(&self) -> Arc<OpenFiles> {
         self.values.files.clone()
     }
 
@@ -546,52 +550,3 @@ impl Background {
 
 /// Measurement number → the rollups its parts keep, as read once in a task.
 type Rollups = HashMap<u64, Arc<[Resolution]>>;
-
-/// The parts of a store, as its open finds them.
-pub struct OpenedParts {
-    pub parts: Vec<Arc<Part>>,
-    /// The next free part id.
-    pub next_id: u64,
-}
-
-/// Reads the parts the manifest names (opening them through `files`), deletes files it
-/// does not name (leftovers of a crash), and returns the parts and the next free part id.
-pub fn open_parts(
-    db: &Database,
-    store: &std::path::Path,
-    files: &Arc<OpenFiles>,
-) -> Result<OpenedParts> {
-    let dir = store.join(PARTS_DIR);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| storage(format!("cannot create {}: {e}", dir.display())))?;
-    let named: BTreeSet<u64> = manifest::part_ids(db)?.into_iter().collect();
-    let mut next = named.last().map_or(1, |id| id + 1);
-    let entries = std::fs::read_dir(&dir)
-        .map_err(|e| storage(format!("cannot list {}: {e}", dir.display())))?;
-    for entry in entries {
-        let path = entry.map_err(storage)?.path();
-        let id = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.split('.').next())
-            .and_then(|n| n.parse::<u64>().ok());
-        let whole = path.extension().is_some_and(|e| e == "part");
-        if let Some(id) = id {
-            next = next.max(id + 1);
-            if whole && named.contains(&id) {
-                continue;
-            }
-        }
-        tracing::info!(file = %path.display(), "deleting a part file no manifest entry names (left by a crash)");
-        std::fs::remove_file(&path)
-            .map_err(|e| storage(format!("cannot delete {}: {e}", path.display())))?;
-    }
-    let mut parts = Vec::with_capacity(named.len());
-    for &id in &named {
-        parts.push(Arc::new(Part::open(&part_path(&dir, id), files)?));
-    }
-    Ok(OpenedParts {
-        parts,
-        next_id: next,
-    })
-}

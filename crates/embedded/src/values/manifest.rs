@@ -15,6 +15,9 @@ use tickertape_core::{Point, SeriesId};
 
 /// Part id → its `max_lsn` (the file's footer says the rest).
 pub const PARTS: TableDefinition<u64, u64> = TableDefinition::new("parts");
+/// Part id → `(pack id, base, len)`: where a packed part lies (`pack.rs`). A part named
+/// in [`PARTS`] and not here has a file of its own.
+pub const PACKED: TableDefinition<u64, (u64, u64, u64)> = TableDefinition::new("packed_parts");
 /// Series id → latest point and count as of the checkpoint ([`encode_head`]).
 pub const SERIES_STATE: TableDefinition<u64, &[u8]> = TableDefinition::new("series_state");
 
@@ -43,25 +46,61 @@ pub fn set_meta(txn: &WriteTransaction, key: &str, value: u64) -> Result<()> {
     Ok(())
 }
 
-/// The ids of the parts the manifest names.
-pub fn part_ids(db: &Database) -> Result<Vec<u64>> {
+/// Where the part lies: `None` in a file of its own, else `(pack id, base, len)`.
+pub type PartPlace = Option<(u64, u64, u64)>;
+
+/// The parts the manifest names, by id, each with its place.
+pub fn part_places(db: &Database) -> Result<Vec<(u64, PartPlace)>> {
     let txn = db.begin_read().map_err(storage)?;
-    let table = txn.open_table(PARTS).map_err(storage)?;
-    let mut ids = Vec::new();
-    for entry in table.iter().map_err(storage)? {
-        ids.push(entry.map_err(storage)?.0.value());
+    let parts = txn.open_table(PARTS).map_err(storage)?;
+    let packed = txn.open_table(PACKED).map_err(storage)?;
+    let mut out = Vec::new();
+    for entry in parts.iter().map_err(storage)? {
+        let id = entry.map_err(storage)?.0.value();
+        let place = packed.get(id).map_err(storage)?.map(|v| v.value());
+        out.push((id, place));
     }
-    Ok(ids)
+    Ok(out)
 }
 
-/// Names `added` and forgets `removed` in `txn`.
+/// The files the manifest's parts are in (`<id>.part` or `<pack id>.pack`, in `dir`),
+/// each once, sorted.
+pub fn part_files(db: &Database, dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+    let mut files: Vec<std::path::PathBuf> = part_places(db)?
+        .into_iter()
+        .map(|(id, place)| match place {
+            Some((pack, _, _)) => super::pack::pack_path(dir, pack),
+            None => super::part::part_path(dir, id),
+        })
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Names `added` and forgets `removed` (and where they were packed) in `txn`.
 pub fn swap_parts(txn: &WriteTransaction, added: &[(u64, u64)], removed: &[u64]) -> Result<()> {
     let mut table = txn.open_table(PARTS).map_err(storage)?;
+    let mut packed = txn.open_table(PACKED).map_err(storage)?;
     for &(id, max_lsn) in added {
         table.insert(id, max_lsn).map_err(storage)?;
     }
     for id in removed {
         table.remove(id).map_err(storage)?;
+        packed.remove(id).map_err(storage)?;
+    }
+    Ok(())
+}
+
+/// Records that the parts `placed` now lie in pack `pack`.
+pub fn place_in_pack(
+    txn: &WriteTransaction,
+    pack: u64,
+    placed: &[super::pack::Placement],
+) -> Result<()> {
+    let mut packed = txn.open_table(PACKED).map_err(storage)?;
+    for &(id, base, len) in placed {
+        packed.insert(id, (pack, base, len)).map_err(storage)?;
     }
     Ok(())
 }

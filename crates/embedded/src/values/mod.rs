@@ -13,7 +13,9 @@
 //! - `part`: the part file (one time partition of every measurement, a column block per
 //!   series, and the series' rollup slots beside it, `summary`); `files`: the bounded
 //!   cache of open part files;
-//! - `manifest`: the parts that make up the store, the checkpoint, the series' latest points;
+//! - `pack`, `packing`: parts of a week or four weeks that are over, copied into one file;
+//! - `manifest`: the parts that make up the store (and where packed ones lie), the
+//!   checkpoint, the series' latest points; `open`: finding them at open;
 //! - `background`: the thread that flushes frozen heads, merges parts and drops partitions;
 //! - `cache`: decoded part blocks kept for the next read;
 //! - `delete`: deleting points: the heads set back, the partitions rewritten without them.
@@ -30,6 +32,9 @@ pub mod delete;
 pub mod files;
 pub mod head;
 pub mod manifest;
+pub mod open;
+pub mod pack;
+mod packing;
 pub mod part;
 mod part_index;
 pub mod record;

@@ -24,6 +24,7 @@
 //! their version with their blocks; a merge writes version 4.
 
 use super::files::OpenFiles;
+use super::pack::Pack;
 pub use super::part_index::Version;
 use super::part_index::{PartIndex, RAW};
 use super::summary;
@@ -83,10 +84,18 @@ pub struct SeriesBlocks {
     pub kept: Vec<(Entry, Vec<(i64, Summary)>)>,
 }
 
-/// An open part file.
+/// An open part: a file of its own, or a range of a pack file (`pack.rs`).
 pub struct Part {
     pub meta: PartMeta,
+    /// The file holding the part.
     path: PathBuf,
+    /// Where the part starts in that file and how many bytes it has: every offset inside
+    /// the part (blocks, index) is relative to `base`.
+    base: u64,
+    len: u64,
+    /// The pack holding the part, kept alive while the part is; `None` for a part with a
+    /// file of its own.
+    pack: Option<Arc<Pack>>,
     /// The store's open files: this part's is opened there when a read needs it.
     files: Arc<OpenFiles>,
     index: PartIndex,
@@ -275,13 +284,47 @@ impl Part {
             .metadata()
             .map_err(|e| storage(format!("cannot stat {}: {e}", path.display())))?
             .len();
-        let bad =
-            |what: &str| BackendError::Corrupt(format!("part file {}: {what}", path.display()));
+        Self::open_in(Arc::new(file), path, (0, bytes), None, files, each_series)
+    }
+
+    /// Opens the part of `len` bytes at `base` in `pack`'s file (open as `file`).
+    pub fn open_packed(
+        file: Arc<File>,
+        pack: &Arc<Pack>,
+        (base, len): (u64, u64),
+        files: &Arc<OpenFiles>,
+    ) -> Result<Part> {
+        Self::open_in(
+            file,
+            pack.path(),
+            (base, len),
+            Some(pack.clone()),
+            files,
+            |_| {},
+        )
+    }
+
+    /// Opens the part of `len` bytes at `base` in `file` (at `path`) and checks its index.
+    fn open_in(
+        file: Arc<File>,
+        path: &Path,
+        (base, bytes): (u64, u64),
+        pack: Option<Arc<Pack>>,
+        files: &Arc<OpenFiles>,
+        each_series: impl FnMut(SeriesId),
+    ) -> Result<Part> {
+        let bad = |what: &str| match base {
+            0 => BackendError::Corrupt(format!("part file {}: {what}", path.display())),
+            _ => BackendError::Corrupt(format!(
+                "part at byte {base} of pack file {}: {what}",
+                path.display()
+            )),
+        };
         if bytes < (MAGIC.len() + FOOTER_LEN) as u64 {
             return Err(bad("shorter than a part's header and footer"));
         }
         let mut magic = [0u8; MAGIC.len()];
-        read_exact_at(&file, path, &mut magic, 0)?;
+        read_exact_at(&file, path, &mut magic, base)?;
         let version = match &magic {
             MAGIC => Version::V4,
             MAGIC_V3 => Version::V3,
@@ -297,7 +340,7 @@ impl Part {
             }
         };
         let mut footer = [0u8; FOOTER_LEN];
-        read_exact_at(&file, path, &mut footer, bytes - FOOTER_LEN as u64)?;
+        read_exact_at(&file, path, &mut footer, base + bytes - FOOTER_LEN as u64)?;
         if &footer[56..64] != END_MAGIC {
             return Err(bad(
                 "no part footer (not a tickertape part file, or cut short)",
@@ -322,30 +365,70 @@ impl Part {
         let index = PartIndex::load(
             &file,
             path,
-            (index_offset, entries, index_crc),
+            (base, index_offset, entries, index_crc),
             (version, measurement),
             bad,
             each_series,
         )?;
-        files.keep(meta.id, Arc::new(file));
-        Ok(Part {
+        let part = Part {
             meta,
             path: path.to_path_buf(),
+            base,
+            len: bytes,
+            pack,
             files: files.clone(),
             index,
             retired: AtomicBool::new(false),
-        })
+        };
+        files.keep(part.file_id(), file);
+        Ok(part)
     }
 
     /// Marks the part as no longer named by the manifest: its file is deleted once no
-    /// reader holds the part (see `files.rs`).
+    /// reader holds the part (see `files.rs`); a packed part's bytes stay in its pack,
+    /// deleted with the last of its parts (`pack.rs`).
     pub fn retire(&self) {
-        self.retired.store(true, Ordering::Release);
+        let was = self.retired.swap(true, Ordering::AcqRel);
+        if let (false, Some(pack)) = (was, &self.pack) {
+            pack.release(self.len);
+        }
+    }
+
+    /// The key of the part's file in the store's cache of open files: its own id, or its
+    /// pack's (part and pack ids are drawn from one sequence).
+    fn file_id(&self) -> u64 {
+        self.pack.as_ref().map_or(self.meta.id, |p| p.id)
     }
 
     /// The open file, from the store's cache of open files.
     fn file(&self) -> Result<Arc<File>> {
-        self.files.get(self.meta.id, &self.path)
+        self.files.get(self.file_id(), &self.path)
+    }
+
+    /// The part's size in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The pack holding the part, if it is in one.
+    pub fn pack(&self) -> Option<&Arc<Pack>> {
+        self.pack.as_ref()
+    }
+
+    /// Appends the part's bytes, as they are, to `out`.
+    pub fn copy_to(&self, out: &mut impl Write) -> Result<()> {
+        const CHUNK: u64 = 1 << 20;
+        let file = self.file()?;
+        let mut buf = vec![0u8; CHUNK.min(self.len) as usize];
+        let mut at = 0;
+        while at < self.len {
+            let n = CHUNK.min(self.len - at) as usize;
+            read_exact_at(&file, &self.path, &mut buf[..n], self.base + at)?;
+            out.write_all(&buf[..n])
+                .map_err(|e| storage(format!("cannot copy part {}: {e}", self.meta.id)))?;
+            at += n as u64;
+        }
+        Ok(())
     }
 
     /// The version of the file (how its entries and rollup blocks are laid out).
@@ -474,7 +557,7 @@ impl Part {
     /// A block's bytes, checked against its checksum.
     fn block(&self, entry: &Entry) -> Result<Vec<u8>> {
         let mut block = vec![0u8; entry.len as usize];
-        read_exact_at(&*self.file()?, &self.path, &mut block, entry.offset)?;
+        read_exact_at(&*self.file()?, &self.path, &mut block, self.base + entry.offset)?;
         if crc32fast::hash(&block) != entry.crc {
             return Err(self.bad(entry, "checksum mismatch".into()));
         }
@@ -503,7 +586,8 @@ impl Drop for Part {
     /// A retired part's file goes with its last holder; a file that cannot be deleted now
     /// is deleted at the next open (no manifest entry names it).
     fn drop(&mut self) {
-        if !self.retired.load(Ordering::Acquire) {
+        // A packed part's bytes go with its pack (`Pack`'s `Drop`).
+        if !self.retired.load(Ordering::Acquire) || self.pack.is_some() {
             return;
         }
         self.files.forget(self.meta.id);

@@ -133,6 +133,9 @@ impl Entry {
 
 /// The index of one open part: where it is in the file and every [`SAMPLE_EVERY`]th key.
 pub(super) struct PartIndex {
+    /// Where the part starts in its file (0, or its place in a pack): every offset the
+    /// part's bytes name is relative to it.
+    base: u64,
     offset: u64,
     entries: usize,
     version: Version,
@@ -153,18 +156,19 @@ pub(super) struct PartIndex {
 
 impl PartIndex {
     /// Reads and checks the index of `entries` entries at `offset` (its checksum `crc`)
-    /// of a part of `version` (whose footer names `measurement`), calling `each_series`
-    /// once per series, ascending. `Corrupt` (through `bad`) when the checksum, the order
-    /// or a block's place is wrong.
+    /// of a part of `version` (whose footer names `measurement`) that starts at `base` in
+    /// its file, calling `each_series` once per series, ascending. `Corrupt` (through
+    /// `bad`) when the checksum, the order or a block's place is wrong.
     pub(super) fn load(
         file: &File,
         path: &Path,
-        (offset, entries, crc): (u64, usize, u32),
+        (base, offset, entries, crc): (u64, u64, usize, u32),
         (version, measurement): (Version, u64),
         bad: impl Fn(&str) -> BackendError,
         mut each_series: impl FnMut(SeriesId),
     ) -> Result<PartIndex> {
         let mut index = PartIndex {
+            base,
             offset,
             entries,
             version,
@@ -327,7 +331,7 @@ impl PartIndex {
     fn read_run(&self, file: &File, path: &Path, first: usize, n: usize) -> Result<Vec<u8>> {
         let len = self.version.entry_len();
         let mut raw = vec![0u8; n * len];
-        let at = self.offset + (first * len) as u64;
+        let at = self.base + self.offset + (first * len) as u64;
         file.read_exact_at(&mut raw, at)
             .map_err(|e| storage(format!("cannot read {}: {e}", path.display())))?;
         Ok(raw)
