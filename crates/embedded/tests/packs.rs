@@ -4,9 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use tickertape_backend::{
-    Backend, DeleteRange, SeriesAppend, SeriesCatalog, SnapshotTarget, ValueStore,
-};
+use tickertape_backend::{Backend, DeleteRange, SeriesAppend, SnapshotTarget, ValueStore};
 use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::segment::collect_points;
 use tickertape_core::{Point, SeriesId, SeriesKey};
@@ -85,7 +83,11 @@ async fn check_reads(b: &dyn Backend, all: &[(SeriesId, f64)], want: impl Fn(usi
                 .collect();
             assert_eq!(got_inside, inside, "series {i} in [{start}, {end})");
             let before = want.iter().rev().find(|p| p.time < start);
-            assert_eq!(got.first().filter(|p| p.time < start), before, "before {start}");
+            assert_eq!(
+                got.first().filter(|p| p.time < start),
+                before,
+                "before {start}"
+            );
         }
     }
 }
@@ -148,7 +150,10 @@ async fn late_writes_retention_and_deletes_in_packed_days() {
     let want_slots = summarize_slots(&want_a, 0, 4_000, r50);
     assert_eq!(slots.len(), want_slots.len());
     for ((t, got), (u, want)) in slots.iter().zip(&want_slots) {
-        assert_eq!((t, got.count, got.sum.to_bits()), (u, want.count, want.sum.to_bits()));
+        assert_eq!(
+            (t, got.count, got.sum.to_bits()),
+            (u, want.count, want.sum.to_bits())
+        );
     }
     let delete = DeleteRange::new(Some(2_500), Some(2_600)).unwrap();
     b.delete_points(&[mem], delete).await.unwrap();
@@ -163,8 +168,16 @@ async fn late_writes_retention_and_deletes_in_packed_days() {
     drop(b);
 
     let b = open(dir.path());
-    assert_eq!(stored(&b, cpu_a, i64::MIN, i64::MAX).await, kept_a, "reopened");
-    assert_eq!(stored(&b, mem, i64::MIN, i64::MAX).await, mem_left, "reopened");
+    assert_eq!(
+        stored(&b, cpu_a, i64::MIN, i64::MAX).await,
+        kept_a,
+        "reopened"
+    );
+    assert_eq!(
+        stored(&b, mem, i64::MIN, i64::MAX).await,
+        mem_left,
+        "reopened"
+    );
     // Everything before day 35 of every measurement and kind goes: the packs with it.
     for m in ["cpu", "mem"] {
         b.drop_raw_before(m, 3_500, false).await.unwrap();
@@ -173,7 +186,11 @@ async fn late_writes_retention_and_deletes_in_packed_days() {
             .unwrap();
     }
     b.compact().await.unwrap();
-    assert_eq!(files(dir.path()), (0, 5), "no pack is left when its days are gone");
+    assert_eq!(
+        files(dir.path()),
+        (0, 5),
+        "no pack is left when its days are gone"
+    );
     assert_eq!(
         stored(&b, mem, i64::MIN, i64::MAX).await,
         points(3_500..4_000, mem_base)

@@ -129,16 +129,18 @@ impl Background {
                     id: part.meta.id,
                     start: part.meta.start,
                     len: part.len(),
-                    pack: part
-                        .pack()
-                        .map(|p| (p.id, p.live_bytes(), p.dead_bytes())),
+                    pack: part.pack().map(|p| (p.id, p.live_bytes(), p.dead_bytes())),
                 });
                 by_id.insert(part.meta.id, part.clone());
             }
             (seen, by_id)
         };
         for group in plan(&seen, by.width()) {
-            let parts: Vec<Arc<Part>> = group.iter().filter_map(|id| by_id.get(id)).cloned().collect();
+            let parts: Vec<Arc<Part>> = group
+                .iter()
+                .filter_map(|id| by_id.get(id))
+                .cloned()
+                .collect();
             self.pack(&parts)?;
         }
         Ok(())

@@ -557,7 +557,12 @@ impl Part {
     /// A block's bytes, checked against its checksum.
     fn block(&self, entry: &Entry) -> Result<Vec<u8>> {
         let mut block = vec![0u8; entry.len as usize];
-        read_exact_at(&*self.file()?, &self.path, &mut block, self.base + entry.offset)?;
+        read_exact_at(
+            &*self.file()?,
+            &self.path,
+            &mut block,
+            self.base + entry.offset,
+        )?;
         if crc32fast::hash(&block) != entry.crc {
             return Err(self.bad(entry, "checksum mismatch".into()));
         }

@@ -44,7 +44,10 @@ fn four_weeks_go_into_one_pack_a_week_after_they_are_over() {
     };
     let mut parts: Vec<Seen> = (0..4).flat_map(week).collect();
     parts.push(own(50, 34, 100));
-    assert!(plan(&parts, DAY).is_empty(), "week packs stay while the period is recent");
+    assert!(
+        plan(&parts, DAY).is_empty(),
+        "week packs stay while the period is recent"
+    );
     parts.pop();
     parts.push(own(50, 35, 100));
     assert_eq!(plan(&parts, DAY), vec![(0..28).collect::<Vec<u64>>()]);
@@ -60,7 +63,10 @@ fn a_few_small_parts_beside_a_large_pack_wait_then_pack_together() {
     parts.push(own(100, 0, 10));
     parts.push(own(101, 1, 10));
     parts.push(own(200, 100, 10));
-    assert!(plan(&parts, DAY).is_empty(), "two small files beside the pack wait");
+    assert!(
+        plan(&parts, DAY).is_empty(),
+        "two small files beside the pack wait"
+    );
     parts.push(own(102, 5, 10));
     parts.push(own(103, 6, 10));
     assert_eq!(plan(&parts, DAY), vec![vec![100, 101, 102, 103]]);
