@@ -41,7 +41,7 @@ pub use catalog::SeriesCatalog;
 pub use databases::DatabaseCatalog;
 pub use delete::{DeleteRange, EmptyDeleteRange};
 pub use tokens::TokenStore;
-pub use value_store::ValueStore;
+pub use value_store::{DroppedPartitions, Expiry, ValueStore};
 
 pub use buckets::{
     BucketFamily, BucketRange, BucketRead, BucketTotals, BucketWrite, BucketWriteOutcome,

@@ -3,13 +3,25 @@
 
 use async_trait::async_trait;
 use tickertape_core::query::Summary;
-use tickertape_core::rollup::Resolution;
+use tickertape_core::rollup::{Resolution, ResolutionOrRaw};
 use tickertape_core::segment::Segment;
 use tickertape_core::SeriesId;
 
 #[allow(unused_imports)] // named in the docs
 use crate::{BackendError, StorageStats};
 use crate::{DeleteRange, Result, SegmentRollupPlan, SeriesAppend, SeriesHead};
+
+/// What a retention pass drops of one measurement: its raw points, or its derived rollup at
+/// one resolution, in the whole time partitions that end at or before `cutoff`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expiry {
+    pub measurement: String,
+    pub level: ResolutionOrRaw,
+    pub cutoff: i64,
+}
+
+/// The time partitions `[start, end)` a retention drop removed (or would remove).
+pub type DroppedPartitions = Vec<(i64, i64)>;
 
 #[async_trait]
 /// The points of value-segment series and their derived rollups.
@@ -85,6 +97,33 @@ pub trait ValueStore: Send + Sync {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>>;
+
+    /// Drops (or with `dry_run` only lists) what each of `expiries` names, as
+    /// [`drop_raw_before`](Self::drop_raw_before) and
+    /// [`drop_segment_rollup_before`](Self::drop_segment_rollup_before) would one after
+    /// the other; returns each one's partitions, in the order given. A whole retention
+    /// pass is one call, so that a store whose partitions hold many measurements rewrites
+    /// each partition once for all of them rather than once per measurement.
+    async fn drop_expired(
+        &self,
+        expiries: &[Expiry],
+        dry_run: bool,
+    ) -> Result<Vec<DroppedPartitions>> {
+        let mut out = Vec::with_capacity(expiries.len());
+        for e in expiries {
+            out.push(match e.level {
+                ResolutionOrRaw::Raw => {
+                    self.drop_raw_before(&e.measurement, e.cutoff, dry_run)
+                        .await?
+                }
+                ResolutionOrRaw::Rollup(r) => {
+                    self.drop_segment_rollup_before(&e.measurement, r, e.cutoff, dry_run)
+                        .await?
+                }
+            });
+        }
+        Ok(out)
+    }
 
     // --- Deleting points -------------------------------------------------------------
 

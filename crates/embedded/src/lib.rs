@@ -46,17 +46,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
-    DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
-    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, SnapshotReport,
-    SnapshotTarget, StorageStats, StoredBucket, TokenRequest,
+    DeriveRollups, DocumentStart, DroppedPartitions, Expiry, NameQuery, NameSpace, Partition,
+    RawBatch, RawOutcome, Result, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead,
+    SeriesInfo, SnapshotReport, SnapshotTarget, StorageStats, StoredBucket, TokenRequest,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::Summary;
-use tickertape_core::rollup::Resolution;
+use tickertape_core::rollup::{Resolution, ResolutionOrRaw};
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
 use tokio::sync::{mpsc, oneshot};
-use values::background::{Background, Dropped};
+use values::background::Background;
 use values::manifest::{self, CHECKPOINT_LSN};
 use values::wal::Wal;
 use values::{RollupPlan, Values, View};
@@ -492,8 +492,16 @@ impl ValueStore for EmbeddedBackend {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
-        self.drop_before(measurement, Dropped::Raw, cutoff, dry_run)
-            .await
+        let expiry = Expiry {
+            measurement: measurement.to_string(),
+            level: ResolutionOrRaw::Raw,
+            cutoff,
+        };
+        Ok(self
+            .drop_expired(&[expiry], dry_run)
+            .await?
+            .pop()
+            .unwrap_or_default())
     }
 
     async fn drop_segment_rollup_before(
@@ -503,8 +511,32 @@ impl ValueStore for EmbeddedBackend {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
-        self.drop_before(measurement, Dropped::Rollup(resolution), cutoff, dry_run)
-            .await
+        let expiry = Expiry {
+            measurement: measurement.to_string(),
+            level: ResolutionOrRaw::Rollup(resolution),
+            cutoff,
+        };
+        Ok(self
+            .drop_expired(&[expiry], dry_run)
+            .await?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// Every expiry in one background task: each partition rewritten once for all of
+    /// them (`values/retention.rs`).
+    async fn drop_expired(
+        &self,
+        expiries: &[Expiry],
+        dry_run: bool,
+    ) -> Result<Vec<DroppedPartitions>> {
+        let expiries = expiries.to_vec();
+        self.submit(|reply| Job::DropExpired {
+            expiries,
+            dry_run,
+            reply,
+        })
+        .await
     }
 
     /// Sets the series' heads back, flushes the head and rewrites the partitions holding
@@ -602,25 +634,5 @@ impl NameStore for EmbeddedBackend {
         let tokens = tokens.to_vec();
         self.read(move |db| names::names_of(db, namespace, &tokens))
             .await
-    }
-}
-
-impl EmbeddedBackend {
-    async fn drop_before(
-        &self,
-        measurement: &str,
-        what: Dropped,
-        cutoff: i64,
-        dry_run: bool,
-    ) -> Result<Vec<(i64, i64)>> {
-        let measurement = measurement.to_string();
-        self.submit(|reply| Job::DropBefore {
-            measurement,
-            what,
-            cutoff,
-            dry_run,
-            reply,
-        })
-        .await
     }
 }

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::sync::Arc;
 use tickertape_backend::ValueStore;
-use tickertape_backend::{Backend, DeleteRange, SeriesAppend, SeriesCatalog};
+use tickertape_backend::{Backend, DeleteRange, Expiry, SeriesAppend, SeriesCatalog};
 use tickertape_core::query::Summary;
-use tickertape_core::rollup::{summarize_slots, Resolution};
+use tickertape_core::rollup::{summarize_slots, Resolution, ResolutionOrRaw};
 use tickertape_core::segment::collect_points;
 use tickertape_core::{Point, SeriesId, SeriesKey};
 use tickertape_embedded::{EmbeddedBackend, EmbeddedOptions};
@@ -318,4 +318,67 @@ async fn a_delete_in_shared_parts_touches_its_series_only() {
         bits(summarize_slots(&points(0..300, 2.0), 0, 300, r50))
     );
     assert_eq!(files(dir.path(), "parts", ".part"), 3);
+}
+
+/// The ids of the part files, ascending.
+fn part_ids(dir: &Path) -> Vec<u64> {
+    let mut ids: Vec<u64> = std::fs::read_dir(dir.join("parts"))
+        .expect("list")
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".part")?.parse().ok()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// A retention pass over several measurements sharing a partition rewrites the
+/// partition's part once for all of them (the new part takes the next id), and drops
+/// exactly what each one names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_retention_pass_rewrites_a_shared_partition_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let mut all = Vec::new();
+    for m in ["cpu", "mem", "disk", "net"] {
+        let s = series(&b, m).await;
+        append(&b, s, points(0..200, 0.0)).await;
+        all.push(s);
+    }
+    b.compact().await.unwrap();
+    let before = part_ids(dir.path());
+    assert_eq!(before.len(), 2, "one part per partition");
+    let expiries: Vec<Expiry> = ["cpu", "mem", "disk", "nothing"]
+        .into_iter()
+        .map(|m| Expiry {
+            measurement: m.into(),
+            level: ResolutionOrRaw::Raw,
+            cutoff: 100,
+        })
+        .collect();
+    let listed = b.drop_expired(&expiries, true).await.unwrap();
+    assert_eq!(
+        listed,
+        vec![vec![(0, 100)], vec![(0, 100)], vec![(0, 100)], vec![]]
+    );
+    assert_eq!(part_ids(dir.path()), before, "a dry run changes nothing");
+    let dropped = b.drop_expired(&expiries, false).await.unwrap();
+    assert_eq!(dropped, listed);
+    let after = part_ids(dir.path());
+    let next = before.iter().max().unwrap() + 1;
+    assert_eq!(
+        after,
+        vec![before[1], next],
+        "partition [0, 100) rewritten once"
+    );
+    for s in &all[..3] {
+        assert_eq!(stored(&b, *s).await, points(100..200, 0.0));
+    }
+    assert_eq!(
+        stored(&b, all[3]).await,
+        points(0..200, 0.0),
+        "net keeps its points"
+    );
 }

@@ -7,7 +7,7 @@ use crate::{Engine, EngineError};
 use std::collections::HashMap;
 use tickertape_backend::DocumentStart;
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketWrite, NameSpace, Partition, SeriesInfo,
+    BackendError, BucketFamily, BucketWrite, Expiry, NameSpace, Partition, SeriesInfo,
 };
 use tickertape_core::database::{describe_stored, split_stored, Namespace};
 use tickertape_core::query::{select_range, without_stale_markers};
@@ -59,9 +59,7 @@ impl Engine {
     /// A partition of a measurement or resolution without a retention is kept.
     pub async fn apply_retention(&self, dry_run: bool) -> Result<RetentionReport, EngineError> {
         let now = self.clock.now_nanos();
-        let mut report = self.apply_raw_retention(now, dry_run).await?;
-        let derived = self.apply_derived_rollup_retention(now, dry_run).await?;
-        report.dropped.extend(derived.dropped);
+        let mut report = self.apply_segment_retention(now, dry_run).await?;
         let partitions = self.backend.list_partitions().await?;
         let names = self.measurement_names(&partitions).await?;
         for partition in partitions {
@@ -96,73 +94,48 @@ impl Engine {
         Ok(report)
     }
 
-    /// The raw retention of value-segment measurements: the backend drops its time
-    /// partitions of raw points (`Backend::drop_raw_before`).
-    async fn apply_raw_retention(
+    /// The retention of value-segment measurements, raw points and the rollups the
+    /// backend derives from them (which outlive the raw points), in every database: one
+    /// `Backend::drop_expired` for all of them, so a store whose partitions hold every
+    /// measurement rewrites each partition once per pass.
+    async fn apply_segment_retention(
         &self,
         now: i64,
         dry_run: bool,
     ) -> Result<RetentionReport, EngineError> {
-        let mut report = RetentionReport::default();
-        let namespaces = self.all_namespaces().await?;
-        let each = self.raw_segment_retentions().into_iter();
-        for (stored, retention) in each.flat_map(|r| in_every(&namespaces, r)) {
-            let name = describe_stored(&stored);
-            let cutoff = now.saturating_sub(retention);
-            let dropped = self
-                .backend
-                .drop_raw_before(&stored, cutoff, dry_run)
-                .await?;
-            for (start, end) in dropped {
-                if !dry_run {
-                    tracing::info!(measurement = %name, start, "retention dropped a partition of raw points");
-                }
-                report.dropped.push(ExpiredPartition {
-                    measurement: name.clone(),
-                    resolution: ResolutionOrRaw::Raw,
-                    start,
-                    end,
-                    retention,
-                });
-            }
-        }
-        Ok(report)
-    }
-
-    /// The retention of the rollups a backend derives from value segments
-    /// (`Backend::drop_segment_rollup_before`), which outlive the raw points.
-    async fn apply_derived_rollup_retention(
-        &self,
-        now: i64,
-        dry_run: bool,
-    ) -> Result<RetentionReport, EngineError> {
-        let mut report = RetentionReport::default();
         let namespaces = self.all_namespaces().await?;
         let mut kept = Vec::new();
         for (name, m) in &self.schema.measurements {
             if self.writes_rollups_of(m) {
                 continue;
             }
-            for &r in &m.rollups {
-                if let Some(retention) = m.retention_ns(ResolutionOrRaw::Rollup(r)) {
-                    kept.extend(in_every(&namespaces, (name.clone(), (r, retention))));
+            let levels = std::iter::once(ResolutionOrRaw::Raw)
+                .chain(m.rollups.iter().map(|&r| ResolutionOrRaw::Rollup(r)));
+            for level in levels {
+                if let Some(retention) = m.retention_ns(level) {
+                    kept.extend(in_every(&namespaces, (name.clone(), (level, retention))));
                 }
             }
         }
-        for (stored, (r, retention)) in kept {
+        let expiries: Vec<Expiry> = kept
+            .iter()
+            .map(|(stored, (level, retention))| Expiry {
+                measurement: stored.clone(),
+                level: *level,
+                cutoff: now.saturating_sub(*retention),
+            })
+            .collect();
+        let dropped = self.backend.drop_expired(&expiries, dry_run).await?;
+        let mut report = RetentionReport::default();
+        for ((stored, (level, retention)), dropped) in kept.into_iter().zip(dropped) {
             let name = describe_stored(&stored);
-            let cutoff = now.saturating_sub(retention);
-            let dropped = self
-                .backend
-                .drop_segment_rollup_before(&stored, r, cutoff, dry_run)
-                .await?;
             for (start, end) in dropped {
                 if !dry_run {
-                    tracing::info!(measurement = %name, resolution = %r, start, "retention dropped a partition of a rollup");
+                    tracing::info!(measurement = %name, resolution = %level, start, "retention dropped a partition of value segments");
                 }
                 report.dropped.push(ExpiredPartition {
                     measurement: name.clone(),
-                    resolution: ResolutionOrRaw::Rollup(r),
+                    resolution: level,
                     start,
                     end,
                     retention,

@@ -93,6 +93,14 @@ impl ResolutionOrRaw {
             Resolution::parse(text).map(Self::Rollup)
         }
     }
+
+    /// The rollup's resolution; `None` for raw points.
+    pub fn rollup(self) -> Option<Resolution> {
+        match self {
+            Self::Raw => None,
+            Self::Rollup(r) => Some(r),
+        }
+    }
 }
 
 impl fmt::Display for ResolutionOrRaw {

@@ -20,10 +20,10 @@
 //! - merge: the merged part is written whole, then one transaction names it and forgets
 //!   its inputs, then their files are deleted. Before the transaction the inputs are the
 //!   store; after it, the merged part.
-//! - drop: the parts that hold a dropped block (one measurement's raw blocks, or its
-//!   rollup blocks at one resolution) are rewritten whole without them — every other
-//!   measurement's blocks copied as they are —, then one transaction swaps them for the
-//!   old parts, then the old files are deleted.
+//! - drop (`retention.rs`): the parts that hold a dropped block (measurements' raw
+//!   blocks, or their rollup blocks at a resolution) are rewritten whole without them —
+//!   every other block copied as it is —, then one transaction swaps them for the old
+//!   parts, then the old files are deleted.
 //!
 //! Old files are deleted when the last reader that took the part before the swap lets go
 //! of it (`Part::retire`): parts are opened on demand through a bounded cache of open
@@ -46,7 +46,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use tickertape_backend::{
-    BackendError, DeleteRange, Result, SeriesHead, SnapshotReport, SnapshotTarget,
+    BackendError, DeleteRange, DroppedPartitions, Expiry, Result, SeriesHead, SnapshotReport,
+    SnapshotTarget,
 };
 use tickertape_core::rollup::Resolution;
 use tickertape_core::{Point, SeriesId};
@@ -59,14 +60,11 @@ pub enum Task {
     Flush(Arc<Frozen>),
     /// Merge every partition with more than one part, then answer.
     Compact(oneshot::Sender<Result<()>>),
-    /// Drop (or with `dry_run` list) `what` of the partitions of a measurement that end
-    /// at or before `cutoff`.
-    DropBefore {
-        measurement: String,
-        what: Dropped,
-        cutoff: i64,
+    /// Drop (or with `dry_run` list) what `expiries` name (`retention.rs`).
+    DropExpired {
+        expiries: Vec<Expiry>,
         dry_run: bool,
-        reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
+        reply: oneshot::Sender<Result<Vec<DroppedPartitions>>>,
     },
     /// Delete the points of `series` in `range` from the parts (`values/delete.rs`) and
     /// record `heads`, the series' latest points without them.
@@ -92,28 +90,9 @@ impl Task {
         match self {
             Task::Flush(_) => {}
             Task::Compact(reply) => drop(reply.send(Err(error))),
-            Task::DropBefore { reply, .. } => drop(reply.send(Err(error))),
+            Task::DropExpired { reply, .. } => drop(reply.send(Err(error))),
             Task::Delete { reply, .. } => drop(reply.send(Err(error))),
             Task::Snapshot { reply, .. } => drop(reply.send(Err(error))),
-        }
-    }
-}
-
-/// What a retention drop removes from the parts of a partition, for one measurement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dropped {
-    /// The raw points; the rollup blocks computed from them stay.
-    Raw,
-    /// The rollup blocks of one resolution.
-    Rollup(Resolution),
-}
-
-impl Dropped {
-    /// The kind of block it drops, as `Part::rewrite` names kinds.
-    fn kind(self) -> Option<Resolution> {
-        match self {
-            Dropped::Raw => None,
-            Dropped::Rollup(r) => Some(r),
         }
     }
 }
@@ -163,14 +142,12 @@ impl Background {
                     self.record(result.clone());
                     drop(reply.send(result));
                 }
-                Task::DropBefore {
-                    measurement,
-                    what,
-                    cutoff,
+                Task::DropExpired {
+                    expiries,
                     dry_run,
                     reply,
                 } => {
-                    let result = self.drop_before(&measurement, what, cutoff, dry_run);
+                    let result = self.drop_expired(&expiries, dry_run);
                     drop(reply.send(result));
                 }
                 Task::Delete {
@@ -355,7 +332,7 @@ impl Background {
     }
 
     /// Merges the parts of one partition (given oldest first) into one.
-    fn merge(&mut self, parts: &[Arc<Part>]) -> Result<()> {
+    pub(super) fn merge(&mut self, parts: &[Arc<Part>]) -> Result<()> {
         self.merge_keeping(parts, |_, _| true)
     }
 
@@ -458,75 +435,10 @@ impl Background {
         self.swap(vec![Arc::new(merged)], &removed)
     }
 
-    /// Drops `what` of `measurement` from the partitions that end at or before `cutoff`
-    /// and hold some; returns their `[start, end)`. The parts of such a partition are
-    /// rewritten without those blocks; every other measurement's are copied as they are.
-    fn drop_before(
-        &mut self,
-        measurement: &str,
-        what: Dropped,
-        cutoff: i64,
-        dry_run: bool,
-    ) -> Result<Vec<(i64, i64)>> {
-        let Some(token) = manifest::measurement_number(&self.db, measurement)? else {
-            return Ok(Vec::new());
-        };
-        let by = self.values.partitioning;
-        let doomed: Vec<(i64, Vec<Arc<Part>>)> = self
-            .values
-            .view()
-            .parts
-            .iter()
-            .filter(|(k, _)| by.end_of(**k) <= i128::from(cutoff))
-            .filter(|(_, parts)| parts.iter().any(|p| p.holds_of(token, what.kind())))
-            .map(|(k, parts)| (*k, parts.clone()))
-            .collect();
-        let ranges: Vec<(i64, i64)> = doomed
-            .iter()
-            .map(|(start, _)| (*start, by.clamped_end_of(*start)))
-            .collect();
-        if dry_run {
-            return Ok(ranges);
-        }
-        for (start, mut parts) in doomed {
-            if what == Dropped::Raw && parts.len() > 1 {
-                // The rollup blocks that stay must cover every point: merge first, so
-                // that the partition's one part holds the rollups of all of them.
-                self.merge(&parts)?;
-                parts = self
-                    .values
-                    .view()
-                    .parts
-                    .get(&start)
-                    .cloned()
-                    .unwrap_or_default();
-            }
-            self.drop_blocks(&parts, token, what)?;
-        }
-        Ok(ranges)
-    }
-
-    /// Rewrites each part without the blocks of `what` of measurement `token` (deleting
-    /// a part left empty): the new parts are written whole, then one transaction swaps
-    /// them in.
-    fn drop_blocks(&mut self, parts: &[Arc<Part>], token: u64, what: Dropped) -> Result<()> {
-        let mut added = Vec::new();
-        let mut removed = Vec::new();
-        let dropped = |e: &Entry| e.measurement == token && e.resolution() == what.kind();
-        for part in parts.iter().filter(|p| p.holds_of(token, what.kind())) {
-            let id = self.next_id();
-            if let Some(kept) = part.rewrite(&self.dir(), id, |e| !dropped(e))? {
-                added.push(Arc::new(kept));
-            }
-            removed.push(part.meta.id);
-        }
-        self.swap(added, &removed)
-    }
-
     /// Puts `added` (written whole) in place of the parts `removed`: one durable
     /// transaction names the new ones and forgets the old, readers switch over, then the
     /// old files are deleted.
-    fn swap(&mut self, added: Vec<Arc<Part>>, removed: &[u64]) -> Result<()> {
+    pub(super) fn swap(&mut self, added: Vec<Arc<Part>>, removed: &[u64]) -> Result<()> {
         let mut txn = self.db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::Immediate);
         let named: Vec<(u64, u64)> = added.iter().map(|p| (p.meta.id, p.meta.max_lsn)).collect();

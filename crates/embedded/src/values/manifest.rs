@@ -126,11 +126,16 @@ pub fn measurement_numbers(txn: &WriteTransaction, names: &[String]) -> Result<V
     Ok(out)
 }
 
-/// The number of a measurement in part files, if it has one.
-pub fn measurement_number(db: &Database, name: &str) -> Result<Option<u64>> {
+/// The number of each of `names` in part files, where it has one, in one read.
+pub fn measurement_numbers_of<'a>(
+    db: &Database,
+    names: impl Iterator<Item = &'a str>,
+) -> Result<Vec<Option<u64>>> {
     let txn = db.begin_read().map_err(storage)?;
     let table = txn.open_table(MEASUREMENTS).map_err(storage)?;
-    Ok(table.get(name).map_err(storage)?.map(|v| v.value()))
+    names
+        .map(|name| Ok(table.get(name).map_err(storage)?.map(|v| v.value())))
+        .collect()
 }
 
 /// Every measurement name with its number in part files.

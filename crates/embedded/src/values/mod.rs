@@ -18,6 +18,7 @@
 //!   checkpoint, the series' latest points; `open`: finding them at open;
 //! - `background`: the thread that flushes frozen heads, merges parts and drops partitions;
 //! - `cache`: decoded part blocks kept for the next read;
+//! - `retention`: retention drops, every measurement's in one rewrite per partition;
 //! - `delete`: deleting points: the heads set back, the partitions rewritten without them.
 //!
 //! The last write wins: of several values at one time the reader takes the one from the
@@ -38,6 +39,7 @@ mod packing;
 pub mod part;
 mod part_index;
 pub mod record;
+mod retention;
 pub mod stage;
 pub mod summary;
 pub mod wal;

@@ -3,10 +3,9 @@
 
 use crate::buckets::{Target, ValidWrite};
 use crate::databases::DatabaseChange;
-use crate::values::background::Dropped;
 use tickertape_backend::{
-    BackendError, BucketWriteOutcome, DeleteRange, DeriveRollups, NameSpace, RawOutcome, Result,
-    SeriesAppend, SnapshotReport, SnapshotTarget,
+    BackendError, BucketWriteOutcome, DeleteRange, DeriveRollups, DroppedPartitions, Expiry,
+    NameSpace, RawOutcome, Result, SeriesAppend, SnapshotReport, SnapshotTarget,
 };
 use tickertape_core::{SeriesId, SeriesKey};
 use tokio::sync::oneshot;
@@ -61,14 +60,12 @@ pub enum Job {
     /// Not a write: freeze the head and have the background thread flush and merge
     /// everything; answered when it has.
     Compact { reply: oneshot::Sender<Result<()>> },
-    /// Not a write: have the background thread drop the raw points or a rollup of old
-    /// partitions of a measurement.
-    DropBefore {
-        measurement: String,
-        what: Dropped,
-        cutoff: i64,
+    /// Not a write: have the background thread drop the raw points or rollups of old
+    /// partitions that `expiries` name (`values/retention.rs`).
+    DropExpired {
+        expiries: Vec<Expiry>,
         dry_run: bool,
-        reply: oneshot::Sender<Result<Vec<(i64, i64)>>>,
+        reply: oneshot::Sender<Result<Vec<DroppedPartitions>>>,
     },
     /// Not a write: delete points of `series` in `range` (`values/delete.rs`).
     Delete {
@@ -106,7 +103,7 @@ impl Job {
             Job::Database { .. } => 1,
             Job::DropPartition { .. }
             | Job::Compact { .. }
-            | Job::DropBefore { .. }
+            | Job::DropExpired { .. }
             | Job::Delete { .. }
             | Job::RemoveSeries { .. }
             | Job::Snapshot { .. } => 1,
@@ -118,7 +115,7 @@ impl Job {
         matches!(
             self,
             Job::Compact { .. }
-                | Job::DropBefore { .. }
+                | Job::DropExpired { .. }
                 | Job::Delete { .. }
                 | Job::RemoveSeries { .. }
                 | Job::Snapshot { .. }
@@ -142,7 +139,7 @@ impl Job {
             Job::Tokenize { reply, .. } => Answer::unapplied(reply),
             Job::Database { reply, .. } => Answer::unapplied(reply),
             Job::Compact { reply } => Answer::unapplied(reply),
-            Job::DropBefore { reply, .. } => Answer::unapplied(reply),
+            Job::DropExpired { reply, .. } => Answer::unapplied(reply),
             Job::Delete { reply, .. } => Answer::unapplied(reply),
             Job::RemoveSeries { reply, .. } => Answer::unapplied(reply),
             Job::Snapshot { reply, .. } => Answer::unapplied(reply),

@@ -187,16 +187,12 @@ impl Writer {
                 }
                 self.send(Task::Compact(reply));
             }
-            Job::DropBefore {
-                measurement,
-                what,
-                cutoff,
+            Job::DropExpired {
+                expiries,
                 dry_run,
                 reply,
-            } => self.send(Task::DropBefore {
-                measurement,
-                what,
-                cutoff,
+            } => self.send(Task::DropExpired {
+                expiries,
                 dry_run,
                 reply,
             }),
@@ -484,7 +480,7 @@ impl Writer {
             } => answered(reply, names::issue(txn, namespace, &names)),
             Job::Database { change, reply } => answered(reply, databases::apply(txn, &change)),
             job @ (Job::Compact { .. }
-            | Job::DropBefore { .. }
+            | Job::DropExpired { .. }
             | Job::Delete { .. }
             | Job::RemoveSeries { .. }
             | Job::Snapshot { .. }) => {
