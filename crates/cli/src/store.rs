@@ -48,6 +48,12 @@ pub struct StoreArgs {
     /// measurements it does not list get the defaults.
     #[arg(long, env = "TICKERTAPE_CONFIG")]
     pub config: Option<std::path::PathBuf>,
+    /// How long every measurement the config does not list keeps its data, e.g.
+    /// `raw=30d,1h=1y` (levels: `raw` and the default rollups, `1h` and `1d`); listed
+    /// value-segment measurements without a `retention` of their own take it too. Replaces
+    /// `[defaults] retention` of `--config`. Default: kept forever.
+    #[arg(long, env = "TICKERTAPE_RETENTION", value_name = "LEVEL=DURATION,...")]
+    pub retention: Option<String>,
     /// MongoDB read preference for queries (overrides the URI's `readPreference=`):
     /// primary, primaryPreferred, secondary, secondaryPreferred or nearest.
     #[arg(long)]
@@ -70,15 +76,17 @@ impl StoreArgs {
         options
     }
 
-    /// The schema of `--config`, or the defaults; a bad config is refused with its key.
+    /// The schema of `--config` and `--retention`, or the defaults; a bad config is
+    /// refused with its key.
     pub fn schema(&self) -> Result<Schema> {
+        let retention = self.retention.as_deref();
         let Some(path) = &self.config else {
-            return Ok(Schema::default());
+            return Ok(Schema::from_toml_with_retention("", retention)?);
         };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the config {}", path.display()))?;
-        let schema =
-            Schema::from_toml(&text).with_context(|| format!("config {}", path.display()))?;
+        let schema = Schema::from_toml_with_retention(&text, retention)
+            .with_context(|| format!("config {}", path.display()))?;
         Ok(schema)
     }
 
@@ -88,11 +96,11 @@ impl StoreArgs {
         let engine = Engine::new(self.open().await?)
             .with_schema(schema)
             .with_default_database(&self.default_database)?;
-        if let Some(path) = &self.config {
+        if self.config.is_some() || self.retention.is_some() {
             engine
                 .check_schema_fits_store()
                 .await
-                .with_context(|| format!("config {}", path.display()))?;
+                .context("the config and --retention")?;
         }
         Ok(engine)
     }

@@ -16,8 +16,8 @@
 //! ```
 //!
 //! Durations take the units of [`parse_duration`] (`ns us ms s m h d w`); retentions also
-//! take years, `y` = 365 days (`2y`, `1y30d`). A measurement not listed gets
-//! [`MeasurementSchema::default`]. Retention is a lower bound: data is dropped a whole
+//! take years, `y` = 365 days (`2y`, `1y30d`). A measurement not listed gets the
+//! `[defaults]` table's schema (`defaults.rs`; without one, [`MeasurementSchema::default`]). Retention is a lower bound: data is dropped a whole
 //! time partition at a time, once the newest point a partition can hold is older than the
 //! retention.
 //!
@@ -32,7 +32,6 @@ use serde::de::DeserializeOwned;
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 use thiserror::Error;
 
 const YEAR_NS: i64 = 365 * 86_400 * NANOS_PER_SECOND;
@@ -61,7 +60,7 @@ pub enum SchemaError {
     Invalid { path: String, message: String },
 }
 
-fn invalid(path: &str, message: impl Into<String>) -> SchemaError {
+pub(crate) fn invalid(path: &str, message: impl Into<String>) -> SchemaError {
     SchemaError::Invalid {
         path: path.to_string(),
         message: message.into(),
@@ -167,33 +166,47 @@ impl MeasurementSchema {
     }
 }
 
-/// Every measurement's schema. Measurements not listed get the default.
+/// Every measurement's schema. Measurements not listed get `defaults`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Schema {
     pub measurements: BTreeMap<String, MeasurementSchema>,
+    /// The schema of every measurement the config does not list: value segments with the
+    /// `[defaults]` table's rollups, retention and `change_only` (or the built-in
+    /// [`MeasurementSchema::default`]); a listed value-segment measurement takes from it
+    /// what its own table leaves out (`defaults.rs`).
+    pub defaults: MeasurementSchema,
 }
 
 impl Schema {
-    /// The schema of `measurement`: its own if the config lists it, else the default.
+    /// The schema of `measurement`: its own if the config lists it, else the defaults.
     pub fn for_measurement(&self, measurement: &str) -> &MeasurementSchema {
-        static DEFAULT: OnceLock<MeasurementSchema> = OnceLock::new();
-        self.measurements
-            .get(measurement)
-            .unwrap_or_else(|| DEFAULT.get_or_init(MeasurementSchema::default))
+        self.measurements.get(measurement).unwrap_or(&self.defaults)
     }
 
-    /// Reads and checks the `measurements` tables of a TOML config. Any other top-level
-    /// key, any unknown key in a measurement, and every rule in the module docs is an
-    /// error naming its key path; nothing of a refused config is used.
+    /// Reads and checks the `defaults` and `measurements` tables of a TOML config. Any
+    /// other top-level key, any unknown key in a measurement, and every rule in the
+    /// module docs is an error naming its key path; nothing of a refused config is used.
     pub fn from_toml(text: &str) -> Result<Schema, SchemaError> {
-        let root: toml::Table =
+        Self::from_toml_with_retention(text, None)
+    }
+
+    /// [`from_toml`](Self::from_toml), with `retention` (the `--retention` flag,
+    /// `raw=30d,1h=1y`) in place of the `[defaults]` table's `retention`.
+    pub fn from_toml_with_retention(
+        text: &str,
+        retention: Option<&str>,
+    ) -> Result<Schema, SchemaError> {
+        let mut root: toml::Table =
             toml::from_str(text).map_err(|e| SchemaError::Syntax(e.to_string()))?;
-        let mut schema = Schema::default();
+        let mut schema = Schema {
+            defaults: defaults::from_config(root.remove("defaults"), retention)?,
+            ..Schema::default()
+        };
         for (key, value) in root {
             if key != "measurements" {
                 return Err(invalid(
                     &key_path(&[], &key),
-                    "unknown key (expected measurements)",
+                    "unknown key (expected defaults or measurements)",
                 ));
             }
             let toml::Value::Table(measurements) = value else {
@@ -205,7 +218,8 @@ impl Schema {
                     return Err(invalid(&path, "expected a table"));
                 };
                 let raw = RawMeasurement::from_table(table, &path)?;
-                schema.measurements.insert(name, raw.validate(&path)?);
+                let validated = raw.validate(&path, &schema.defaults)?;
+                schema.measurements.insert(name, validated);
             }
         }
         Ok(schema)
@@ -214,7 +228,7 @@ impl Schema {
 
 /// A measurement's table as written, every key optional and every value still text.
 #[derive(Debug, Default)]
-struct RawMeasurement {
+pub(crate) struct RawMeasurement {
     layout: Option<String>,
     interval: Option<String>,
     kind: Option<String>,
@@ -227,7 +241,7 @@ struct RawMeasurement {
 impl RawMeasurement {
     /// Deserialises key by key, so that an unknown key or a value of the wrong type is
     /// reported with its own path rather than the measurement's.
-    fn from_table(table: toml::Table, path: &str) -> Result<Self, SchemaError> {
+    pub(crate) fn from_table(table: toml::Table, path: &str) -> Result<Self, SchemaError> {
         fn field<T: DeserializeOwned>(value: toml::Value, path: &str) -> Result<T, SchemaError> {
             value
                 .try_into()
@@ -258,9 +272,15 @@ impl RawMeasurement {
         Ok(raw)
     }
 
-    fn validate(self, path: &str) -> Result<MeasurementSchema, SchemaError> {
+    /// The measurement's schema, checked; a value-segment measurement takes the keys its
+    /// table leaves out from `defaults` (rollups, change_only, and the retention of the
+    /// levels it keeps).
+    pub(crate) fn validate(
+        self,
+        path: &str,
+        defaults: &MeasurementSchema,
+    ) -> Result<MeasurementSchema, SchemaError> {
         let at = |key: &str| key_path(&[path], key);
-        let defaults = MeasurementSchema::default();
 
         let interval = match &self.interval {
             None => None,
@@ -336,7 +356,7 @@ impl RawMeasurement {
                     .into_iter()
                     .filter(|r| r.nanos() % i == 0)
                     .collect(),
-                None => defaults.rollups,
+                None => defaults.rollups.clone(),
             },
             Some(texts) => {
                 let mut rollups: Vec<Resolution> = Vec::with_capacity(texts.len());
@@ -364,7 +384,11 @@ impl RawMeasurement {
             }
         };
 
+        let inherited = self.retention.is_none() && layout == Layout::Segments;
         let mut retention = BTreeMap::new();
+        if inherited {
+            retention = defaults::retention_for(defaults, &rollups);
+        }
         for (key, text) in self.retention.unwrap_or_default() {
             let p = key_path(&[&at("retention")], &key);
             let level = ResolutionOrRaw::parse(&key).map_err(|_| {
@@ -404,15 +428,17 @@ impl RawMeasurement {
             kind,
             rollups,
             retention,
-            change_only: self.change_only.unwrap_or(defaults.change_only),
-            preallocate: self.preallocate.unwrap_or(defaults.preallocate),
+            change_only: self
+                .change_only
+                .unwrap_or(defaults.change_only && layout == Layout::Segments),
+            preallocate: self.preallocate.unwrap_or(false),
         })
     }
 }
 
 /// A retention: a duration as [`parse_duration`], optionally led by whole years
 /// (`2y`, `1y30d`; `y` = 365 days).
-fn parse_retention(text: &str) -> Result<i64, String> {
+pub(crate) fn parse_retention(text: &str) -> Result<i64, String> {
     let trimmed = text.trim();
     let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
     let (years, rest) = match trimmed[digits..].strip_prefix('y') {
@@ -472,12 +498,12 @@ fn key_path(parents: &[&str], key: &str) -> String {
 }
 
 /// `GET /api/v1/schema`: the config's own keys with durations as text, plus the schema
-/// unlisted measurements get under `default`.
+/// unlisted measurements get (`[defaults]`, `--retention`) under `default`.
 impl Serialize for Schema {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("Schema", 2)?;
         s.serialize_field("measurements", &self.measurements)?;
-        s.serialize_field("default", &MeasurementSchema::default())?;
+        s.serialize_field("default", &self.defaults)?;
         s.end()
     }
 }
@@ -512,6 +538,8 @@ impl Serialize for MeasurementSchema {
         s.end()
     }
 }
+
+mod defaults;
 
 #[cfg(test)]
 mod tests;

@@ -196,17 +196,6 @@ impl Engine {
         Ok(report)
     }
 
-    /// The namespaces of every database: what maintenance passes walk.
-    pub(crate) async fn all_namespaces(&self) -> Result<Vec<Namespace>, EngineError> {
-        let mut all = vec![Namespace::Default];
-        for name in self.backend.databases().await? {
-            if name != *self.default_database() {
-                all.push(Namespace::named(&name));
-            }
-        }
-        Ok(all)
-    }
-
     /// The backend's `find_series` in this database: the selector's measurement mapped
     /// to its stored name, the keys found mapped back.
     pub(crate) async fn find_stored(

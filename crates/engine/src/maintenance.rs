@@ -9,7 +9,7 @@ use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     BackendError, BucketFamily, BucketWrite, Expiry, NameSpace, Partition, SeriesInfo,
 };
-use tickertape_core::database::{describe_stored, split_stored, Namespace};
+use tickertape_core::database::{describe_stored, split_stored};
 use tickertape_core::query::{select_range, without_stale_markers};
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, ResolutionOrRaw};
 use tickertape_core::schema::Layout;
@@ -95,7 +95,8 @@ impl Engine {
     }
 
     /// The retention of value-segment measurements, raw points and the rollups the
-    /// backend derives from them (which outlive the raw points), in every database: one
+    /// backend derives from them (which outlive the raw points), of every measurement
+    /// stored in every database — listed in the config or taking the defaults: one
     /// `Backend::drop_expired` for all of them, so a store whose partitions hold every
     /// measurement rewrites each partition once per pass.
     async fn apply_segment_retention(
@@ -103,9 +104,9 @@ impl Engine {
         now: i64,
         dry_run: bool,
     ) -> Result<RetentionReport, EngineError> {
-        let namespaces = self.all_namespaces().await?;
         let mut kept = Vec::new();
-        for (name, m) in &self.schema.measurements {
+        for stored in self.stored_measurements().await? {
+            let m = self.schema.for_measurement(split_stored(&stored).1);
             if self.writes_rollups_of(m) {
                 continue;
             }
@@ -113,9 +114,12 @@ impl Engine {
                 .chain(m.rollups.iter().map(|&r| ResolutionOrRaw::Rollup(r)));
             for level in levels {
                 if let Some(retention) = m.retention_ns(level) {
-                    kept.extend(in_every(&namespaces, (name.clone(), (level, retention))));
+                    kept.push((stored.clone(), (level, retention)));
                 }
             }
+        }
+        if kept.is_empty() {
+            return Ok(RetentionReport::default());
         }
         let expiries: Vec<Expiry> = kept
             .iter()
@@ -145,6 +149,20 @@ impl Engine {
         Ok(report)
     }
 
+    /// Every measurement the store holds series of, by its stored name (every database's).
+    async fn stored_measurements(&self) -> Result<Vec<String>, EngineError> {
+        let mut names: Vec<String> = self
+            .backend
+            .list_fields()
+            .await?
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// `(measurement, raw retention)` of the configured value-segment measurements that
     /// have one.
     fn raw_segment_retentions(&self) -> Vec<(String, i64)> {
@@ -159,7 +177,21 @@ impl Engine {
     /// Refuses a schema the store cannot follow: a raw retention for value segments in a
     /// store that does not keep them in time partitions (MongoDB). A dry run drops nothing.
     pub async fn check_schema_fits_store(&self) -> Result<(), EngineError> {
-        for (name, _) in self.raw_segment_retentions() {
+        let mut probes: Vec<String> = self
+            .raw_segment_retentions()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        if self
+            .schema
+            .defaults
+            .retention_ns(ResolutionOrRaw::Raw)
+            .is_some()
+        {
+            // Any name: the question is whether the store keeps raw partitions at all.
+            probes.push("retention-probe".into());
+        }
+        for name in probes {
             self.backend.drop_raw_before(&name, i64::MIN, true).await?;
         }
         Ok(())
@@ -326,14 +358,6 @@ impl Engine {
         self.backend.write_buckets(writes).await?;
         Ok(points.len() as u64)
     }
-}
-
-/// `(measurement, what)` once per namespace, the measurement as each stores it.
-fn in_every<T: Clone>(namespaces: &[Namespace], (name, what): (String, T)) -> Vec<(String, T)> {
-    namespaces
-        .iter()
-        .map(|ns| (ns.stored(&name).into_owned(), what.clone()))
-        .collect()
 }
 
 /// The starts of the partitions of `geometry` overlapping `[start, end)`.

@@ -113,3 +113,56 @@ async fn derived_rollups_outlive_raw_retention_and_keep_their_own() {
         "the 1h rollup keeps days 2–5"
     );
 }
+
+/// Raw points of each day 0–5 of `measurement`, one every 10 minutes, compacted.
+async fn six_days(e: &Engine, measurement: &str) {
+    let body: String = (0..6 * 144)
+        .map(|i| format!("{measurement} v={i} {}\n", i * 10 * M))
+        .collect();
+    e.write_lines(&body, Precision::Nanoseconds).await.unwrap();
+}
+
+async fn raw_days(e: &Engine, measurement: &str) -> usize {
+    let mut q = Query::raw(
+        SeriesSelector {
+            measurement: measurement.into(),
+            ..Default::default()
+        },
+        0,
+        6 * D,
+    );
+    q.agg = Some(Aggregate::Count);
+    q.step = Some(D);
+    q.resolution = Some(ResolutionOrRaw::Raw);
+    let answer = e.query(&q).await.expect("query");
+    answer.into_iter().next().map_or(0, |s| s.points.len())
+}
+
+/// The defaults' retention (`--retention raw=2d`) reaches every measurement nobody
+/// listed, in every database, in one pass; a listed measurement keeps its own.
+#[tokio::test]
+async fn default_retention_covers_every_unlisted_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).unwrap());
+    let clock = Arc::new(ManualClock::new(0));
+    let config = "[measurements.cpu]\nretention = { raw = \"5d\" }\n";
+    let schema = Schema::from_toml_with_retention(config, Some("raw=2d")).unwrap();
+    let e = Engine::with_clock(backend.clone(), clock.clone()).with_schema(schema);
+    e.create_database("app").await.unwrap();
+    let app = e.database(Some("app")).await.unwrap();
+    for name in ["node_load1", "node_load5", "cpu"] {
+        six_days(&e, name).await;
+    }
+    six_days(&app, "node_load1").await;
+    backend.compact().await.unwrap();
+    clock.set(6 * D);
+    let report = e.apply_retention(false).await.unwrap();
+    let dropped = |m: &str| report.dropped.iter().filter(|p| p.measurement == m).count();
+    assert_eq!(dropped("node_load1"), 4, "{report:?}");
+    assert_eq!(dropped("node_load5"), 4, "{report:?}");
+    assert_eq!(dropped("node_load1 (database app)"), 4, "{report:?}");
+    assert_eq!(dropped("cpu"), 1, "its own 5d: {report:?}");
+    assert_eq!(raw_days(&e, "node_load1").await, 2);
+    assert_eq!(raw_days(&app, "node_load1").await, 2);
+    assert_eq!(raw_days(&e, "cpu").await, 5);
+}

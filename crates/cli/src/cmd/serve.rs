@@ -253,11 +253,13 @@ fn schedule(engine: Engine, every: Duration, task: Task) -> Option<tokio::task::
         return None;
     }
     let needed = match task {
-        Task::Retention => engine
-            .schema()
-            .measurements
-            .values()
-            .any(|m| !m.retention.is_empty()),
+        Task::Retention => {
+            let schema = engine.schema();
+            let listed = schema.measurements.values();
+            std::iter::once(&schema.defaults)
+                .chain(listed)
+                .any(|m| !m.retention.is_empty())
+        }
         Task::Preallocation => engine.schema().measurements.values().any(|m| m.preallocate),
     };
     if !needed {

@@ -78,7 +78,7 @@ fn refusals_name_the_key() {
         ),
         (
             "[measurement.pageviews]\nlayout = \"buckets\"",
-            "measurement: unknown key (expected measurements)",
+            "measurement: unknown key (expected defaults or measurements)",
         ),
         (
             "[measurements.pageviews]\nlayout = \"buckets\"\ninterval = \"0s\"",
