@@ -217,3 +217,62 @@ fn admin_delete_prints_what_it_deleted() {
         text(&out.stderr)
     );
 }
+
+/// `--retention` reaches measurements no config lists: `admin retention` drops their old
+/// raw partitions (after a dry run that changes nothing); a bad value names the flag.
+#[test]
+fn retention_flag_covers_unlisted_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("data.lp");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let lines: String = ["node_load1", "node_load5"]
+        .iter()
+        .flat_map(|m| [1_700_000_000, now - 60].map(|t| format!("{m},instance=a value=1 {t}\n")))
+        .collect();
+    std::fs::write(&file, lines).unwrap();
+    assert!(import(&store, &file).status.success());
+    let s = store.to_str().unwrap();
+    let count = |m: &str| {
+        let out = tickertape(&[
+            "query", "--store", s, "-m", m, "--start", "0", "--format", "csv",
+        ]);
+        text(&out.stdout).lines().count() - 1
+    };
+    let retention = |extra: &[&str]| {
+        let mut args = vec!["admin", "retention", "--store", s, "--retention", "raw=30d"];
+        args.extend_from_slice(extra);
+        tickertape(&args)
+    };
+    let out = retention(&["--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("would drop node_load1 raw partition 2023-11-14"),
+        "{said}"
+    );
+    assert!(
+        said.contains("would drop node_load5 raw partition 2023-11-14"),
+        "{said}"
+    );
+    assert_eq!((count("node_load1"), count("node_load5")), (2, 2));
+    let out = retention(&[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("2 partitions dropped"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!((count("node_load1"), count("node_load5")), (1, 1));
+
+    let out = tickertape(&["admin", "retention", "--store", s, "--retention", "5m=1d"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--retention.5m: 5m is not one of the rollups"),
+        "{err}"
+    );
+}
