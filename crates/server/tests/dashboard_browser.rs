@@ -37,7 +37,10 @@ const BROWSER_TIMEOUT: Duration = Duration::from_secs(240);
 const READ_TOKEN: &str = "tt_dashboard_read_0000000000000000000000000000000000";
 const WRITE_TOKEN: &str = "tt_dashboard_write_000000000000000000000000000000000";
 
-const SCHEMA: &str = "[measurements.http_requests]
+const SCHEMA: &str = "[defaults]
+retention = { raw = \"7d\" }
+
+[measurements.http_requests]
 layout = \"buckets\"
 interval = \"10s\"
 kind = \"counter\"

@@ -82,14 +82,26 @@ export async function listNames(kind, scope, prefix, signal) {
   return { items, truncated: body.truncated === true };
 }
 
-/** `GET /api/v1/schema`: the names of the counter measurements (kind = "counter"). */
-export async function counterMeasurements(signal) {
+/**
+ * `GET /api/v1/schema`: the names of the counter measurements (kind = "counter"), and
+ * `rawRetentionMs(name)`, how long a measurement keeps raw points (null: for good) — its
+ * own retention, or the defaults' for a measurement the config does not list.
+ */
+export async function loadSchema(signal) {
   const body = await getJson('/api/v1/schema', [], signal);
   const counters = new Set();
-  for (const [name, schema] of Object.entries(body.measurements || {})) {
+  const listed = body.measurements || {};
+  for (const [name, schema] of Object.entries(listed)) {
     if (schema && schema.kind === 'counter') counters.add(name);
   }
-  return counters;
+  const rawOf = (schema) => (schema && schema.retention ? schema.retention.raw : undefined);
+  const rawRetentionMs = (name) => {
+    const text = Object.hasOwn(listed, name) ? rawOf(listed[name]) : rawOf(body.default);
+    if (!text) return null;
+    const ms = durationMs(String(text).replace(/(\d+)y/, (_, n) => `${Number(n) * 365}d`));
+    return Number.isFinite(ms) ? ms : null;
+  };
+  return { counters, rawRetentionMs };
 }
 
 /**
@@ -117,18 +129,38 @@ export async function listDatabases(signal) {
 /** The range a state stands for, in milliseconds; `end` is "now" for a "last N" view. */
 export function viewRange(state, nowMs) {
   if (state.start) {
-    const start = parseTimeMs(state.start);
-    const end = state.end ? parseTimeMs(state.end) : nowMs;
+    const start = parseTimeMs(state.start, nowMs);
+    const end = state.end ? parseTimeMs(state.end, nowMs) : nowMs;
     return { startMs: start, endMs: end };
   }
   const length = parseDurationMs(state.range) ?? 3600e3;
   return { startMs: nowMs - length, endMs: nowMs };
 }
 
-/** RFC 3339 text or integer nanoseconds (as the API takes them) → ms; NaN if neither. */
-export function parseTimeMs(text) {
-  if (/^-?\d+$/.test(text)) return Number(BigInt(text) / 1000000n);
-  return Date.parse(text);
+/**
+ * A time as the API takes it → ms; NaN if it is none: RFC 3339, integer nanoseconds, or
+ * relative to `nowMs` — `now`, `now-30d`, `now+5m`, `-1h` (for now-1h), a duration being
+ * runs of a number and a unit (ms s m h d w, as `1h30m`).
+ */
+export function parseTimeMs(text, nowMs) {
+  const trimmed = String(text).trim();
+  if (/^-?\d+$/.test(trimmed)) return Number(BigInt(trimmed) / 1000000n);
+  const relative = /^(?:now(?:([+-])(.+))?|-(.+))$/.exec(trimmed);
+  if (relative) {
+    const [, sign, after, shorthand] = relative;
+    if (shorthand !== undefined) return nowMs - durationMs(shorthand);
+    if (sign === undefined) return nowMs;
+    return sign === '+' ? nowMs + durationMs(after) : nowMs - durationMs(after);
+  }
+  return Date.parse(trimmed);
+}
+
+/** `1h30m`, `30d`, `500ms` → ms; NaN for anything else. */
+function durationMs(text) {
+  const unit = { ms: 1, s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
+  const parts = [...text.matchAll(/(\d+)(ms|s|m|h|d|w)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) return NaN;
+  return parts.reduce((total, [, n, u]) => total + Number(n) * unit[u], 0);
 }
 
 /**

@@ -9,13 +9,13 @@
 // The state lives in the URL (url-state.js): every change the user makes is a new history
 // entry, so Back returns to the previous view and a link reproduces one.
 
-import { counterMeasurements, listNames, useDatabase, viewRange } from './api.js';
+import { loadSchema, listNames, useDatabase, viewRange } from './api.js';
 import { CardinalityView } from './cardinality.js';
 import { Controls } from './controls.js';
 import { Panel } from './panel.js';
 import { DatabasePicker, Picker } from './pickers.js';
 import { TagFilters } from './tag-filters.js';
-import { isoUtc, parseDurationMs } from './time-format.js';
+import { formatDurationMs, isoUtc, parseDurationMs } from './time-format.js';
 import { RANGE_PRESETS, readState, sameState, withChanges, writeState } from './url-state.js';
 
 const byId = (id) => document.getElementById(id);
@@ -38,9 +38,11 @@ class Dashboard {
     this.state = readState(window.location.search);
     useDatabase(this.state.db);
     this.counters = new Set();
-    this.schemaLoaded = counterMeasurements()
-      .then((counters) => {
+    this.rawRetentionMs = () => null;
+    this.schemaLoaded = loadSchema()
+      .then(({ counters, rawRetentionMs }) => {
         this.counters = counters;
+        this.rawRetentionMs = rawRetentionMs;
         this.sync();
       })
       .catch((error) => this.setStatus(`schema not available: ${error.message}`));
@@ -260,7 +262,7 @@ class Dashboard {
     const now = Date.now();
     const { startMs, endMs } = viewRange(state, now);
     this.loadedAt = now;
-    const loading = { sequence: (this.sequence += 1) };
+    const loading = { sequence: (this.sequence += 1), retention: this.retentionNote(startMs, now) };
     this.loading = loading;
     if (!state.measurement) {
       for (const panel of this.panels) panel.showNothing(startMs, endMs, 'idle', 'Pick a measurement to chart.');
@@ -268,7 +270,7 @@ class Dashboard {
       return;
     }
     if (!Number.isFinite(startMs) || !Number.isFinite(endMs)) {
-      const message = `cannot read the range “${state.start}” … “${state.end}”: give RFC 3339 (2026-01-01T00:00:00Z) or nanoseconds`;
+      const message = `cannot read the range “${state.start}” … “${state.end}”: give RFC 3339 (2026-01-01T00:00:00Z), nanoseconds, or a time relative to now (now-30d, -1h)`;
       this.finishLoad(loading, this.panels.map((panel) => panel.showError(now - 3600e3, now, message)));
       return;
     }
@@ -295,7 +297,15 @@ class Dashboard {
     const charts = results.length > 1 ? `${results.length} charts, ` : '';
     const errors = failed ? ` · ${failed} failed` : '';
     const stamp = new Date().toLocaleTimeString();
-    this.setStatus(`${charts}${series} series, ${points} points${errors} · updated ${stamp}`);
+    const note = loading.retention ? ` · ${loading.retention}` : '';
+    this.setStatus(`${charts}${series} series, ${points} points${errors} · updated ${stamp}${note}`);
+  }
+
+  /** What the view's range crosses of the measurement's raw retention, if anything. */
+  retentionNote(startMs, nowMs) {
+    const keep = this.state.measurement ? this.rawRetentionMs(this.state.measurement) : null;
+    if (keep === null || startMs >= nowMs - keep) return '';
+    return `raw points are kept ${formatDurationMs(keep)}: before ${isoUtc(nowMs - keep)} the rollups answer`;
   }
 
   setStatus(text) {

@@ -343,7 +343,22 @@ try {
     && header.length === answer.series.length + 1,
   'the CSV\'s first row holds the answer\'s values, column by series', { got, wanted });
 
-  // 5. Nothing in range, and errors, shown as messages.
+  // 5. Relative times in the range boxes, as the API takes them, and the raw retention a
+  // range crosses (dashboard_browser.rs gives unlisted measurements raw = 7d).
+  const relative = await nextQuery(() => page.goto(`${base}/?measurement=cpu&field=usage_user&start=now-30d&end=now`));
+  await waitForChart('ok');
+  check(relative.get('start') === 'now-30d', 'a relative start goes to the API as written', relative.get('start'));
+  await page.waitForFunction(() => /updated/.test(document.querySelector('#status').textContent), null, { timeout: WAIT_MS });
+  const status = await page.innerText('#status');
+  check(/raw points are kept 1w: before .* the rollups answer/.test(status),
+    'a range past the raw retention says where the rollups answer', status);
+  await nextQuery(() => page.goto(`${base}/?measurement=cpu&field=usage_user&start=-1h`));
+  await waitForChart('ok');
+  await page.waitForFunction(() => /updated/.test(document.querySelector('#status').textContent), null, { timeout: WAIT_MS });
+  check(!/raw points are kept/.test(await page.innerText('#status')),
+    'a range inside the raw retention says nothing of it', await page.innerText('#status'));
+
+  // 6. Nothing in range, and errors, shown as messages.
   await page.goto(`${base}/?measurement=cpu&field=usage_user&start=2001-01-01T00:00:00Z&end=2001-01-02T00:00:00Z`);
   await waitForChart('empty');
   check(/No data in this range/.test(await page.innerText('.chart-message')), 'an empty range says so');
