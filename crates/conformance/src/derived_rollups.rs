@@ -156,3 +156,54 @@ pub async fn derived_rollups_equal_the_raw_slots(f: &dyn StoreFactory) {
         "a dropped partition written again answers from its points"
     );
 }
+
+/// One `drop_expired` does what each of its expiries would do alone, whatever else the
+/// partitions hold: one measurement's raw points, another's rollup at one resolution, and
+/// nothing for a measurement the store never saw; a dry run only lists.
+pub async fn one_retention_call_drops_each_expiry(f: &dyn StoreFactory) {
+    use tickertape_backend::Expiry;
+    use tickertape_core::rollup::ResolutionOrRaw;
+    use tickertape_core::SeriesKey;
+    let store = f.create(7).await;
+    let b = store.open().await;
+    let r4 = resolution(4);
+    b.derive_segment_rollups(Arc::new(move |_: &str| vec![r4]));
+    let keys = ["cpu", "mem"].map(|m| SeriesKey::new(m, vec![("host".into(), "a".into())], "v"));
+    let ids = b.resolve_series(&keys).await.expect("register");
+    let points: Vec<Point> = (0..128).map(|t| Point::new(t, t as f64 * 0.5)).collect();
+    for &s in &ids {
+        let append = SeriesAppend::new(s, points.clone()).expect("increasing");
+        b.append(vec![append]).await.expect("append");
+    }
+    b.compact().await.expect("compact");
+    let (cpu, mem) = (ids[0], ids[1]);
+    let mem_slots = rollup(&*b, mem, r4, 0, 128).await;
+    let expiry = |m: &str, level| Expiry {
+        measurement: m.into(),
+        level,
+        cutoff: 64,
+    };
+    let expiries = [
+        expiry("cpu", ResolutionOrRaw::Raw),
+        expiry("mem", ResolutionOrRaw::Rollup(r4)),
+        expiry("never_written", ResolutionOrRaw::Raw),
+    ];
+    let listed = b.drop_expired(&expiries, true).await.expect("dry run");
+    assert_eq!(listed.len(), 3);
+    // A store that derives rollups on read from the raw points that remain lists no
+    // partition of mem's rollup: its raw points are all there.
+    assert!(!listed[0].is_empty(), "{listed:?}");
+    assert!(listed[2].is_empty(), "{listed:?}");
+    assert!(listed[0].iter().all(|&(_, end)| end <= 64), "{listed:?}");
+    assert_eq!(read_all(&*b, cpu).await, points, "a dry run drops nothing");
+    let dropped = b.drop_expired(&expiries, false).await.expect("drop");
+    assert_eq!(dropped, listed, "what the dry run listed");
+    let cpu_left = read_all(&*b, cpu).await;
+    assert!(cpu_left.iter().all(|p| p.time >= 64) && cpu_left.len() >= 64);
+    assert_eq!(read_all(&*b, mem).await, points, "mem keeps its raw points");
+    // cpu's rollup outlives its raw points; mem's rollup of [0, 64) is gone, and answers
+    // again from its raw points, which are all still there.
+    let want_cpu = summarize_slots(&points, 0, 64, r4);
+    assert_eq!(bits(&rollup(&*b, cpu, r4, 0, 64).await), bits(&want_cpu));
+    assert_eq!(bits(&rollup(&*b, mem, r4, 0, 128).await), bits(&mem_slots));
+}

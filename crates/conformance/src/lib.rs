@@ -25,7 +25,9 @@ pub use buckets::{
 };
 pub use databases::{databases_are_created_listed_and_dropped, databases_keep_series_apart};
 pub use deletes::deleted_points_never_come_back;
-pub use derived_rollups::derived_rollups_equal_the_raw_slots;
+pub use derived_rollups::{
+    derived_rollups_equal_the_raw_slots, one_retention_call_drops_each_expiry,
+};
 pub use model::matches_the_reference;
 pub use names::{
     assert_one_token_per_name, name_tokens_are_stable, name_tokens_count_from_zero_per_namespace,
