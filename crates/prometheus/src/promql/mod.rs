@@ -6,24 +6,33 @@
 //! series and time ranges an expression reads; the caller fetches them from the store
 //! ([`Fetched`]); [`evaluate`] computes the value at every step from those.
 //!
-//! - `depth`: the bound on a query's nesting, checked before it is parsed;
-//! - `value`: grids, series, values; `select`: selectors and lookback;
-//! - `eval`: the walk over the expression; `binary`, `aggregate`, `functions`,
-//!   `range_functions`, `histogram`: the operators and functions.
+//! - `depth`: the bound on a query's nesting, checked before it is parsed; `names`:
+//!   Prometheus 2.x's names of functions the parser knows by their Prometheus 3 name;
+//! - `value`: grids, series, values; `select`: selectors and lookback; `anchor`: the
+//!   `@` modifier and `offset`;
+//! - `eval`: the walk over the expression; `range_eval`: range vectors (selectors and
+//!   subqueries) windowed at each step; `subquery`: a subquery's own steps;
+//!   `binary`, `aggregate`, `functions`, `range_functions`, `histogram`: the operators
+//!   and functions.
 
 mod aggregate;
+mod anchor;
 mod binary;
 mod depth;
 mod eval;
 mod functions;
 mod histogram;
+mod names;
+mod range_eval;
 mod range_functions;
 mod select;
+mod subquery;
 mod value;
 
 pub use depth::{MAX_NESTING, MAX_OPERATORS};
 pub use promql_parser::parser::Expr;
 pub use select::{matches_all, selections, Fetched, Selection, SelectorId, LOOKBACK_MS};
+pub use subquery::DEFAULT_SUBQUERY_STEP_MS;
 pub use value::{Grid, RawSeries, Series, Value};
 
 use thiserror::Error;
@@ -52,14 +61,16 @@ impl PromqlError {
     }
 }
 
-/// Parses a query; a syntax error is `BadData` with the parser's message. A function the
-/// parser does not know (it follows Prometheus 3, which renamed `holt_winters`) is
-/// `Unsupported`, named. A query nested deeper than [`MAX_NESTING`] or with more than
-/// [`MAX_OPERATORS`] is `BadData` naming the limit, before the parser sees it: so every
-/// tree this returns is shallow enough for the evaluator's recursion.
+/// Parses a query; a syntax error is `BadData` with the parser's message. Prometheus
+/// 2.x's `holt_winters` is read as the parser's `double_exponential_smoothing` (the
+/// same function). A function the parser does not know is `Unsupported`, named. A
+/// query nested deeper than [`MAX_NESTING`] or with more than [`MAX_OPERATORS`] is
+/// `BadData` naming the limit, before the parser sees it: so every tree this returns is
+/// shallow enough for the evaluator's recursion.
 pub fn parse(query: &str) -> Result<Expr, PromqlError> {
     depth::check(query)?;
-    promql_parser::parser::parse(query).map_err(|message| {
+    promql_parser::parser::parse(&names::current_names(query)).map_err(|message| {
+        let message = names::in_query_names(query, message);
         match message.strip_prefix("unknown function with name ") {
             Some(name) => {
                 PromqlError::Unsupported(format!("the function {}()", name.trim_matches('\'')))
@@ -81,6 +92,7 @@ pub fn evaluate(
 ) -> Result<Value, PromqlError> {
     eval::Evaluator {
         grid: *grid,
+        query: *grid,
         data,
         budget,
     }
