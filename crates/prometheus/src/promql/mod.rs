@@ -83,7 +83,9 @@ pub fn parse(query: &str) -> Result<Expr, PromqlError> {
 /// The value of `expr` at every step of `grid`, from the store's answers to its
 /// [`selections`] (over the same grid). Every value a step holds, of every series of
 /// every subexpression, is charged to `budget` as it is made (an empty step too: it
-/// takes its memory), so a range query over many series stops at the budget.
+/// takes its memory), so a range query over many series stops at the budget; so is a
+/// subquery's every own step, before it is evaluated, so that no subquery (nested, or
+/// selecting nothing) goes past the budget unseen.
 pub fn evaluate(
     expr: &Expr,
     grid: &Grid,
