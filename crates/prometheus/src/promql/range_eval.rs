@@ -44,7 +44,7 @@ impl RangeInput<'_> {
     /// The samples a window may see: without the stale markers.
     fn samples<'s>(&self, series: &'s RawSeries) -> Cow<'s, [(i64, f64)]> {
         match self.series {
-            Source::Stored(_) => Cow::Owned(without_stale(series)),
+            Source::Stored(_) => without_stale(series),
             Source::Computed(_) => Cow::Borrowed(&series.samples),
         }
     }

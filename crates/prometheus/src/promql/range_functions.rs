@@ -231,7 +231,7 @@ fn avg(samples: &[(i64, f64)]) -> f64 {
 }
 
 /// The smallest or largest value (`better(v, current)`), NaN only if all are NaN.
-fn extreme(samples: &[(i64, f64)], better: fn(f64, f64) -> bool) -> f64 {
+fn extreme(samples: &[(i64, f64)], better: impl Fn(f64, f64) -> bool) -> f64 {
     let mut m = samples[0].1;
     for &(_, v) in samples {
         if better(v, m) || m.is_nan() {

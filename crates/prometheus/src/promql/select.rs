@@ -6,6 +6,7 @@ use super::value::{Grid, RawSeries, Series};
 use super::PromqlError;
 use promql_parser::label::Matcher;
 use promql_parser::parser::{Expr, Offset, VectorSelector};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 use tickertape_core::model::is_stale_marker;
@@ -190,14 +191,21 @@ pub(crate) fn sample_times(raw: &[RawSeries], grid: &Grid, anchor: Anchor) -> Ve
     instant_vector(&timed, grid, anchor)
 }
 
-/// The samples of `series` without stale markers: what range selectors see.
-pub(crate) fn without_stale(series: &RawSeries) -> Vec<(i64, f64)> {
-    series
-        .samples
-        .iter()
-        .copied()
-        .filter(|&(_, v)| !is_stale_marker(v))
-        .collect()
+/// The samples of `series` without stale markers: what range selectors see. Borrowed
+/// when it has none (the usual case: a series ends with at most one), so that a range
+/// function reads the store's answer without copying it.
+pub(crate) fn without_stale(series: &RawSeries) -> Cow<'_, [(i64, f64)]> {
+    if !series.samples.iter().any(|&(_, v)| is_stale_marker(v)) {
+        return Cow::Borrowed(&series.samples);
+    }
+    Cow::Owned(
+        series
+            .samples
+            .iter()
+            .copied()
+            .filter(|&(_, v)| !is_stale_marker(v))
+            .collect(),
+    )
 }
 
 /// Slides a window `[t - range, t]` over samples in time order, for increasing `t`.
