@@ -11,7 +11,8 @@
 //! - `value`: grids, series, values; `select`: selectors and lookback; `anchor`: the
 //!   `@` modifier and `offset`;
 //! - `eval`: the walk over the expression; `range_eval`: range vectors (selectors and
-//!   subqueries) windowed at each step; `subquery`: a subquery's own steps;
+//!   subqueries) windowed at each step, `sliding` the extremes of a sliding window;
+//!   `subquery`: a subquery's own steps;
 //!   `binary`, `aggregate`, `functions`, `range_functions`, `histogram`: the operators
 //!   and functions.
 
@@ -26,6 +27,7 @@ mod names;
 mod range_eval;
 mod range_functions;
 mod select;
+mod sliding;
 mod subquery;
 mod value;
 

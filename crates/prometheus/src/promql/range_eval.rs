@@ -6,6 +6,7 @@ use super::anchor::Anchor;
 use super::eval::{unwrap_parens, Evaluator};
 use super::range_functions::{check_args, matrix_arg_index, scalar_arg_indices, RangeFn, Window};
 use super::select::{self, fetched, millis, without_stale};
+use super::sliding::SlidingExtreme;
 use super::value::{drop_metric_name, RawSeries, Series, Value, SAME_LABELSET};
 use super::PromqlError;
 use crate::mapping::Labels;
@@ -148,6 +149,12 @@ impl<'a> Evaluator<'a> {
             self.budget.charge_points(self.steps())?;
             let samples = input.samples(raw);
             let mut window = select::Window::new(&samples);
+            // The same answer as `f`, without a scan of each step's window.
+            let mut extreme = match name {
+                "max_over_time" => Some(SlidingExtreme::new(&samples, true)),
+                "min_over_time" => Some(SlidingExtreme::new(&samples, false)),
+                _ => None,
+            };
             let mut values: Vec<Option<f64>> = Vec::with_capacity(self.steps());
             for i in 0..self.steps() {
                 // A step may reduce a long window: a query whose client has gone stops
@@ -159,6 +166,10 @@ impl<'a> Evaluator<'a> {
                 let inside = window.at(end, input.range);
                 if inside.is_empty() {
                     values.push(None);
+                    continue;
+                }
+                if let Some(extreme) = &mut extreme {
+                    values.push(extreme.at(end, input.range));
                     continue;
                 }
                 for (p, values) in step_params.iter_mut().zip(&params) {
