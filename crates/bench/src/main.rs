@@ -101,9 +101,11 @@ enum Command {
     /// The store is a fresh directory, or with --mongodb an empty MongoDB database.
     #[command(verbatim_doc_comment)]
     Cardinality(cardinality::Args),
-    /// Issue 11's query target: Prometheus' query_range of rate(x[5m]) over 24 hours at a
-    /// 60 s step for 100 counters (and their sum), on the in-process server over a fresh
-    /// embedded store, compacted. Prints the median, p90 and fastest of --runs queries.
+    /// PromQL's query targets: Prometheus' query_range of rate(x[5m]) over 24 hours at a
+    /// 60 s step for 100 counters (their sum, and the hourly peak of the rate as a subquery,
+    /// max_over_time(rate(x[5m])[1h:1m])), on the in-process server over a fresh embedded
+    /// store, compacted; with --vm-url the same of a VictoriaMetrics loaded with the same
+    /// samples, alternately. Prints the median, p90 and fastest of --runs queries.
     #[command(verbatim_doc_comment)]
     Promql(promql::Args),
     /// Issue 25's InfluxQL target: Grafana's SELECT mean(...) GROUP BY time(1m) over 24

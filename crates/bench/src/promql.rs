@@ -1,9 +1,13 @@
-//! Issue 11's query target: `rate(x[5m])` over 24 hours at a 60 s step for 100 series,
-//! through Prometheus' `query_range` on the in-process server over a fresh embedded store.
+//! PromQL's query targets: `rate(x[5m])` over 24 hours at a 60 s step for 100 series, and
+//! the peak of that rate over each hour as a subquery,
+//! `max_over_time(rate(x[5m])[1h:1m])`, through Prometheus' `query_range` on the
+//! in-process server over a fresh embedded store — and, with `--vm-url`, the same queries
+//! of the same points on VictoriaMetrics, asked alternately in the same run.
 //!
 //! The series are counters written as line protocol (measurement `bench_requests_total`,
-//! field `value`, one point per `--interval`), compacted into part files as a day of data
-//! would be, then queried `--runs` times; every answer is checked (series and steps).
+//! field `value`, one point per `--interval`; VictoriaMetrics gets the same samples in
+//! Prometheus' text format), compacted into part files as a day of data would be, then
+//! queried `--runs` times; every answer is checked (series and steps).
 
 use crate::store::serve_new_store;
 use anyhow::{bail, ensure, Context, Result};
@@ -29,6 +33,25 @@ pub struct Args {
     /// The end of the data and of the queried range, Unix seconds.
     #[arg(long, default_value_t = 1_700_086_400)]
     end: i64,
+    /// A VictoriaMetrics to load the same samples into and ask the same queries of,
+    /// alternately (`http://127.0.0.1:8428`; start it with `-retentionPeriod=100y`, the
+    /// data being older than its default month, and on an empty `-storageDataPath`).
+    #[arg(long)]
+    vm_url: Option<String>,
+}
+
+/// The queries timed, each asked of every store.
+const QUERIES: [&str; 3] = [
+    "rate(bench_requests_total[5m])",
+    "sum(rate(bench_requests_total[5m]))",
+    "max_over_time(rate(bench_requests_total[5m])[1h:1m])",
+];
+
+/// A store that answers Prometheus' `query_range`.
+struct Target {
+    name: &'static str,
+    /// Its `…/api/v1/query_range`.
+    query_range: String,
 }
 
 pub async fn run(args: Args) -> Result<()> {
@@ -46,14 +69,88 @@ pub async fn run(args: Args) -> Result<()> {
         "loaded {written} points in {} series; compacted",
         args.series
     );
-    for query in [
-        "rate(bench_requests_total[5m])",
-        "sum(rate(bench_requests_total[5m]))",
-    ] {
-        let times = time_query(&client, &url, query, start, &args).await?;
-        report(query, &times);
+    let mut targets = vec![Target {
+        name: "tickertape",
+        query_range: format!("{url}/prometheus/api/v1/query_range"),
+    }];
+    if let Some(vm) = &args.vm_url {
+        let written = load_victoria_metrics(&client, vm, &args, start).await?;
+        println!("loaded {written} samples into VictoriaMetrics at {vm}; flushed");
+        targets.push(Target {
+            name: "victoriametrics",
+            query_range: format!("{vm}/api/v1/query_range"),
+        });
+    }
+    for query in QUERIES {
+        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(args.runs); targets.len()];
+        // One untimed warm-up each, then the stores in turn, so that the machine's load
+        // falls on both alike.
+        for run in 0..=args.runs {
+            for (target, times) in targets.iter().zip(&mut times) {
+                let took = time_query(&client, target, query, start, &args).await?;
+                if run > 0 {
+                    times.push(took);
+                }
+            }
+        }
+        for (target, times) in targets.iter().zip(&times) {
+            report(target.name, query, times);
+        }
     }
     Ok(())
+}
+
+/// The counters of [`load`] into VictoriaMetrics as Prometheus text with timestamps
+/// (`/api/v1/import/prometheus`), then flushed so that queries see them; returns the
+/// samples.
+async fn load_victoria_metrics(
+    client: &reqwest::Client,
+    vm: &str,
+    args: &Args,
+    start: i64,
+) -> Result<usize> {
+    let mut body = String::new();
+    let mut samples = 0;
+    let mut t = start;
+    while t <= args.end {
+        for s in 0..args.series {
+            let value = counter_value(t, start, args.interval, s);
+            body.push_str(&format!(
+                "bench_requests_total{{instance=\"i{s:03}\",job=\"bench\"}} {value} {}\n",
+                t * 1000
+            ));
+            samples += 1;
+        }
+        if body.len() > 2_000_000 || t + args.interval > args.end {
+            let r = client
+                .post(format!("{vm}/api/v1/import/prometheus"))
+                .body(std::mem::take(&mut body))
+                .send()
+                .await?;
+            ensure!(
+                r.status().is_success(),
+                "VictoriaMetrics' import answered {}: {}",
+                r.status(),
+                r.text().await?
+            );
+        }
+        t += args.interval;
+    }
+    let r = client
+        .get(format!("{vm}/internal/force_flush"))
+        .send()
+        .await?;
+    ensure!(
+        r.status().is_success(),
+        "force_flush answered {}",
+        r.status()
+    );
+    Ok(samples)
+}
+
+/// Series `s`'s counter at `t`: it rises `s + 1` every interval.
+fn counter_value(t: i64, start: i64, interval: i64, s: usize) -> i64 {
+    (t - start) / interval * (s as i64 + 1)
 }
 
 /// Writes every series' counter in bodies of at most 50,000 lines; returns the points.
@@ -63,7 +160,7 @@ async fn load(client: &reqwest::Client, url: &str, args: &Args, start: i64) -> R
     let mut t = start;
     while t <= args.end {
         for s in 0..args.series {
-            let value = (t - start) / args.interval * (s as i64 + 1);
+            let value = counter_value(t, start, args.interval, s);
             body.push_str(&format!(
                 "bench_requests_total,instance=i{s:03},job=bench value={value} {t}\n"
             ));
@@ -87,63 +184,61 @@ async fn load(client: &reqwest::Client, url: &str, args: &Args, start: i64) -> R
     Ok(points)
 }
 
+/// One `query_range` of `query` over the data, checked; the time until its whole body
+/// has arrived (parsing it is the client's time, not the server's).
 async fn time_query(
     client: &reqwest::Client,
-    url: &str,
+    target: &Target,
     query: &str,
     start: i64,
     args: &Args,
-) -> Result<Vec<Duration>> {
-    let request = || {
-        client
-            .get(format!("{url}/prometheus/api/v1/query_range"))
-            .query(&[
-                ("query", query.to_string()),
-                ("start", start.to_string()),
-                ("end", args.end.to_string()),
-                ("step", args.step.to_string()),
-            ])
-    };
+) -> Result<Duration> {
     let steps = ((args.end - start) / args.step + 1) as usize;
     let expected_series = if query.starts_with("sum") {
         1
     } else {
         args.series
     };
-    let mut times = Vec::with_capacity(args.runs);
-    for run in 0..=args.runs {
-        let began = Instant::now();
-        let response = request().send().await?;
-        let status = response.status();
-        let bytes = response.bytes().await?;
-        // The answer is in: parsing it is the client's time, not the server's.
-        let took = began.elapsed();
-        let body: serde_json::Value = serde_json::from_slice(&bytes)?;
-        if !status.is_success() {
-            bail!("{query} answered {status}: {body}");
-        }
-        let result = body["data"]["result"].as_array().context("no result")?;
-        ensure!(
-            result.len() == expected_series,
-            "{query}: {} series, expected {expected_series}",
-            result.len()
-        );
-        // The first 5 minutes have no two points in a window only at the very start.
-        let values = result[0]["values"].as_array().map_or(0, Vec::len);
-        ensure!(values + 1 >= steps, "{query}: {values} steps of {steps}");
-        if run > 0 {
-            times.push(took);
-        }
+    let began = Instant::now();
+    let response = client
+        .get(&target.query_range)
+        .query(&[
+            ("query", query.to_string()),
+            ("start", start.to_string()),
+            ("end", args.end.to_string()),
+            ("step", args.step.to_string()),
+        ])
+        .send()
+        .await?;
+    let status = response.status();
+    let bytes = response.bytes().await?;
+    let took = began.elapsed();
+    let name = target.name;
+    let body: serde_json::Value = serde_json::from_slice(&bytes)?;
+    if !status.is_success() {
+        bail!("{name}: {query} answered {status}: {body}");
     }
-    Ok(times)
+    let result = body["data"]["result"].as_array().context("no result")?;
+    ensure!(
+        result.len() == expected_series,
+        "{name}: {query}: {} series, expected {expected_series}",
+        result.len()
+    );
+    // The first 5 minutes have no two points in a window only at the very start.
+    let values = result[0]["values"].as_array().map_or(0, Vec::len);
+    ensure!(
+        values + 1 >= steps,
+        "{name}: {query}: {values} steps of {steps}"
+    );
+    Ok(took)
 }
 
-fn report(query: &str, times: &[Duration]) {
+fn report(store: &str, query: &str, times: &[Duration]) {
     let mut ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
     ms.sort_by(f64::total_cmp);
     let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
     println!(
-        "{query}: median {:.1} ms, p90 {:.1} ms, min {:.1} ms over {} runs",
+        "{store:<16} {query}: median {:.1} ms, p90 {:.1} ms, min {:.1} ms over {} runs",
         at(0.5),
         at(0.9),
         ms[0],

@@ -171,6 +171,59 @@ async fn promql_range_queries_stop_at_the_budget() {
     server.stop().await;
 }
 
+/// PromQL subqueries: their inner steps count in the budget, so one of a hostile size is
+/// refused with 422 before it takes memory — whether it selects series or none, as an
+/// instant or a range query — and the server keeps answering; a subquery under the
+/// budget answers exactly.
+#[tokio::test]
+async fn promql_subqueries_of_a_hostile_size_are_refused() {
+    let server = loaded(QueryLimits::default()).await;
+    let at = (T0 + 50).to_string();
+    for query in [
+        // 86,400,000,000 inner steps of 20 series.
+        "max_over_time(load_v[1000d:1ms])",
+        // No series at all: the inner steps alone.
+        "max_over_time(rate(nothing_here[5m])[1000d:1ms])",
+        "sum_over_time(vector(1)[1000d:1ms])",
+        // Nested: the inner subquery of each outer step.
+        "max_over_time(max_over_time(load_v[1d:1ms])[1d:1h])",
+    ] {
+        let (status, body) = server
+            .get(
+                "/prometheus/api/v1/query",
+                &[("query", query), ("time", at.as_str())],
+            )
+            .await;
+        assert_eq!(status, 422, "{query}: {body}");
+        assert_eq!(body["errorType"], "execution", "{query}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.contains("--max-query-points"), "{query}: {body}");
+        let (status, body) = range_query(&server, query, "10").await;
+        assert_eq!(status, 422, "{query} as a range query: {body}");
+    }
+    let (status, _) = server.get("/health", &[]).await;
+    assert_eq!(status, 200);
+    // Under the budget: the peak over the last 10 s, in 1 s steps, of host h00's
+    // values 0, 1, 2, … a second.
+    let (status, body) = server
+        .get(
+            "/prometheus/api/v1/query",
+            &[
+                ("query", "max_over_time(load_v{host=\"h00\"}[10s:1s])"),
+                ("time", at.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"],
+        json!({"resultType": "vector", "result": [
+            {"metric": {"host": "h00"}, "value": [T0 + 50, "50"]}
+        ]})
+    );
+    server.stop().await;
+}
+
 /// `query_range` of `query` over the loaded points, every `step` seconds.
 async fn range_query(server: &TestServer, query: &str, step: &str) -> (u16, Value) {
     let (start, end) = (T0.to_string(), (T0 + POINTS - 1).to_string());

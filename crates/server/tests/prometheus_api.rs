@@ -174,13 +174,13 @@ async fn errors_have_prometheus_shape() {
     let (status, body) = s
         .get(&format!(
             "/api/v1/query?query={}",
-            urlencode("holt_winters(temp[5m], 0.5, 0.5)")
+            urlencode("no_such_function(temp[5m], 0.5, 0.5)")
         ))
         .await;
     assert_eq!(status, 400);
     assert_eq!(
         body["error"],
-        "the function holt_winters() is not supported by tickertape"
+        "the function no_such_function() is not supported by tickertape"
     );
     let (status, body) = s
         .get("/api/v1/query_range?query=temp&start=10&end=1&step=1")

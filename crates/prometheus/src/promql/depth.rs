@@ -120,7 +120,7 @@ fn shape(query: &str) -> Shape {
 
 /// Past a string opened by `quote`: backslash escapes in `"…"` and `'…'`, none in a
 /// backtick (raw) string.
-fn skip_string(chars: &mut impl Iterator<Item = (usize, char)>, quote: char) {
+pub(super) fn skip_string(chars: &mut impl Iterator<Item = (usize, char)>, quote: char) {
     let mut escaped = false;
     for (_, c) in chars {
         match c {

@@ -2,29 +2,28 @@
 //! steps in; a value at every step out.
 
 use super::aggregate::{aggregate, count_values, AggregateOp, Grouping};
+use super::anchor::Anchor;
 use super::binary::{binary, BinOp};
 use super::functions::{
     date_function, date_of, label_join, label_replace, map_values, round, scalar, simple_function,
     sort_by_value,
 };
 use super::histogram::histogram_quantile;
-use super::range_functions::{matrix_arg_index, range_function, scalar_arg_index, Window};
-use super::select::{self, fetched, instant_vector, millis, offset_ms, without_stale, Fetched};
-use super::value::{drop_metric_name, Grid, RawSeries, Series, Value, SAME_LABELSET};
+use super::range_functions::range_function;
+use super::select::{self, fetched, instant_vector, Fetched};
+use super::value::{Grid, Series, Value};
 use super::PromqlError;
 use crate::mapping::{Labels, METRIC_NAME};
 use promql_parser::label::MatchOp;
-use promql_parser::parser::{
-    AggregateExpr, BinaryExpr, Call, Expr, LabelModifier, MatrixSelector, VectorSelector,
-};
+use promql_parser::parser::{AggregateExpr, BinaryExpr, Call, Expr, LabelModifier, VectorSelector};
 use std::collections::HashSet;
 use tickertape_core::QueryBudget;
 
-/// Steps of a range function between two looks at the budget's cancellation.
-const CHECK_EVERY_STEPS: usize = 64;
-
 pub(crate) struct Evaluator<'a> {
+    /// The steps this expression is evaluated at: the query's, or a subquery's own.
     pub(crate) grid: Grid,
+    /// The query's steps, whose start and end `@ start()` and `@ end()` name.
+    pub(crate) query: Grid,
     pub(crate) data: &'a Fetched,
     pub(crate) budget: &'a QueryBudget,
 }
@@ -32,7 +31,7 @@ pub(crate) struct Evaluator<'a> {
 type Result<T> = std::result::Result<T, PromqlError>;
 
 impl Evaluator<'_> {
-    fn steps(&self) -> usize {
+    pub(crate) fn steps(&self) -> usize {
         self.grid.len()
     }
 
@@ -48,13 +47,12 @@ impl Evaluator<'_> {
             Expr::Paren(p) => (self.eval(&p.expr)?, true),
             Expr::Unary(u) => (self.negate(self.eval(&u.expr)?)?, false),
             Expr::VectorSelector(vs) => (Value::Vector(self.vector_selector(vs)?), true),
-            // Its samples were charged when read.
-            Expr::MatrixSelector(ms) => (self.matrix_selector(ms)?, true),
+            // A selector's samples were charged when read, a subquery's as it made them.
+            Expr::MatrixSelector(_) | Expr::Subquery(_) => (self.range_result(expr)?, true),
             Expr::Call(call) => (self.call(call)?, range_function(call.func.name).is_some()),
             // `count_values` charges as it makes its series.
             Expr::Aggregate(a) => (self.aggregate(a)?, a.op.to_string() == "count_values"),
             Expr::Binary(b) => (self.binary(b)?, false),
-            Expr::Subquery(_) => return Err(PromqlError::unsupported("subqueries")),
             Expr::Extension(_) => return Err(PromqlError::unsupported("extension expressions")),
         };
         if !charged {
@@ -81,34 +79,15 @@ impl Evaluator<'_> {
         let raw = fetched(self.data, vs);
         self.budget
             .charge_points(raw.len().saturating_mul(self.steps()))?;
-        Ok(instant_vector(raw, &self.grid, offset_ms(&vs.offset)))
+        Ok(instant_vector(raw, &self.grid, self.anchor(vs)))
     }
 
-    /// `x[5m]` as a query's result (instant queries only): the samples of the window.
-    fn matrix_selector(&self, ms: &MatrixSelector) -> Result<Value> {
-        if self.steps() != 1 {
-            return Err(PromqlError::BadData(
-                "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector".into(),
-            ));
-        }
-        let end = self.grid.start - offset_ms(&ms.vs.offset);
-        let start = end - millis(&ms.range);
-        Ok(Value::Matrix(
-            fetched(self.data, &ms.vs)
-                .iter()
-                .map(|s| RawSeries {
-                    labels: s.labels.clone(),
-                    samples: without_stale(s)
-                        .into_iter()
-                        .filter(|&(t, _)| t >= start && t <= end)
-                        .collect(),
-                })
-                .filter(|s| !s.samples.is_empty())
-                .collect(),
-        ))
+    /// Where `vs` looks at each step (its `@` and `offset`).
+    fn anchor(&self, vs: &VectorSelector) -> Anchor {
+        Anchor::new(&vs.at, &vs.offset, &self.query)
     }
 
-    fn scalar_arg(&self, expr: &Expr) -> Result<Vec<f64>> {
+    pub(crate) fn scalar_arg(&self, expr: &Expr) -> Result<Vec<f64>> {
         match self.eval(expr)? {
             Value::Scalar(s) => Ok(s),
             _ => Err(PromqlError::Execution("expected a scalar argument".into())),
@@ -233,30 +212,13 @@ impl Evaluator<'_> {
         Ok(absent_series(arg, &present))
     }
 
-    /// `absent_over_time(x[r])`: 1 at the steps where no series has a sample in the window.
-    fn absent_over_time(&self, arg: &Expr) -> Result<Value> {
-        let Expr::MatrixSelector(ms) = unwrap_parens(arg) else {
-            return Err(PromqlError::unsupported("absent_over_time() of a subquery"));
-        };
-        let (offset, range) = (offset_ms(&ms.vs.offset), millis(&ms.range));
-        let mut present = vec![false; self.steps()];
-        for raw in fetched(self.data, &ms.vs) {
-            let samples = without_stale(raw);
-            let mut window = select::Window::new(&samples);
-            for (i, p) in present.iter_mut().enumerate() {
-                *p |= !window.at(self.grid.time(i) - offset, range).is_empty();
-            }
-        }
-        Ok(absent_series(arg, &present))
-    }
-
     /// `timestamp(v)`: of a selector, each sample's own time; of anything else, the
     /// step's (in seconds, the name dropped).
     fn timestamp(&self, arg: &Expr) -> Result<Value> {
         let exec = PromqlError::Execution;
         if let Expr::VectorSelector(vs) = unwrap_parens(arg) {
             let raw = fetched(self.data, vs);
-            let times = select::sample_times(raw, &self.grid, offset_ms(&vs.offset));
+            let times = select::sample_times(raw, &self.grid, self.anchor(vs));
             return Ok(Value::Vector(
                 map_values(&times, self.steps(), |t, _| Some(t)).map_err(exec)?,
             ));
@@ -290,7 +252,7 @@ impl Evaluator<'_> {
 
 /// The answer of `absent` and `absent_over_time`: 1 where nothing is `present`, labelled
 /// with the equality matchers of a selector argument (a label matched twice left out).
-fn absent_series(arg: &Expr, present: &[bool]) -> Value {
+pub(crate) fn absent_series(arg: &Expr, present: &[bool]) -> Value {
     let values: Vec<Option<f64>> = present.iter().map(|p| (!p).then_some(1.0)).collect();
     if values.iter().all(Option::is_none) {
         return Value::Vector(Vec::new());
@@ -313,69 +275,6 @@ fn absent_series(arg: &Expr, present: &[bool]) -> Value {
 }
 
 impl Evaluator<'_> {
-    /// A function of a range vector: each series' window at each step reduced to one
-    /// value; the metric name dropped (but by `last_over_time`).
-    fn range_call(
-        &self,
-        name: &str,
-        f: super::range_functions::RangeFn,
-        args: &[&Expr],
-    ) -> Result<Value> {
-        let index = matrix_arg_index(name);
-        let Some(Expr::MatrixSelector(ms)) = args.get(index).map(|a| unwrap_parens(a)) else {
-            return Err(PromqlError::unsupported(&format!(
-                "{name}() of anything but a range selector (subqueries)"
-            )));
-        };
-        let param = match scalar_arg_index(name).and_then(|i| args.get(i)) {
-            Some(arg) => self.scalar_arg(arg)?,
-            None => vec![0.0; self.steps()],
-        };
-        let offset = offset_ms(&ms.vs.offset);
-        let range = millis(&ms.range);
-        let mut out: Vec<Series> = Vec::new();
-        for raw in fetched(self.data, &ms.vs) {
-            // Each series' steps before they are computed: a long range over many
-            // series stops here, and so does one whose client has gone.
-            self.budget.charge_points(self.steps())?;
-            let samples = without_stale(raw);
-            let mut window = select::Window::new(&samples);
-            let mut values: Vec<Option<f64>> = Vec::with_capacity(self.steps());
-            for (i, &param) in param.iter().enumerate().take(self.steps()) {
-                // A step may reduce a long window: a query whose client has gone stops
-                // within a few of them.
-                if i % CHECK_EVERY_STEPS == 0 {
-                    self.budget.check()?;
-                }
-                let end = self.grid.time(i) - offset;
-                let inside = window.at(end, range);
-                if inside.is_empty() {
-                    values.push(None);
-                    continue;
-                }
-                let w = Window {
-                    samples: inside,
-                    range_start: end - range,
-                    range_end: end,
-                    step_time: self.grid.time(i),
-                };
-                values.push(f(&w, param));
-            }
-            if values.iter().any(Option::is_some) {
-                let labels = match name {
-                    "last_over_time" => raw.labels.clone(),
-                    _ => drop_metric_name(&raw.labels),
-                };
-                out.push(Series { labels, values });
-            }
-        }
-        let mut seen: HashSet<&Labels> = HashSet::new();
-        if !out.iter().all(|s| seen.insert(&s.labels)) {
-            return Err(PromqlError::Execution(SAME_LABELSET.into()));
-        }
-        Ok(Value::Vector(out))
-    }
-
     fn aggregate(&self, a: &AggregateExpr) -> Result<Value> {
         let name = a.op.to_string();
         let grouping = match &a.modifier {
@@ -419,7 +318,7 @@ impl Evaluator<'_> {
     }
 }
 
-fn unwrap_parens(expr: &Expr) -> &Expr {
+pub(crate) fn unwrap_parens(expr: &Expr) -> &Expr {
     match expr {
         Expr::Paren(p) => unwrap_parens(&p.expr),
         e => e,

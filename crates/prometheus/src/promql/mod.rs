@@ -6,24 +6,35 @@
 //! series and time ranges an expression reads; the caller fetches them from the store
 //! ([`Fetched`]); [`evaluate`] computes the value at every step from those.
 //!
-//! - `depth`: the bound on a query's nesting, checked before it is parsed;
-//! - `value`: grids, series, values; `select`: selectors and lookback;
-//! - `eval`: the walk over the expression; `binary`, `aggregate`, `functions`,
-//!   `range_functions`, `histogram`: the operators and functions.
+//! - `depth`: the bound on a query's nesting, checked before it is parsed; `names`:
+//!   Prometheus 2.x's names of functions the parser knows by their Prometheus 3 name;
+//! - `value`: grids, series, values; `select`: selectors and lookback; `anchor`: the
+//!   `@` modifier and `offset`;
+//! - `eval`: the walk over the expression; `range_eval`: range vectors (selectors and
+//!   subqueries) windowed at each step, `sliding` the extremes of a sliding window;
+//!   `subquery`: a subquery's own steps;
+//!   `binary`, `aggregate`, `functions`, `range_functions`, `histogram`: the operators
+//!   and functions.
 
 mod aggregate;
+mod anchor;
 mod binary;
 mod depth;
 mod eval;
 mod functions;
 mod histogram;
+mod names;
+mod range_eval;
 mod range_functions;
 mod select;
+mod sliding;
+mod subquery;
 mod value;
 
 pub use depth::{MAX_NESTING, MAX_OPERATORS};
 pub use promql_parser::parser::Expr;
 pub use select::{matches_all, selections, Fetched, Selection, SelectorId, LOOKBACK_MS};
+pub use subquery::DEFAULT_SUBQUERY_STEP_MS;
 pub use value::{Grid, RawSeries, Series, Value};
 
 use thiserror::Error;
@@ -52,14 +63,16 @@ impl PromqlError {
     }
 }
 
-/// Parses a query; a syntax error is `BadData` with the parser's message. A function the
-/// parser does not know (it follows Prometheus 3, which renamed `holt_winters`) is
-/// `Unsupported`, named. A query nested deeper than [`MAX_NESTING`] or with more than
-/// [`MAX_OPERATORS`] is `BadData` naming the limit, before the parser sees it: so every
-/// tree this returns is shallow enough for the evaluator's recursion.
+/// Parses a query; a syntax error is `BadData` with the parser's message. Prometheus
+/// 2.x's `holt_winters` is read as the parser's `double_exponential_smoothing` (the
+/// same function). A function the parser does not know is `Unsupported`, named. A
+/// query nested deeper than [`MAX_NESTING`] or with more than [`MAX_OPERATORS`] is
+/// `BadData` naming the limit, before the parser sees it: so every tree this returns is
+/// shallow enough for the evaluator's recursion.
 pub fn parse(query: &str) -> Result<Expr, PromqlError> {
     depth::check(query)?;
-    promql_parser::parser::parse(query).map_err(|message| {
+    promql_parser::parser::parse(&names::current_names(query)).map_err(|message| {
+        let message = names::in_query_names(query, message);
         match message.strip_prefix("unknown function with name ") {
             Some(name) => {
                 PromqlError::Unsupported(format!("the function {}()", name.trim_matches('\'')))
@@ -72,7 +85,9 @@ pub fn parse(query: &str) -> Result<Expr, PromqlError> {
 /// The value of `expr` at every step of `grid`, from the store's answers to its
 /// [`selections`] (over the same grid). Every value a step holds, of every series of
 /// every subexpression, is charged to `budget` as it is made (an empty step too: it
-/// takes its memory), so a range query over many series stops at the budget.
+/// takes its memory), so a range query over many series stops at the budget; so is a
+/// subquery's every own step, before it is evaluated, so that no subquery (nested, or
+/// selecting nothing) goes past the budget unseen.
 pub fn evaluate(
     expr: &Expr,
     grid: &Grid,
@@ -81,6 +96,7 @@ pub fn evaluate(
 ) -> Result<Value, PromqlError> {
     eval::Evaluator {
         grid: *grid,
+        query: *grid,
         data,
         budget,
     }

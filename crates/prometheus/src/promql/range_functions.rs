@@ -12,10 +12,11 @@ pub(crate) struct Window<'a> {
     pub step_time: i64,
 }
 
-/// A range function: its window's value, `None` for no output at this step. `param` is
-/// a scalar argument where the function takes one (quantile_over_time's `q`,
-/// predict_linear's seconds ahead).
-pub(crate) type RangeFn = fn(&Window<'_>, f64) -> Option<f64>;
+/// A range function: its window's value, `None` for no output at this step. `params`
+/// are its scalar arguments at this step, in order (quantile_over_time's `q`,
+/// predict_linear's seconds ahead, holt_winters' two factors), already checked by
+/// [`check_args`].
+pub(crate) type RangeFn = fn(&Window<'_>, &[f64]) -> Option<f64>;
 
 /// The range functions tickertape evaluates, by name.
 pub(crate) fn range_function(name: &str) -> Option<RangeFn> {
@@ -34,9 +35,9 @@ pub(crate) fn range_function(name: &str) -> Option<RangeFn> {
         "present_over_time" => |_, _| Some(1.0),
         "stddev_over_time" => |w, _| Some(variance(w.samples).sqrt()),
         "stdvar_over_time" => |w, _| Some(variance(w.samples)),
-        "quantile_over_time" => |w, q| {
+        "quantile_over_time" => |w, p| {
             let mut values: Vec<f64> = w.samples.iter().map(|s| s.1).collect();
-            Some(quantile(q, &mut values))
+            Some(quantile(p[0], &mut values))
         },
         "changes" => |w, _| {
             Some(changes(w.samples, |prev, cur| {
@@ -47,12 +48,16 @@ pub(crate) fn range_function(name: &str) -> Option<RangeFn> {
         "deriv" => {
             |w, _| (w.samples.len() >= 2).then(|| linear_regression(w.samples, w.samples[0].0).0)
         }
-        "predict_linear" => |w, seconds| {
+        "predict_linear" => |w, p| {
             (w.samples.len() >= 2).then(|| {
                 let (slope, intercept) = linear_regression(w.samples, w.step_time);
-                slope * seconds + intercept
+                slope * p[0] + intercept
             })
         },
+        // Prometheus 3 renamed holt_winters double_exponential_smoothing.
+        "holt_winters" | "double_exponential_smoothing" => {
+            |w, p| holt_winters(w.samples, p[0], p[1])
+        }
         _ => return None,
     };
     Some(f)
@@ -63,13 +68,54 @@ pub(crate) fn matrix_arg_index(name: &str) -> usize {
     usize::from(name == "quantile_over_time")
 }
 
-/// Where a function's scalar argument is, if it has one.
-pub(crate) fn scalar_arg_index(name: &str) -> Option<usize> {
+/// Where a function's scalar arguments are.
+pub(crate) fn scalar_arg_indices(name: &str) -> &'static [usize] {
     match name {
-        "quantile_over_time" => Some(0),
-        "predict_linear" => Some(1),
-        _ => None,
+        "quantile_over_time" => &[0],
+        "predict_linear" => &[1],
+        "holt_winters" | "double_exponential_smoothing" => &[1, 2],
+        _ => &[],
     }
+}
+
+/// Refuses scalar arguments a function has no answer for, as Prometheus does: at a
+/// step whose window holds samples (where the function is called).
+pub(crate) fn check_args(name: &str, params: &[f64]) -> Result<(), String> {
+    if let ("holt_winters" | "double_exponential_smoothing", [sf, tf]) = (name, params) {
+        // Written so that NaN passes, as Prometheus' `sf <= 0 || sf >= 1` lets it.
+        if *sf <= 0.0 || *sf >= 1.0 {
+            return Err(format!(
+                "invalid smoothing factor. Expected: 0 < sf < 1, got: {sf:.6}"
+            ));
+        }
+        if *tf <= 0.0 || *tf >= 1.0 {
+            return Err(format!(
+                "invalid trend factor. Expected: 0 < tf < 1, got: {tf:.6}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Double exponential smoothing (Holt's linear method) with smoothing factor `sf` and
+/// trend factor `tf`: the smoothed value after the last sample, as Prometheus 2.x's
+/// `holt_winters` computes it; nothing from fewer than two samples.
+fn holt_winters(samples: &[(i64, f64)], sf: f64, tf: f64) -> Option<f64> {
+    if samples.len() < 2 {
+        return None;
+    }
+    // `smoothed` is the level after the previous sample, `before` the one before it;
+    // the first trend is the first difference.
+    let (mut before, mut smoothed) = (0.0, samples[0].1);
+    let mut trend = samples[1].1 - samples[0].1;
+    for (i, &(_, v)) in samples.iter().enumerate().skip(1) {
+        if i > 1 {
+            trend = tf * (smoothed - before) + (1.0 - tf) * trend;
+        }
+        let next = sf * v + (1.0 - sf) * (smoothed + trend);
+        (before, smoothed) = (smoothed, next);
+    }
+    Some(smoothed)
 }
 
 /// `rate`, `increase` and `delta`: the change over the window, corrected for counter
@@ -185,7 +231,7 @@ fn avg(samples: &[(i64, f64)]) -> f64 {
 }
 
 /// The smallest or largest value (`better(v, current)`), NaN only if all are NaN.
-fn extreme(samples: &[(i64, f64)], better: fn(f64, f64) -> bool) -> f64 {
+fn extreme(samples: &[(i64, f64)], better: impl Fn(f64, f64) -> bool) -> f64 {
     let mut m = samples[0].1;
     for &(_, v) in samples {
         if better(v, m) || m.is_nan() {
@@ -303,11 +349,34 @@ mod tests {
             .map(|i| (i * 10_000, 5.0 + 2.0 * i as f64))
             .collect();
         let w = window(&s, 0, 90_000);
-        let deriv = range_function("deriv").unwrap()(&w, 0.0).unwrap();
+        let deriv = range_function("deriv").unwrap()(&w, &[]).unwrap();
         assert!((deriv - 0.2).abs() < 1e-12, "{deriv}");
         // At 90 s the line is at 23; 10 s later 25.
-        let ahead = range_function("predict_linear").unwrap()(&w, 10.0).unwrap();
+        let ahead = range_function("predict_linear").unwrap()(&w, &[10.0]).unwrap();
         assert!((ahead - 25.0).abs() < 1e-9, "{ahead}");
+    }
+
+    #[test]
+    fn holt_winters_follows_a_line_and_checks_its_factors() {
+        // A line is its own smoothing: level and trend stay exact.
+        let s: Vec<(i64, f64)> = (0..7).map(|i| (i * 10_000, 10.0 * i as f64)).collect();
+        let hw = holt_winters(&s, 0.01, 0.1).unwrap();
+        assert!((hw - 60.0).abs() < 1e-9, "{hw}");
+        // By hand: level 1, trend 2; then 0.5·3 + 0.5·(1 + 2) = 3, trend 0.5·2 + 0.5·2 = 2;
+        // then 0.5·4 + 0.5·(3 + 2) = 4.5.
+        assert_eq!(
+            holt_winters(&[(0, 1.0), (1, 3.0), (2, 4.0)], 0.5, 0.5),
+            Some(4.5)
+        );
+        assert_eq!(holt_winters(&s[..1], 0.5, 0.5), None);
+        assert!(check_args("holt_winters", &[0.5, 0.5]).is_ok());
+        assert!(check_args("holt_winters", &[f64::NAN, 0.5]).is_ok());
+        let err = check_args("double_exponential_smoothing", &[1.0, 0.5]).unwrap_err();
+        assert_eq!(
+            err,
+            "invalid smoothing factor. Expected: 0 < sf < 1, got: 1.000000"
+        );
+        assert!(check_args("holt_winters", &[0.5, 0.0]).is_err());
     }
 
     #[test]

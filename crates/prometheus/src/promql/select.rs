@@ -1,10 +1,12 @@
 //! Selectors: which series and time ranges an expression reads (asked of the store before
 //! evaluation, as Prometheus' engine does), and their values at each step.
 
+use super::anchor::Anchor;
 use super::value::{Grid, RawSeries, Series};
 use super::PromqlError;
 use promql_parser::label::Matcher;
 use promql_parser::parser::{Expr, Offset, VectorSelector};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 use tickertape_core::model::is_stale_marker;
@@ -50,53 +52,67 @@ pub(crate) fn millis(d: &Duration) -> i64 {
 }
 
 /// Every selector of `expr` with the time range it reads over `grid`.
+///
+/// A selector reads from its lookback (or range) before the first time it looks at to
+/// the last; inside a subquery, over the subquery's steps, which reach back its range
+/// before the outer steps (each level's `@` and `offset` applied, as Prometheus' own
+/// planning does), so a selector is read once for every level of steps it is evaluated
+/// at.
 pub fn selections(expr: &Expr, grid: &Grid) -> Result<Vec<Selection>, PromqlError> {
     let mut out = Vec::new();
-    collect(expr, grid, None, &mut out)?;
+    collect(expr, grid, (grid.start, grid.end), &mut out)?;
     Ok(out)
 }
 
+/// `span`: the first and last step times `expr` is evaluated at.
 fn collect(
     expr: &Expr,
-    grid: &Grid,
-    range: Option<i64>,
+    query: &Grid,
+    span: (i64, i64),
     out: &mut Vec<Selection>,
 ) -> Result<(), PromqlError> {
     match expr {
-        Expr::VectorSelector(vs) => out.push(selection(vs, grid, range.unwrap_or(LOOKBACK_MS))?),
-        Expr::MatrixSelector(ms) => out.push(selection(&ms.vs, grid, millis(&ms.range))?),
+        Expr::VectorSelector(vs) => out.push(selection(vs, query, span, LOOKBACK_MS)?),
+        Expr::MatrixSelector(ms) => out.push(selection(&ms.vs, query, span, millis(&ms.range))?),
         Expr::Aggregate(a) => {
-            collect(&a.expr, grid, None, out)?;
+            collect(&a.expr, query, span, out)?;
             if let Some(p) = &a.param {
-                collect(p, grid, None, out)?;
+                collect(p, query, span, out)?;
             }
         }
-        Expr::Unary(u) => collect(&u.expr, grid, None, out)?,
+        Expr::Unary(u) => collect(&u.expr, query, span, out)?,
         Expr::Binary(b) => {
-            collect(&b.lhs, grid, None, out)?;
-            collect(&b.rhs, grid, None, out)?;
+            collect(&b.lhs, query, span, out)?;
+            collect(&b.rhs, query, span, out)?;
         }
-        Expr::Paren(p) => collect(&p.expr, grid, range, out)?,
+        Expr::Paren(p) => collect(&p.expr, query, span, out)?,
         Expr::Call(c) => {
             for arg in &c.args.args {
-                collect(arg, grid, None, out)?;
+                collect(arg, query, span, out)?;
             }
         }
-        Expr::Subquery(_) => return Err(PromqlError::unsupported("subqueries")),
+        Expr::Subquery(sq) => {
+            let (first, last) = Anchor::new(&sq.at, &sq.offset, query).span(span.0, span.1);
+            let inner = (first.saturating_sub(millis(&sq.range)), last);
+            collect(&sq.expr, query, inner, out)?;
+        }
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) => {}
         Expr::Extension(_) => return Err(PromqlError::unsupported("extension expressions")),
     }
     Ok(())
 }
 
-fn selection(vs: &VectorSelector, grid: &Grid, window: i64) -> Result<Selection, PromqlError> {
-    if vs.at.is_some() {
-        return Err(PromqlError::unsupported("the @ modifier"));
-    }
+/// What `vs` reads when evaluated at the steps of `span`, looking `window` back.
+fn selection(
+    vs: &VectorSelector,
+    query: &Grid,
+    span: (i64, i64),
+    window: i64,
+) -> Result<Selection, PromqlError> {
     if !vs.matchers.or_matchers.is_empty() {
         return Err(PromqlError::unsupported("`or` inside a selector's braces"));
     }
-    let offset = offset_ms(&vs.offset);
+    let (first, last) = Anchor::new(&vs.at, &vs.offset, query).span(span.0, span.1);
     let mut matchers = vs.matchers.matchers.clone();
     if let Some(name) = &vs.name {
         if !matchers
@@ -113,8 +129,8 @@ fn selection(vs: &VectorSelector, grid: &Grid, window: i64) -> Result<Selection,
     Ok(Selection {
         id: SelectorId::of(vs),
         matchers,
-        start: grid.start.saturating_sub(offset).saturating_sub(window),
-        end: grid.end.saturating_sub(offset),
+        start: first.saturating_sub(window),
+        end: last,
     })
 }
 
@@ -124,20 +140,21 @@ pub(crate) fn fetched<'a>(data: &'a Fetched, vs: &VectorSelector) -> &'a [RawSer
 }
 
 /// An instant selector at every step: each series' latest sample in
-/// `[t - offset - lookback, t - offset]`, unless that sample is a stale marker. Series
-/// without any value are left out.
-pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, offset: i64) -> Vec<Series> {
+/// `[t - lookback, t]`, `t` the time `anchor` looks at for the step, unless that sample
+/// is a stale marker. Series without any value are left out.
+pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, anchor: Anchor) -> Vec<Series> {
     raw.iter()
         .filter_map(|s| {
             let mut next = 0; // samples[..next] are at or before the step's time
             let values: Vec<Option<f64>> = (0..grid.len())
                 .map(|i| {
-                    let t = grid.time(i) - offset;
+                    let t = anchor.time(grid.time(i));
                     while next < s.samples.len() && s.samples[next].0 <= t {
                         next += 1;
                     }
                     let (time, value) = *s.samples.get(next.checked_sub(1)?)?;
-                    (time >= t - LOOKBACK_MS && !is_stale_marker(value)).then_some(value)
+                    (time >= t.saturating_sub(LOOKBACK_MS) && !is_stale_marker(value))
+                        .then_some(value)
                 })
                 .collect();
             values.iter().any(Option::is_some).then(|| Series {
@@ -150,7 +167,7 @@ pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, offset: i64) -> Vec
 
 /// For `timestamp()`: an instant selector at every step, each value the time (in
 /// seconds) of the sample it selects.
-pub(crate) fn sample_times(raw: &[RawSeries], grid: &Grid, offset: i64) -> Vec<Series> {
+pub(crate) fn sample_times(raw: &[RawSeries], grid: &Grid, anchor: Anchor) -> Vec<Series> {
     let timed: Vec<RawSeries> = raw
         .iter()
         .map(|s| RawSeries {
@@ -171,17 +188,24 @@ pub(crate) fn sample_times(raw: &[RawSeries], grid: &Grid, offset: i64) -> Vec<S
                 .collect(),
         })
         .collect();
-    instant_vector(&timed, grid, offset)
+    instant_vector(&timed, grid, anchor)
 }
 
-/// The samples of `series` without stale markers: what range selectors see.
-pub(crate) fn without_stale(series: &RawSeries) -> Vec<(i64, f64)> {
-    series
-        .samples
-        .iter()
-        .copied()
-        .filter(|&(_, v)| !is_stale_marker(v))
-        .collect()
+/// The samples of `series` without stale markers: what range selectors see. Borrowed
+/// when it has none (the usual case: a series ends with at most one), so that a range
+/// function reads the store's answer without copying it.
+pub(crate) fn without_stale(series: &RawSeries) -> Cow<'_, [(i64, f64)]> {
+    if !series.samples.iter().any(|&(_, v)| is_stale_marker(v)) {
+        return Cow::Borrowed(&series.samples);
+    }
+    Cow::Owned(
+        series
+            .samples
+            .iter()
+            .copied()
+            .filter(|&(_, v)| !is_stale_marker(v))
+            .collect(),
+    )
 }
 
 /// Slides a window `[t - range, t]` over samples in time order, for increasing `t`.
@@ -202,7 +226,7 @@ impl<'a> Window<'a> {
 
     /// The samples in `[end - range, end]`; `end` must not decrease between calls.
     pub(crate) fn at(&mut self, end: i64, range: i64) -> &'a [(i64, f64)] {
-        let start = end - range;
+        let start = end.saturating_sub(range);
         while self.hi < self.samples.len() && self.samples[self.hi].0 <= end {
             self.hi += 1;
         }
@@ -241,7 +265,7 @@ mod tests {
             end: 600_000,
             step: 60_000,
         };
-        let v = instant_vector(&raw, &grid, 0);
+        let v = instant_vector(&raw, &grid, Anchor::new(&None, &None, &grid));
         assert_eq!(
             v[0].values,
             [
@@ -259,7 +283,7 @@ mod tests {
             ]
         );
         let raw = [series(&[(0, 1.0)])];
-        let v = instant_vector(&raw, &grid, 0);
+        let v = instant_vector(&raw, &grid, Anchor::new(&None, &None, &grid));
         // 300 s after the sample it is still seen (both ends included); at 360 s not.
         assert_eq!(v[0].values[5], Some(1.0));
         assert_eq!(v[0].values[6], None);

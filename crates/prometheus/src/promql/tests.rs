@@ -143,19 +143,167 @@ fn arithmetic_and_comparison_between_vectors() {
 
 #[test]
 fn unsupported_syntax_is_named() {
-    let err = run(&store(), "requests_total @ 100", Grid::instant(0)).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "the @ modifier is not supported by tickertape"
-    );
-    let err = run(&store(), "rate(requests_total[5m:1m])", Grid::instant(0)).unwrap_err();
-    assert!(err.to_string().contains("subqueries"), "{err}");
     assert!(matches!(parse("sum("), Err(PromqlError::BadData(_))));
-    let err = parse("holt_winters(requests_total[5m], 0.5, 0.5)").unwrap_err();
+    let err = parse("no_such_function(requests_total)").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the function holt_winters() is not supported by tickertape"
+        "the function no_such_function() is not supported by tickertape"
     );
+    // The parser's messages about a renamed function use the name the query used.
+    let err = parse("holt_winters(requests_total, 0.5, 0.5)").unwrap_err();
+    assert!(err.to_string().contains("holt_winters"), "{err}");
+    assert!(!err.to_string().contains("double_exponential"), "{err}");
+}
+
+fn range(start: i64, end: i64, step: i64) -> Grid {
+    Grid { start, end, step }
+}
+
+/// The values of the only series of `query`.
+fn values_of(query: &str, grid: Grid) -> Vec<Option<f64>> {
+    let out = vector(run(&store(), query, grid).unwrap());
+    assert_eq!(out.len(), 1, "{query}: {out:?}");
+    out[0].values.clone()
+}
+
+/// `job="db"` rises 1.5 every 15 s: 0.1 per second.
+const DB: &str = "requests_total{job=\"db\"}";
+
+#[test]
+fn at_pins_a_selector_at_every_step_and_offset_adds_in_either_order() {
+    let at_60 = format!("{DB} @ 60");
+    assert_eq!(values_of(&at_60, Grid::instant(1_800_000)), [Some(6.0)]);
+    assert_eq!(
+        values_of(&at_60, range(600_000, 720_000, 60_000)),
+        [Some(6.0); 3]
+    );
+    for q in [
+        format!("{DB} @ 60 offset 30s"),
+        format!("{DB} offset 30s @ 60"),
+    ] {
+        assert_eq!(values_of(&q, Grid::instant(0)), [Some(3.0)], "{q}");
+    }
+    // start() and end() are the query's.
+    let grid = range(600_000, 720_000, 60_000);
+    assert_eq!(values_of(&format!("{DB} @ start()"), grid), [Some(60.0); 3]);
+    assert_eq!(values_of(&format!("{DB} @ end()"), grid), [Some(72.0); 3]);
+    // A range selector's window ends at the pinned time.
+    let q = format!("sum_over_time({DB}[30s] @ 60)");
+    assert_eq!(values_of(&q, Grid::instant(3_000_000)), [Some(13.5)]);
+    // predict_linear predicts from the step's time, its window pinned.
+    let q = format!("predict_linear({DB}[1m] @ 60, 0)");
+    let v = values_of(&q, Grid::instant(120_000))[0].unwrap();
+    assert!((v - 12.0).abs() < 1e-9, "{v}");
+}
+
+#[test]
+fn a_subquery_evaluates_at_multiples_of_its_step() {
+    // Inner steps 540, 555, 570, 585, 600 s: 1.5 × (36 + … + 40).
+    let q = format!("sum_over_time({DB}[1m:15s])");
+    assert_eq!(values_of(&q, Grid::instant(600_000)), [Some(285.0)]);
+    // At 610 s the window 550..=610 s holds the steps 555..=600 only: 1.5 × (37 + … + 40).
+    assert_eq!(values_of(&q, Grid::instant(610_000)), [Some(231.0)]);
+    // Without a step: one minute, the steps 300, 360, …, 600 s.
+    let q = format!("count_over_time({DB}[5m:])");
+    assert_eq!(values_of(&q, Grid::instant(600_000)), [Some(6.0)]);
+    // offset and @ move the subquery as they move a selector.
+    let q = format!("last_over_time({DB}[1m:15s] offset 5m)");
+    assert_eq!(values_of(&q, Grid::instant(600_000)), [Some(30.0)]);
+    let q = format!("last_over_time({DB}[1m:15s] @ 100)");
+    assert_eq!(values_of(&q, range(0, 1_200_000, 600_000)), [Some(9.0); 3]);
+    // Nested, over a range query: the peak rate over 5 minutes of 1-minute rates.
+    let q = "max_over_time(rate(requests_total{job=\"api\"}[1m])[5m:1m])";
+    let out = vector(run(&store(), q, range(600_000, 900_000, 60_000)).unwrap());
+    assert_eq!(out.len(), 2);
+    for (s, slope) in out.iter().zip([1.0, 2.0]) {
+        assert_eq!(s.values.len(), 6);
+        assert!(
+            s.values.iter().all(|v| (v.unwrap() - slope).abs() < 1e-9),
+            "{s:?}"
+        );
+    }
+}
+
+#[test]
+fn an_instant_subquery_answers_its_samples() {
+    let q = format!("{DB}[1m:30s]");
+    let Value::Matrix(m) = run(&store(), &q, Grid::instant(600_000)).unwrap() else {
+        panic!("not a matrix");
+    };
+    assert_eq!(m.len(), 1);
+    assert_eq!(m[0].labels, store()[2].labels);
+    assert_eq!(
+        m[0].samples,
+        [(540_000, 54.0), (570_000, 57.0), (600_000, 60.0)]
+    );
+}
+
+#[test]
+fn selections_reach_back_over_subqueries_and_at() {
+    let expr = parse(&format!(
+        "rate({DB}[1m])[5m:1m] offset 10m + on() group_left {DB} @ 100"
+    ));
+    // Not a valid query (a range vector in arithmetic): build the parts one by one.
+    assert!(expr.is_err());
+    let expr = parse(&format!("max_over_time(rate({DB}[1m])[5m:1m] offset 10m)")).unwrap();
+    let s = selections(&expr, &range(3_600_000, 7_200_000, 60_000)).unwrap();
+    assert_eq!((s[0].start, s[0].end), (2_640_000, 6_600_000));
+    let expr = parse(&format!("{DB} @ 100 offset 10s")).unwrap();
+    let s = selections(&expr, &range(3_600_000, 7_200_000, 60_000)).unwrap();
+    assert_eq!((s[0].start, s[0].end), (90_000 - LOOKBACK_MS, 90_000));
+    // An @ on the subquery pins everything inside it.
+    let expr = parse(&format!("max_over_time(rate({DB}[1m])[5m:1m] @ 1000)")).unwrap();
+    let s = selections(&expr, &range(3_600_000, 7_200_000, 60_000)).unwrap();
+    assert_eq!((s[0].start, s[0].end), (640_000, 1_000_000));
+}
+
+#[test]
+fn holt_winters_under_both_names() {
+    let a = values_of(
+        &format!("holt_winters({DB}[2m], 0.5, 0.5)"),
+        Grid::instant(600_000),
+    );
+    let b = values_of(
+        &format!("double_exponential_smoothing({DB}[2m], 0.5, 0.5)"),
+        Grid::instant(600_000),
+    );
+    // A line stays a line: the last value.
+    assert_eq!(a, [Some(60.0)]);
+    assert_eq!(a, b);
+    let err = run(
+        &store(),
+        &format!("holt_winters({DB}[2m], 1, 0.5)"),
+        Grid::instant(600_000),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("invalid smoothing factor"),
+        "{err}"
+    );
+}
+
+/// A subquery's own steps are charged before it is evaluated: one of billions of steps
+/// is refused at once, whether or not it selects anything.
+#[test]
+fn a_subquery_is_charged_its_steps_before_it_runs() {
+    let budget = QueryBudget::new(1_000_000, usize::MAX);
+    for q in [
+        "sum_over_time(vector(1)[1000d:1ms])",
+        "max_over_time(rate(nothing_here[5m])[1000d:1ms])",
+        "max_over_time(max_over_time(requests_total[10m:1ms])[10m:1s])",
+    ] {
+        let budget = QueryBudget::new(1_000_000, usize::MAX);
+        assert_eq!(
+            run_with(&store(), q, Grid::instant(3_600_000), &budget),
+            Err(PromqlError::Budget(Exhausted::Points { limit: 1_000_000 })),
+            "{q}"
+        );
+    }
+    // Within the budget, the inner steps count beside the series they make.
+    let q = format!("sum_over_time({DB}[1m:15s])");
+    assert!(run_with(&store(), &q, Grid::instant(600_000), &budget).is_ok());
+    // 5 inner steps, 5 values of the selector, 1 of sum_over_time.
+    assert_eq!(budget.points(), 11);
 }
 
 #[test]

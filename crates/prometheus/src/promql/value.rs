@@ -26,13 +26,18 @@ impl Grid {
         }
     }
 
-    /// How many steps: `(end - start) / step + 1`.
+    /// How many steps: `(end - start) / step + 1`, none when `end < start` (a subquery
+    /// whose range is shorter than its step can have no aligned step inside it).
     pub fn len(&self) -> usize {
-        ((self.end - self.start) / self.step.max(1)) as usize + 1
+        if self.end < self.start {
+            return 0;
+        }
+        let steps = (i128::from(self.end) - i128::from(self.start)) / i128::from(self.step.max(1));
+        usize::try_from(steps + 1).unwrap_or(usize::MAX)
     }
 
     pub fn is_empty(&self) -> bool {
-        false
+        self.len() == 0
     }
 
     /// The time of step `i`.
@@ -146,6 +151,18 @@ mod tests {
         assert_eq!(g.len(), 5);
         assert_eq!(g.time(4), 60_000);
         assert_eq!(Grid::instant(7).len(), 1);
+        let none = Grid {
+            start: 10,
+            end: 5,
+            step: 10,
+        };
+        assert!(none.is_empty());
+        let widest = Grid {
+            start: i64::MIN,
+            end: i64::MAX,
+            step: 1,
+        };
+        assert_eq!(widest.len(), usize::MAX);
     }
 
     #[test]

@@ -73,6 +73,20 @@ fn promql_answers_up_to_its_limits_and_refuses_past_them() {
                 nest("-(", &chain(h1, " + ", 129), ")", MAX_NESTING - 1),
                 -(3.0 * 129.0),
             ),
+            // Subqueries nested as deep as the brackets allow (each `[` an operator),
+            // the longest sum left inside: every level evaluates the one below at its
+            // own steps. At whole minutes h1 is still 2 (its 3 comes 10 s later).
+            (nest("max_over_time(", h1, "[1m:1m])", MAX_NESTING - 1), 2.0),
+            // The sum in parentheses: one level fewer.
+            (
+                nest(
+                    "max_over_time(",
+                    &format!("({})", chain(h1, " + ", MAX_OPERATORS - MAX_NESTING + 3)),
+                    "[1m:1m] @ end())",
+                    MAX_NESTING - 2,
+                ),
+                2.0 * (MAX_OPERATORS - MAX_NESTING + 3) as f64,
+            ),
         ];
         for (query, value) in &fits {
             let (status, body) = promql(&server, query).await;
