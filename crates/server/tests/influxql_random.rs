@@ -74,7 +74,7 @@ impl Stores {
         let text = statement.text();
         let influx = ask(&self.client, &self.influxdb, &text).await;
         let ours = ask(&self.client, &self.tickertape, &text).await;
-        (normalised(statement, influx), normalised(statement, ours))
+        (normalised(influx), normalised(ours))
     }
 
     async fn class_of(&self, statement: Statement) -> Option<String> {

@@ -127,10 +127,18 @@ impl Agg {
             Agg::Count => n,
             Agg::CountDistinct => distinct_values(points).len() as f64,
             Agg::Distinct => *distinct_values(points).first()?,
-            Agg::First => return Some((Some(first.time), first.value)),
+            // Points of several series at the same time: InfluxDB's first and last
+            // keep the greatest value among them.
+            Agg::First => {
+                let tied = points.iter().take_while(|p| p.time == first.time);
+                let v = tied.map(|p| p.value).fold(f64::NEG_INFINITY, f64::max);
+                return Some((Some(first.time), v));
+            }
             Agg::Last => {
                 let last = points.last()?;
-                return Some((Some(last.time), last.value));
+                let tied = points.iter().rev().take_while(|p| p.time == last.time);
+                let v = tied.map(|p| p.value).fold(f64::NEG_INFINITY, f64::max);
+                return Some((Some(last.time), v));
             }
             Agg::Min => {
                 let p = points

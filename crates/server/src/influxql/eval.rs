@@ -46,7 +46,8 @@ pub(super) enum Value {
 pub(super) struct Eval<'p> {
     pub fill: Fill,
     pub range: TimeRange,
-    /// The statement selects this one expression: a selector then answers its point's time.
+    /// The statement's one call is a selector: it answers its point's time (without
+    /// `GROUP BY time()`).
     pub alone: bool,
     pub data: &'p HashMap<String, FieldData>,
     pub windows: Option<&'p (Vec<i64>, i64)>,

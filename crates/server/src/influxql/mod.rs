@@ -18,6 +18,7 @@
 pub mod compute;
 pub mod condition;
 mod eval;
+mod naming;
 pub mod output;
 mod raw;
 pub mod regexes;

@@ -140,6 +140,7 @@ impl Plan<'_> {
     ) -> Result<RawGroups, String> {
         let mut groups = RawGroups::new();
         let range = self.condition.range;
+        let group_by = self.grouping(engine, measurement).await?;
         for field in fields {
             let selector = self.condition.selector(measurement, Some(field));
             let query = Query::raw(selector, range.start, range.end);
@@ -152,7 +153,7 @@ impl Plan<'_> {
                 if let Some(f) = &self.condition.field {
                     points.retain(|p| f.matches_value(p.value));
                 }
-                let group = self.group_by.key(&answer.key);
+                let group = group_by.key(&answer.key);
                 let tagsets = groups.entry(group).or_default();
                 let data = tagsets.entry(answer.key.tags.clone()).or_default();
                 data.entry(field.clone()).or_default().raw = Some(points);

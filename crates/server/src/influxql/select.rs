@@ -49,6 +49,9 @@ pub(super) enum GroupBy {
 }
 
 impl GroupBy {
+    /// A series' group: its values of the keys, `""` for a tag it lacks, as InfluxDB
+    /// groups it (`GROUP BY *` is resolved to the measurement's keys first,
+    /// [`Plan::grouping`]).
     pub fn key(&self, series: &SeriesKey) -> Vec<(String, String)> {
         match self {
             GroupBy::All => series.tags.clone(),
@@ -104,6 +107,11 @@ pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> Stat
     for measurement in measurements_of(engine, &select.from).await? {
         out.extend(plan.measurement(engine, &measurement).await?);
     }
+    // InfluxDB orders series as it orders times: `ORDER BY time DESC` answers them in
+    // reverse (measurement, tags) order.
+    if select.descending {
+        out.reverse();
+    }
     let skip = select.soffset.unwrap_or(0) as usize;
     let take = select.slimit.map_or(usize::MAX, |n| n as usize);
     Ok(out.into_iter().skip(skip).take(take).collect())
@@ -156,7 +164,6 @@ impl<'a> Plan<'a> {
         }
         let mut nodes = Vec::new();
         let mut raw = Vec::new();
-        let mut columns: Vec<String> = Vec::new();
         for f in &select.fields {
             match &f.expr {
                 Expr::Wildcard(kind) => raw.push(RawColumn::Wildcard(*kind)),
@@ -170,15 +177,8 @@ impl<'a> Plan<'a> {
                     nodes.push(n);
                 }
             }
-            let base = f.alias.clone().unwrap_or_else(|| column_name(&f.expr));
-            let mut name = base.clone();
-            let mut n = 0;
-            while columns.contains(&name) {
-                n += 1;
-                name = format!("{base}_{n}");
-            }
-            columns.push(name);
         }
+        let columns = super::naming::column_names(&select.fields);
         let aggregated = nodes.iter().any(has_agg);
         let all_values = raw.iter().all(|c| matches!(c, RawColumn::Value(_)));
         if aggregated && (nodes.iter().any(has_raw_field) || !all_values) {
@@ -255,10 +255,28 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// The statement's grouping in `measurement`: `GROUP BY *` is every tag key of the
+    /// measurement, so a series without one of them is grouped under `""` for it.
+    pub(super) async fn grouping(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+    ) -> Result<GroupBy, String> {
+        Ok(match &self.group_by {
+            GroupBy::Keys(keys) => GroupBy::Keys(keys.clone()),
+            GroupBy::All => {
+                let everything = tickertape_backend::NameQuery::new("", super::show::MAX_NAMES);
+                let listed = engine.list_tag_keys(measurement, &everything).await;
+                GroupBy::Keys(super::show::names_of(listed)?)
+            }
+        })
+    }
+
     async fn measurement(&self, engine: &Engine, measurement: &str) -> Result<Vec<Series>, String> {
         if self.condition.range.start >= self.condition.range.end {
             return Ok(Vec::new());
         }
+        let group_by = self.grouping(engine, measurement).await?;
         if let Some(raw) = &self.raw {
             return self.raw_measurement(engine, measurement, raw).await;
         }
@@ -268,7 +286,7 @@ impl<'a> Plan<'a> {
             collect_needs(n, &mut needs);
         }
         for (field, aggs) in &needs {
-            self.read_field(engine, measurement, field, aggs, &mut groups)
+            self.read_field(engine, measurement, field, aggs, &group_by, &mut groups)
                 .await?;
         }
         // Not computed without data: an empty answer is not refused for its windows.
@@ -307,6 +325,7 @@ impl<'a> Plan<'a> {
         measurement: &str,
         field: &str,
         aggs: &[Agg],
+        group_by: &GroupBy,
         groups: &mut Groups,
     ) -> Result<(), String> {
         let selector = self.condition.selector(measurement, Some(field));
@@ -328,7 +347,7 @@ impl<'a> Plan<'a> {
             let series = engine.list_series(&selector).await.map_err(engine_error)?;
             let mut per_key: BTreeMap<Vec<(String, String)>, usize> = BTreeMap::new();
             for s in series.iter().filter(|s| self.condition.matches(&s.key)) {
-                *per_key.entry(self.group_by.key(&s.key)).or_default() += 1;
+                *per_key.entry(group_by.key(&s.key)).or_default() += 1;
             }
             let direct: Option<Vec<Aggregate>> = match per_key.values().all(|n| *n <= 1) {
                 true => aggs.iter().map(|a| a.engine_direct()).collect(),
@@ -353,7 +372,7 @@ impl<'a> Plan<'a> {
                     if !self.condition.matches(&answer.key) {
                         continue;
                     }
-                    let data = per_group.entry(self.group_by.key(&answer.key)).or_default();
+                    let data = per_group.entry(group_by.key(&answer.key)).or_default();
                     let entry = data.entry(field.to_string()).or_default();
                     entry.windows.entry(agg).or_default().push(answer.points);
                 }
@@ -378,7 +397,7 @@ impl<'a> Plan<'a> {
             if let Some(f) = &self.condition.field {
                 points.retain(|p| f.matches_value(p.value));
             }
-            let data = groups.entry(self.group_by.key(&answer.key)).or_default();
+            let data = groups.entry(group_by.key(&answer.key)).or_default();
             let raw = data
                 .entry(field.to_string())
                 .or_default()
@@ -420,7 +439,7 @@ impl<'a> Plan<'a> {
         let ctx = Eval {
             fill: self.select.fill.clone().unwrap_or(Fill::Null),
             range: self.condition.range,
-            alone: self.nodes.len() == 1,
+            alone: super::naming::single_selector(&self.select.fields),
             data,
             windows,
         };
@@ -565,19 +584,6 @@ fn collect_needs(n: &Node, needs: &mut BTreeMap<String, Vec<Agg>>) {
             collect_needs(rhs, needs);
         }
         Node::Scalar(_) => {}
-    }
-}
-
-/// InfluxDB's column name: the outermost function's, or the field's.
-fn column_name(e: &Expr) -> String {
-    match e {
-        Expr::Call { name, .. } => name.clone(),
-        Expr::Var { name, .. } => name.clone(),
-        Expr::Binary { lhs, rhs, .. } => match (&**lhs, &**rhs) {
-            (Expr::Call { .. } | Expr::Var { .. } | Expr::Binary { .. }, _) => column_name(lhs),
-            _ => column_name(rhs),
-        },
-        _ => String::new(),
     }
 }
 

@@ -12,7 +12,7 @@ pub type Answer = (u16, Value);
 /// The answer as compared: errors without their words; rows of the same time in any order
 /// where the order is not InfluxDB's to define (rows of several series merged, a window's
 /// `distinct()` values); integer fields' type in `SHOW FIELD KEYS` set aside.
-pub fn normalised(statement: &Statement, answer: Answer) -> Answer {
+pub fn normalised(answer: Answer) -> Answer {
     let (status, mut json) = answer;
     json = without_error_text(json);
     for result in json["results"].as_array_mut().into_iter().flatten() {
