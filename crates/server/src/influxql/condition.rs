@@ -213,7 +213,8 @@ fn is_time(e: &Expr) -> bool {
     matches!(e, Expr::Var { name, .. } if name.eq_ignore_ascii_case("time"))
 }
 
-fn mentions_time(e: &Expr) -> bool {
+/// Whether a condition names `time` anywhere.
+pub fn mentions_time(e: &Expr) -> bool {
     match e {
         Expr::Binary { lhs, rhs, .. } => mentions_time(lhs) || mentions_time(rhs),
         e => is_time(e),
