@@ -93,8 +93,16 @@ impl Plan<'_> {
         let mut names = Vec::new();
         let mut columns = Vec::new();
         let mut nodes = Vec::new();
+        // A name that is no field but a tag key is the tag, as InfluxDB resolves it
+        // (a field wins where both are named so).
+        let fields = names_of(engine.list_fields_of(measurement, &everything()).await)?;
+        let tags = names_of(engine.list_tag_keys(measurement, &everything()).await)?;
         for (c, name) in raw.iter().zip(&self.columns) {
             match c {
+                RawColumn::Value(Node::Field(f)) if !fields.contains(f) && tags.contains(f) => {
+                    columns.push(Err(f.clone()));
+                    names.push(name.clone());
+                }
                 RawColumn::Value(n) => {
                     columns.push(Ok(nodes.len()));
                     nodes.push(n.clone());
@@ -107,14 +115,10 @@ impl Plan<'_> {
                 RawColumn::Wildcard(kind) => {
                     let mut all: Vec<(String, bool)> = Vec::new();
                     if *kind != Some(VarKind::Tag) {
-                        let fields =
-                            names_of(engine.list_fields_of(measurement, &everything()).await)?;
-                        all.extend(fields.into_iter().map(|f| (f, true)));
+                        all.extend(fields.iter().map(|f| (f.clone(), true)));
                     }
                     if *kind != Some(VarKind::Field) {
-                        let tags =
-                            names_of(engine.list_tag_keys(measurement, &everything()).await)?;
-                        all.extend(tags.into_iter().map(|t| (t, false)));
+                        all.extend(tags.iter().map(|t| (t.clone(), false)));
                     }
                     all.sort();
                     for (name, is_field) in all {
