@@ -22,6 +22,7 @@ mod naming;
 pub mod output;
 mod raw;
 pub mod regexes;
+mod rows;
 pub mod select;
 pub mod show;
 pub mod zone;

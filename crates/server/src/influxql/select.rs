@@ -19,6 +19,7 @@ use super::compute::{window_starts, Agg, Column, Transform};
 use super::condition::Condition;
 use super::eval::{join, Eval, Value};
 use super::output::{Cell, Series, StatementResult};
+use super::rows::SelectorRows;
 use super::show::measurements_of;
 use super::zone::{zoned, Zone};
 
@@ -85,6 +86,8 @@ pub(super) struct Plan<'a> {
     nodes: Vec<Node>,
     /// The selected columns of a raw statement (no aggregate): values, tags, wildcards.
     pub raw: Option<Vec<RawColumn>>,
+    /// A lone selector beside other columns, or `top`/`bottom`: the selected points' rows.
+    rows: Option<SelectorRows>,
     pub columns: Vec<String>,
     /// The request's budget: the engine's reads, every window computed (filled ones
     /// too) and every row are charged to it as they are made.
@@ -162,6 +165,24 @@ impl<'a> Plan<'a> {
                 Dimension::Wildcard => all = true,
             }
         }
+        // Groups come in the order of their tags sorted by key, whatever the order named.
+        keys.sort();
+        keys.dedup();
+        let columns = super::naming::column_names(&select.fields);
+        let rows = SelectorRows::of(select)?;
+        if let Some(rows) = rows {
+            // Columns of the selected points' rows: read in the row model.
+            let mut plan = Self::empty(select, condition, Vec::new(), None, columns, budget);
+            plan.zone = zone;
+            plan.window = window;
+            plan.group_by = if all {
+                GroupBy::All
+            } else {
+                GroupBy::Keys(keys)
+            };
+            plan.rows = Some(rows);
+            return plan.bounded(engine);
+        }
         let mut nodes = Vec::new();
         let mut raw = Vec::new();
         for f in &select.fields {
@@ -178,7 +199,6 @@ impl<'a> Plan<'a> {
                 }
             }
         }
-        let columns = super::naming::column_names(&select.fields);
         let aggregated = nodes.iter().any(has_agg);
         let all_values = raw.iter().all(|c| matches!(c, RawColumn::Value(_)));
         if aggregated && (nodes.iter().any(has_raw_field) || !all_values) {
@@ -229,9 +249,30 @@ impl<'a> Plan<'a> {
             },
             nodes,
             raw,
+            rows: None,
             columns,
             budget,
         })
+    }
+
+    /// `GROUP BY time(interval, offset)`, if the statement has it.
+    pub(super) fn window(&self) -> Option<(i64, i64)> {
+        self.window
+    }
+
+    /// The row model's plan with `GROUP BY time()`'s bounds checked as for aggregates.
+    fn bounded(mut self, engine: &Engine) -> Result<Self, String> {
+        if self.window.is_some() {
+            if self.condition.range.start == i64::MIN {
+                return Err(
+                    "a GROUP BY time() query needs a lower time bound (time >= …) in WHERE".into(),
+                );
+            }
+            if self.condition.range.end == i64::MAX {
+                self.condition.range.end = engine.now_nanos().saturating_add(1);
+            }
+        }
+        Ok(self)
     }
 
     fn empty(
@@ -247,6 +288,7 @@ impl<'a> Plan<'a> {
             condition,
             zone: None,
             raw,
+            rows: None,
             window: None,
             group_by: GroupBy::All,
             nodes,
@@ -275,6 +317,9 @@ impl<'a> Plan<'a> {
     async fn measurement(&self, engine: &Engine, measurement: &str) -> Result<Vec<Series>, String> {
         if self.condition.range.start >= self.condition.range.end {
             return Ok(Vec::new());
+        }
+        if let Some(rows) = &self.rows {
+            return self.selector_rows(engine, measurement, rows).await;
         }
         let group_by = self.grouping(engine, measurement).await?;
         if let Some(raw) = &self.raw {
