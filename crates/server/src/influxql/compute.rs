@@ -314,6 +314,10 @@ pub enum Transform {
     },
     MovingAverage(usize),
     CumulativeSum,
+    /// Time between successive points, in whole `unit`s (ns by default).
+    Elapsed {
+        unit: i64,
+    },
 }
 
 impl Transform {
@@ -339,6 +343,12 @@ impl Transform {
             },
             "non_negative_difference" => Transform::Difference { non_negative: true },
             "cumulative_sum" => Transform::CumulativeSum,
+            "elapsed" => Transform::Elapsed {
+                unit: match args.get(1) {
+                    None => 1,
+                    Some(_) => unit()?,
+                },
+            },
             "moving_average" => match args.get(1) {
                 Some(Expr::Integer(n)) if *n >= 1 => Transform::MovingAverage(*n as usize),
                 _ => return Err("moving_average window must be an integer greater than 0".into()),
@@ -378,6 +388,10 @@ impl Transform {
                         Some(w.iter().map(|(_, v)| v).sum::<f64>() / n as f64),
                     )
                 })
+                .collect(),
+            Transform::Elapsed { unit } => known
+                .windows(2)
+                .map(|w| (w[1].0, Some(((w[1].0 - w[0].0) / unit) as f64)))
                 .collect(),
             Transform::CumulativeSum => {
                 let mut sum = 0.0;
