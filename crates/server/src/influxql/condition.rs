@@ -34,6 +34,7 @@ pub enum Filter {
     },
     /// `field <op> number`.
     Field {
+        name: String,
         op: BinaryOp,
         value: f64,
     },
@@ -160,11 +161,35 @@ impl Filter {
         }
     }
 
+    /// Whether a row passes the field conditions, `value_of` giving the row's value of
+    /// a field (`None`: the row has none, and a comparison with it is false, as in
+    /// InfluxDB).
+    pub fn matches_row(&self, value_of: &dyn Fn(&str) -> Option<f64>) -> bool {
+        match self {
+            Filter::And(a, b) => a.matches_row(value_of) && b.matches_row(value_of),
+            Filter::Or(a, b) => a.matches_row(value_of) || b.matches_row(value_of),
+            Filter::Field { name, .. } => value_of(name).is_some_and(|v| self.matches_value(v)),
+            _ => true,
+        }
+    }
+
+    /// The fields the conditions name.
+    pub fn field_names(&self, out: &mut Vec<String>) {
+        match self {
+            Filter::And(a, b) | Filter::Or(a, b) => {
+                a.field_names(out);
+                b.field_names(out);
+            }
+            Filter::Field { name, .. } if !out.contains(name) => out.push(name.clone()),
+            _ => {}
+        }
+    }
+
     pub fn matches_value(&self, v: f64) -> bool {
         match self {
             Filter::And(a, b) => a.matches_value(v) && b.matches_value(v),
             Filter::Or(a, b) => a.matches_value(v) || b.matches_value(v),
-            Filter::Field { op, value } => match op {
+            Filter::Field { op, value, .. } => match op {
                 BinaryOp::Eq => v == *value,
                 BinaryOp::NotEq => v != *value,
                 BinaryOp::Lt => v < *value,
@@ -271,10 +296,15 @@ fn filter(e: &Expr) -> Result<Filter, String> {
             negate: *op == BinaryOp::RegexNotMatch,
         }),
         (_, Expr::Integer(n)) => Ok(Filter::Field {
+            name,
             op: *op,
             value: *n as f64,
         }),
-        (_, Expr::Number(x)) => Ok(Filter::Field { op: *op, value: *x }),
+        (_, Expr::Number(x)) => Ok(Filter::Field {
+            name,
+            op: *op,
+            value: *x,
+        }),
         _ => Err(format!("unsupported condition: {e}")),
     }
 }

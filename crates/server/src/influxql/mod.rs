@@ -18,6 +18,7 @@
 pub mod compute;
 pub mod condition;
 mod eval;
+mod field_rows;
 mod naming;
 pub mod output;
 mod raw;

@@ -144,6 +144,7 @@ impl Plan<'_> {
     ) -> Result<RawGroups, String> {
         let mut groups = RawGroups::new();
         let range = self.condition.range;
+        let field_rows = self.field_rows(engine, measurement).await?;
         let group_by = self.grouping(engine, measurement).await?;
         for field in fields {
             let selector = self.condition.selector(measurement, Some(field));
@@ -154,9 +155,7 @@ impl Plan<'_> {
                     continue;
                 }
                 let mut points: Vec<Point> = answer.points;
-                if let Some(f) = &self.condition.field {
-                    points.retain(|p| f.matches_value(p.value));
-                }
+                points.retain(|p| field_rows.keep(&answer.key.tags, p.time));
                 let group = group_by.key(&answer.key);
                 let tagsets = groups.entry(group).or_default();
                 let data = tagsets.entry(answer.key.tags.clone()).or_default();

@@ -205,6 +205,7 @@ impl Plan<'_> {
             BTreeMap<Vec<(String, String)>, SeriesRows>,
         > = BTreeMap::new();
         let range = self.condition.range;
+        let field_rows = self.field_rows(engine, measurement).await?;
         for field in &wanted {
             let selector = self.condition.selector(measurement, Some(field));
             let query = Query::raw(selector, range.start, range.end);
@@ -214,9 +215,7 @@ impl Plan<'_> {
                     continue;
                 }
                 let mut points: Vec<Point> = answer.points;
-                if let Some(f) = &self.condition.field {
-                    points.retain(|p| f.matches_value(p.value));
-                }
+                points.retain(|p| field_rows.keep(&answer.key.tags, p.time));
                 let series = groups
                     .entry(group_by.key(&answer.key))
                     .or_default()

@@ -432,6 +432,7 @@ impl<'a> Plan<'a> {
                 return Ok(());
             }
         }
+        let field_rows = self.field_rows(engine, measurement).await?;
         let query = Query::raw(selector, range.start, range.end);
         let answers = engine.query_with(&query, self.budget).await;
         for answer in answers.map_err(engine_error)? {
@@ -439,9 +440,7 @@ impl<'a> Plan<'a> {
                 continue;
             }
             let mut points = answer.points;
-            if let Some(f) = &self.condition.field {
-                points.retain(|p| f.matches_value(p.value));
-            }
+            points.retain(|p| field_rows.keep(&answer.key.tags, p.time));
             let data = groups.entry(group_by.key(&answer.key)).or_default();
             let raw = data
                 .entry(field.to_string())
