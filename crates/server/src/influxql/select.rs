@@ -233,6 +233,16 @@ impl<'a> Plan<'a> {
                 condition.range.end = engine.now_nanos().saturating_add(1);
             }
         }
+        if let Some((interval, _)) = window.filter(|_| nodes.iter().any(reads_window_before)) {
+            // As InfluxDB does, a transformation over GROUP BY time() reads one window
+            // before the range (after it under ORDER BY time DESC), so that the range's
+            // first window has one to be compared with.
+            let r = &mut condition.range;
+            match select.descending {
+                false => r.start = r.start.saturating_sub(interval),
+                true => r.end = r.end.saturating_add(interval),
+            }
+        }
         let raw = (!aggregated).then_some(raw);
         if condition.range.start >= condition.range.end {
             return Ok(Self::empty(select, condition, nodes, raw, columns, budget));
@@ -594,6 +604,17 @@ fn count_distinct(args: &[Expr]) -> Option<String> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Transformations that compare a window with the one before it (not `cumulative_sum`).
+fn reads_window_before(n: &Node) -> bool {
+    match n {
+        Node::Transform { transform, inner } => {
+            !matches!(transform, Transform::CumulativeSum) || reads_window_before(inner)
+        }
+        Node::Binary { lhs, rhs, .. } => reads_window_before(lhs) || reads_window_before(rhs),
+        _ => false,
     }
 }
 
