@@ -9,10 +9,13 @@ use tickertape_engine::{Engine, Query};
 use super::condition::Filter;
 use super::select::{engine_error, Plan};
 
+/// Each field's values by time.
+type FieldValues = HashMap<String, BTreeMap<i64, f64>>;
+
 /// The values of the fields a condition names, per series (its tags) and time.
 pub(super) struct FieldRows<'f> {
     filter: Option<&'f Filter>,
-    values: HashMap<Vec<(String, String)>, HashMap<String, BTreeMap<i64, f64>>>,
+    values: HashMap<Vec<(String, String)>, FieldValues>,
 }
 
 impl FieldRows<'_> {

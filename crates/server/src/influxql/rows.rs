@@ -116,6 +116,9 @@ struct Candidate {
     series: usize,
 }
 
+/// Per group (its `GROUP BY` tags), its series by their tags.
+type Groups = BTreeMap<Vec<(String, String)>, BTreeMap<Vec<(String, String)>, SeriesRows>>;
+
 /// One series of a group: its tags, and each field's values by time.
 struct SeriesRows {
     tags: Vec<(String, String)>,
@@ -200,10 +203,7 @@ impl Plan<'_> {
             }
         }
         // Per group, its series by tags.
-        let mut groups: BTreeMap<
-            Vec<(String, String)>,
-            BTreeMap<Vec<(String, String)>, SeriesRows>,
-        > = BTreeMap::new();
+        let mut groups: Groups = BTreeMap::new();
         let range = self.condition.range;
         let field_rows = self.field_rows(engine, measurement).await?;
         for field in &wanted {

@@ -148,7 +148,7 @@ fn tag_condition(rng: &mut Rng, m: &Measurement) -> String {
     let tag = *rng.pick(m.tags);
     let value = *rng.pick(tag_values(tag));
     match rng.below(6) {
-        0 | 1 | 2 => format!("{} = '{value}'", quoted(tag)),
+        0..=2 => format!("{} = '{value}'", quoted(tag)),
         3 => format!("{} != '{value}'", quoted(tag)),
         4 => format!("{} =~ /^{}$/", quoted(tag), value.replace('/', "\\/")),
         _ => format!(
