@@ -20,6 +20,7 @@ pub mod condition;
 mod eval;
 mod field_rows;
 mod naming;
+mod nodes;
 pub mod output;
 mod raw;
 pub mod regexes;

@@ -13,35 +13,17 @@ use std::collections::{BTreeMap, HashMap};
 use tickertape_core::query::Aggregate;
 use tickertape_core::{Point, SeriesKey};
 use tickertape_engine::{Engine, EngineError, Exhausted, Query, QueryBudget};
-use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, Statement, VarKind};
+use tickertape_influxql::{Dimension, Expr, Fill, Select, Statement, VarKind};
 
-use super::compute::{window_starts, Agg, Column, Transform};
+use super::compute::{window_starts, Agg, Column};
 use super::condition::Condition;
 use super::eval::{join, Eval, Value};
+pub(super) use super::nodes::Node;
+use super::nodes::{collect_needs, has_agg, has_raw_field, node, reads_window_before};
 use super::output::{Cell, Series, StatementResult};
 use super::rows::SelectorRows;
 use super::show::measurements_of;
 use super::zone::{zoned, Zone};
-
-/// A selected expression, resolved.
-#[derive(Clone, Debug)]
-pub(super) enum Node {
-    Scalar(f64),
-    Field(String),
-    Agg {
-        agg: Agg,
-        field: String,
-    },
-    Transform {
-        transform: Transform,
-        inner: Box<Node>,
-    },
-    Binary {
-        op: BinaryOp,
-        lhs: Box<Node>,
-        rhs: Box<Node>,
-    },
-}
 
 /// `GROUP BY` tags: these keys, or every tag (`*`).
 pub(super) enum GroupBy {
@@ -105,9 +87,11 @@ pub(super) enum RawColumn {
 }
 
 pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> StatementResult {
-    let plan = Plan::new(engine, select, budget)?;
+    let mut plan = Plan::new(engine, select, budget)?;
+    let measurements = measurements_of(engine, &select.from).await?;
+    plan.open_start(engine, &measurements).await?;
     let mut out = Vec::new();
-    for measurement in measurements_of(engine, &select.from).await? {
+    for measurement in measurements {
         out.extend(plan.measurement(engine, &measurement).await?);
     }
     // InfluxDB orders series as it orders times: `ORDER BY time DESC` answers them in
@@ -223,11 +207,6 @@ impl<'a> Plan<'a> {
             return Err("GROUP BY requires at least one aggregate function".into());
         }
         if window.is_some() {
-            if condition.range.start == i64::MIN {
-                return Err(
-                    "a GROUP BY time() query needs a lower time bound (time >= …) in WHERE".into(),
-                );
-            }
             if condition.range.end == i64::MAX {
                 // InfluxDB's upper bound for GROUP BY time() when none is given: now.
                 condition.range.end = engine.now_nanos().saturating_add(1);
@@ -265,6 +244,36 @@ impl<'a> Plan<'a> {
         })
     }
 
+    /// `GROUP BY time()` without a lower bound starts where the data does, as in
+    /// InfluxDB: at the earliest point of the statement's series (one point looked up per
+    /// series, under the request's budget; the windows to the upper bound are then held to
+    /// the window limit as any are). No point: nothing to answer.
+    async fn open_start(&mut self, engine: &Engine, measurements: &[String]) -> Result<(), String> {
+        if self.window.is_none() || self.condition.range.start != i64::MIN {
+            return Ok(());
+        }
+        let end = self.condition.range.end;
+        let mut earliest: Option<i64> = None;
+        for m in measurements {
+            // An empty range whose neighbour after it is each series' first point.
+            let query = Query {
+                neighbors: true,
+                ..Query::raw(self.condition.selector(m, None), i64::MIN, i64::MIN + 1)
+            };
+            let answers = engine.query_with(&query, self.budget).await;
+            for answer in answers.map_err(engine_error)? {
+                if !self.condition.matches(&answer.key) {
+                    continue;
+                }
+                if let Some(p) = answer.points.iter().find(|p| p.time < end) {
+                    earliest = Some(earliest.map_or(p.time, |e| e.min(p.time)));
+                }
+            }
+        }
+        self.condition.range.start = earliest.unwrap_or(end);
+        Ok(())
+    }
+
     /// `GROUP BY time(interval, offset)`, if the statement has it.
     pub(super) fn window(&self) -> Option<(i64, i64)> {
         self.window
@@ -273,11 +282,6 @@ impl<'a> Plan<'a> {
     /// The row model's plan with `GROUP BY time()`'s bounds checked as for aggregates.
     fn bounded(mut self, engine: &Engine) -> Result<Self, String> {
         if self.window.is_some() {
-            if self.condition.range.start == i64::MIN {
-                return Err(
-                    "a GROUP BY time() query needs a lower time bound (time >= …) in WHERE".into(),
-                );
-            }
             if self.condition.range.end == i64::MAX {
                 self.condition.range.end = engine.now_nanos().saturating_add(1);
             }
@@ -543,113 +547,6 @@ fn has_data(data: &HashMap<String, FieldData>) -> bool {
         f.raw.as_ref().is_some_and(|r| !r.is_empty())
             || f.windows.values().any(|w| w.iter().any(|p| !p.is_empty()))
     })
-}
-
-fn node(e: &Expr) -> Result<Node, String> {
-    match e {
-        Expr::Integer(n) => Ok(Node::Scalar(*n as f64)),
-        Expr::Number(x) => Ok(Node::Scalar(*x)),
-        Expr::Var { name, .. } => Ok(Node::Field(name.clone())),
-        Expr::Binary { op, lhs, rhs }
-            if matches!(
-                op,
-                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod
-            ) =>
-        {
-            Ok(Node::Binary {
-                op: *op,
-                lhs: Box::new(node(lhs)?),
-                rhs: Box::new(node(rhs)?),
-            })
-        }
-        Expr::Call { name, args } => {
-            if let (Some(field), true) = (count_distinct(args), name == "count") {
-                return Ok(Node::Agg {
-                    agg: Agg::CountDistinct,
-                    field,
-                });
-            }
-            if let Some(agg) = Agg::of_call(name, args)? {
-                return match args.first() {
-                    Some(Expr::Var { name: field, .. }) => Ok(Node::Agg {
-                        agg,
-                        field: field.clone(),
-                    }),
-                    Some(other) => Err(format!("expected field argument in {name}(), got {other}")),
-                    None => Err(format!(
-                        "invalid number of arguments for {name}, expected 1, got 0"
-                    )),
-                };
-            }
-            if let Some(transform) = Transform::of_call(name, args)? {
-                let inner = args
-                    .first()
-                    .ok_or_else(|| format!("{name}() needs an argument"))?;
-                return Ok(Node::Transform {
-                    transform,
-                    inner: Box::new(node(inner)?),
-                });
-            }
-            Err(format!("function {name}() is not supported by tickertape"))
-        }
-        other => Err(format!("unsupported expression in SELECT: {other}")),
-    }
-}
-
-/// `count(distinct(f))`'s field, from `count`'s arguments.
-fn count_distinct(args: &[Expr]) -> Option<String> {
-    match args {
-        [Expr::Call { name, args }] if name == "distinct" => match args.as_slice() {
-            [Expr::Var { name, .. }] => Some(name.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// Transformations that compare a window with the one before it (not `cumulative_sum`).
-fn reads_window_before(n: &Node) -> bool {
-    match n {
-        Node::Transform { transform, inner } => {
-            !matches!(transform, Transform::CumulativeSum) || reads_window_before(inner)
-        }
-        Node::Binary { lhs, rhs, .. } => reads_window_before(lhs) || reads_window_before(rhs),
-        _ => false,
-    }
-}
-
-fn has_agg(n: &Node) -> bool {
-    match n {
-        Node::Agg { .. } => true,
-        Node::Transform { inner, .. } => has_agg(inner),
-        Node::Binary { lhs, rhs, .. } => has_agg(lhs) || has_agg(rhs),
-        _ => false,
-    }
-}
-
-fn has_raw_field(n: &Node) -> bool {
-    match n {
-        Node::Field(_) => true,
-        Node::Transform { inner, .. } => has_raw_field(inner),
-        Node::Binary { lhs, rhs, .. } => has_raw_field(lhs) || has_raw_field(rhs),
-        _ => false,
-    }
-}
-
-/// The aggregates each field is read for (empty: raw points).
-fn collect_needs(n: &Node, needs: &mut BTreeMap<String, Vec<Agg>>) {
-    match n {
-        Node::Field(f) => {
-            needs.entry(f.clone()).or_default();
-        }
-        Node::Agg { agg, field } => needs.entry(field.clone()).or_default().push(*agg),
-        Node::Transform { inner, .. } => collect_needs(inner, needs),
-        Node::Binary { lhs, rhs, .. } => {
-            collect_needs(lhs, needs);
-            collect_needs(rhs, needs);
-        }
-        Node::Scalar(_) => {}
-    }
 }
 
 /// A budget's refusal in a statement's words (the request then answers it as a whole).
