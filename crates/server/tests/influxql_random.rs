@@ -76,7 +76,7 @@ impl Stores {
         let text = statement.text();
         let influx = ask(&self.client, &self.influxdb, &text).await;
         let ours = ask(&self.client, &self.tickertape, &text).await;
-        (normalised(influx), normalised(ours))
+        (normalised(statement, influx), normalised(statement, ours))
     }
 
     async fn class_of(&self, statement: Statement) -> Option<String> {

@@ -368,7 +368,9 @@ impl Transform {
                 .map(|w| {
                     (
                         w[1].0,
-                        (w[1].1 - w[0].1) / ((w[1].0 - w[0].0) as f64 / unit as f64),
+                        // Over a column read from its end the time between points is
+                        // still counted forwards, as InfluxDB counts it.
+                        (w[1].1 - w[0].1) / ((w[1].0 - w[0].0).abs() as f64 / unit as f64),
                     )
                 })
                 .filter(|(_, d)| !non_negative || *d >= 0.0)

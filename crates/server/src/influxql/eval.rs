@@ -49,6 +49,9 @@ pub(super) struct Eval<'p> {
     /// The statement's one call is a selector: it answers its point's time (without
     /// `GROUP BY time()`).
     pub alone: bool,
+    /// `ORDER BY time DESC`: transformations run over the column from its end, as
+    /// InfluxDB's do (a difference is the earlier value less the later).
+    pub descending: bool,
     pub data: &'p HashMap<String, FieldData>,
     pub windows: Option<&'p (Vec<i64>, i64)>,
 }
@@ -65,6 +68,12 @@ impl Eval<'_> {
             ),
             Node::Agg { agg, field } => Value::Column(self.aggregate(*agg, field)),
             Node::Transform { transform, inner } => match self.eval(inner) {
+                Value::Column(c) if self.descending => {
+                    let reversed: Column = c.into_iter().rev().collect();
+                    let mut out = transform.apply(&reversed);
+                    out.reverse();
+                    Value::Column(out)
+                }
                 Value::Column(c) => Value::Column(transform.apply(&c)),
                 scalar => scalar,
             },

@@ -10,7 +10,7 @@ use tickertape_influxql::{Fill, VarKind};
 
 use super::eval::{join, Eval, Value};
 use super::output::{Cell, Series};
-use super::select::{budget_error, engine_error, FieldData, Node, Plan, RawColumn};
+use super::select::{budget_error, engine_error, FieldData, GroupBy, Node, Plan, RawColumn};
 use super::show::names_of;
 
 /// The points of one series (its tags), per field.
@@ -117,8 +117,14 @@ impl Plan<'_> {
                     if *kind != Some(VarKind::Tag) {
                         all.extend(fields.iter().map(|f| (f.clone(), true)));
                     }
+                    // The tags the rows are grouped by are the series' tags, not columns.
                     if *kind != Some(VarKind::Field) {
-                        all.extend(tags.iter().map(|t| (t.clone(), false)));
+                        let grouped = match self.grouping(engine, measurement).await? {
+                            GroupBy::Keys(keys) => keys,
+                            GroupBy::All => Vec::new(),
+                        };
+                        let columns = tags.iter().filter(|t| !grouped.contains(t));
+                        all.extend(columns.map(|t| (t.clone(), false)));
                     }
                     all.sort();
                     for (name, is_field) in all {
@@ -175,6 +181,7 @@ impl Plan<'_> {
             fill: Fill::Null,
             range: self.condition.range,
             alone: false,
+            descending: self.select.descending,
             data,
             windows: None,
         };

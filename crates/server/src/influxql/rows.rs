@@ -316,9 +316,15 @@ impl Plan<'_> {
                         }
                         // top() and bottom() answer their points' own times.
                         let own_time = matches!(rows.pick, Pick::Top(_) | Pick::Bottom(_));
+                        let at = made.len();
                         for c in &picked {
                             previous = Some(c.value);
                             made.push(row_of(c, if own_time { c.time } else { w }));
+                        }
+                        // Under ORDER BY time DESC windows come last first, but a window's
+                        // points keep their order: undone here what paging reverses.
+                        if self.select.descending {
+                            made[at..].reverse();
                         }
                     }
                 }

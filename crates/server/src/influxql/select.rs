@@ -498,6 +498,7 @@ impl<'a> Plan<'a> {
             fill: self.select.fill.clone().unwrap_or(Fill::Null),
             range: self.condition.range,
             alone: super::naming::single_selector(&self.select.fields),
+            descending: self.select.descending,
             data,
             windows,
         };

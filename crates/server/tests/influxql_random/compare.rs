@@ -12,7 +12,7 @@ pub type Answer = (u16, Value);
 /// The answer as compared: errors without their words; rows of the same time in any order
 /// where the order is not InfluxDB's to define (rows of several series merged, a window's
 /// `distinct()` values); integer fields' type in `SHOW FIELD KEYS` set aside.
-pub fn normalised(answer: Answer) -> Answer {
+pub fn normalised(statement: &Statement, answer: Answer) -> Answer {
     let (status, mut json) = answer;
     json = without_error_text(json);
     for result in json["results"].as_array_mut().into_iter().flatten() {
@@ -28,7 +28,46 @@ pub fn normalised(answer: Answer) -> Answer {
     if json.get("error").is_some() {
         json["error"] = Value::Bool(true);
     }
-    (status, ties_in_any_order(json))
+    let json = ties_in_any_order(json);
+    (
+        status,
+        if cuts_ties(statement) {
+            without_edges(json)
+        } else {
+            json
+        },
+    )
+}
+
+/// Whether LIMIT or OFFSET may cut a run of rows of one time from several series: which of
+/// them InfluxDB keeps is its merge order's choice.
+fn cuts_ties(statement: &Statement) -> bool {
+    let paged = statement
+        .tail
+        .iter()
+        .any(|t| t.starts_with("LIMIT") || t.starts_with("OFFSET"));
+    let raw = statement.columns.iter().all(|c| !c.contains('('));
+    paged && raw && !statement.group_by.iter().any(|g| g == "*")
+}
+
+/// Each series without the rows of its first and last times (where a LIMIT or OFFSET may
+/// cut a run of ties), its row count kept.
+fn without_edges(mut v: Value) -> Value {
+    for result in v["results"].as_array_mut().into_iter().flatten() {
+        for series in result["series"].as_array_mut().into_iter().flatten() {
+            let Some(rows) = series["values"].as_array_mut() else {
+                continue;
+            };
+            let count = rows.len();
+            let edges = (
+                rows.first().map(|r| r[0].clone()),
+                rows.last().map(|r| r[0].clone()),
+            );
+            rows.retain(|r| Some(&r[0]) != edges.0.as_ref() && Some(&r[0]) != edges.1.as_ref());
+            series["rows"] = Value::from(count);
+        }
+    }
+    v
 }
 
 /// Each series' rows of the same time sorted by their text, the order of the times kept:
