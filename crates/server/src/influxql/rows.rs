@@ -285,6 +285,11 @@ impl Plan<'_> {
                     for c in rows.pick.pick(&candidates) {
                         made.push(row_of(&c, c.time));
                     }
+                    // top() and bottom() answer in time order under ORDER BY time DESC
+                    // too: undone here what paging reverses.
+                    if self.select.descending {
+                        made.reverse();
+                    }
                 }
                 Some((starts, interval)) => {
                     let fill = self.select.fill.clone().unwrap_or(Fill::Null);

@@ -39,14 +39,19 @@ pub fn normalised(statement: &Statement, answer: Answer) -> Answer {
     )
 }
 
-/// Whether LIMIT or OFFSET may cut a run of rows of one time from several series: which of
-/// them InfluxDB keeps is its merge order's choice.
+/// Whether LIMIT or OFFSET may cut a run of rows of one time from several series, or of
+/// a window's distinct values: which of them InfluxDB keeps is its merge order's (or its
+/// hash map's) choice.
 fn cuts_ties(statement: &Statement) -> bool {
     let paged = statement
         .tail
         .iter()
         .any(|t| t.starts_with("LIMIT") || t.starts_with("OFFSET"));
-    let raw = statement.columns.iter().all(|c| !c.contains('('));
+    // distinct() answers a window's values in InfluxDB's hash map order.
+    let raw = statement
+        .columns
+        .iter()
+        .all(|c| !c.contains('(') || c.starts_with("distinct("));
     paged && raw && !statement.group_by.iter().any(|g| g == "*")
 }
 
