@@ -488,4 +488,22 @@ mod tests {
         assert_eq!(sums, [(0, Some(2.0)), (30, Some(10.0))]);
         assert_eq!(Transform::MovingAverage(2).apply(&col), [(30, Some(5.0))]);
     }
+
+    #[test]
+    fn elapsed_and_ties_of_several_series() {
+        let column: Column = vec![
+            (10, Some(1.0)),
+            (20, None),
+            (30, Some(2.0)),
+            (45, Some(3.0)),
+        ];
+        let ns = Transform::Elapsed { unit: 1 }.apply(&column);
+        assert_eq!(ns, vec![(30, Some(20.0)), (45, Some(15.0))]);
+        let tens = Transform::Elapsed { unit: 10 }.apply(&column);
+        assert_eq!(tens, vec![(30, Some(2.0)), (45, Some(1.0))]);
+        // Points of two series at one time: first and last keep the greater value.
+        let p = points(&[(1, 2.0), (1, 5.0), (2, 7.0), (2, 3.0)]);
+        assert_eq!(Agg::First.over(&p), Some((Some(1), 5.0)));
+        assert_eq!(Agg::Last.over(&p), Some((Some(2), 7.0)));
+    }
 }

@@ -418,4 +418,28 @@ mod tests {
             "v"
         )));
     }
+
+    #[test]
+    fn field_conditions_filter_rows() {
+        let c = condition(r#"region = 'eu' AND ("b" < 30 OR "c" >= 2)"#);
+        let filter = c
+            .field
+            .as_ref()
+            .unwrap_or_else(|| panic!("a field condition"));
+        let mut names = Vec::new();
+        filter.field_names(&mut names);
+        assert_eq!(names, ["b", "c"]);
+        let row = |b: Option<f64>, c: Option<f64>| {
+            filter.matches_row(&|f: &str| match f {
+                "b" => b,
+                "c" => c,
+                _ => None,
+            })
+        };
+        assert!(row(Some(10.0), None));
+        assert!(row(Some(40.0), Some(2.0)));
+        // A field the row lacks compares false, as in InfluxDB.
+        assert!(!row(None, None));
+        assert!(!row(Some(40.0), None));
+    }
 }

@@ -358,3 +358,63 @@ impl Plan<'_> {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidates(points: &[(i64, f64)]) -> Vec<Candidate> {
+        points
+            .iter()
+            .enumerate()
+            .map(|(series, &(time, value))| Candidate {
+                time,
+                value,
+                series,
+            })
+            .collect()
+    }
+
+    fn picked(pick: Pick, points: &[(i64, f64)]) -> Vec<(i64, f64)> {
+        pick.pick(&candidates(points))
+            .iter()
+            .map(|c| (c.time, c.value))
+            .collect()
+    }
+
+    #[test]
+    fn selectors_pick_points_as_influxdb_does() {
+        let points = [(1, 5.0), (2, 9.0), (3, 1.0), (4, 9.0), (5, 4.0)];
+        // Equal values: the earliest point.
+        assert_eq!(picked(Pick::One(Agg::Max), &points), [(2, 9.0)]);
+        assert_eq!(picked(Pick::One(Agg::Min), &points), [(3, 1.0)]);
+        assert_eq!(picked(Pick::One(Agg::Last), &points), [(5, 4.0)]);
+        // top/bottom: the n greatest (smallest), answered in time order.
+        assert_eq!(
+            picked(Pick::Top(3), &points),
+            [(1, 5.0), (2, 9.0), (4, 9.0)]
+        );
+        assert_eq!(picked(Pick::Bottom(2), &points), [(3, 1.0), (5, 4.0)]);
+        assert!(picked(Pick::Top(2), &[]).is_empty());
+    }
+
+    fn select(text: &str) -> Select {
+        match tickertape_influxql::parse_statement(text) {
+            Ok(tickertape_influxql::Statement::Select(s)) => *s,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn which_statements_are_read_as_rows() {
+        let rows = |t: &str| SelectorRows::of(&select(t)).ok().flatten().is_some();
+        assert!(rows(r#"SELECT last("a"), "host", "b" FROM m"#));
+        assert!(rows(r#"SELECT top("a", 2) FROM m"#));
+        assert!(rows(r#"SELECT bottom("a", 2), "host"::tag FROM m"#));
+        // A selector alone, several calls, or an aggregate: the columns' computation.
+        assert!(!rows(r#"SELECT last("a") FROM m"#));
+        assert!(!rows(r#"SELECT last("a"), first("a"), "host" FROM m"#));
+        assert!(!rows(r#"SELECT mean("a"), "host" FROM m"#));
+        assert!(SelectorRows::of(&select(r#"SELECT top("a") FROM m"#)).is_err());
+    }
+}
