@@ -256,13 +256,18 @@ impl Plan<'_> {
             }
             // Stable: points of one time stay in series order.
             candidates.sort_by_key(|c| c.time);
+            // InfluxDB fills a row's missing tags and fields with fill(<number>) too.
+            let missing = match &self.select.fill {
+                Some(Fill::Number(x)) => Cell::Float(*x),
+                _ => Cell::Null,
+            };
             let row_of = |c: &Candidate, time: i64| -> Vec<Cell> {
                 let s = &series[c.series];
                 let tag = |k: &str| {
                     s.tags
                         .iter()
                         .find(|(key, _)| key == k)
-                        .map_or(Cell::Null, |(_, v)| Cell::Text(v.clone()))
+                        .map_or(missing.clone(), |(_, v)| Cell::Text(v.clone()))
                 };
                 let mut row = vec![Cell::Time(time)];
                 for col in &rows.columns {
@@ -274,7 +279,7 @@ impl Plan<'_> {
                             .fields
                             .get(n)
                             .and_then(|v| v.get(&c.time))
-                            .map_or(Cell::Null, |v| Cell::Float(*v)),
+                            .map_or(missing.clone(), |v| Cell::Float(*v)),
                     });
                 }
                 row
