@@ -206,11 +206,9 @@ impl<'a> Plan<'a> {
         if window.is_some() && !aggregated {
             return Err("GROUP BY requires at least one aggregate function".into());
         }
-        if window.is_some() {
-            if condition.range.end == i64::MAX {
-                // InfluxDB's upper bound for GROUP BY time() when none is given: now.
-                condition.range.end = engine.now_nanos().saturating_add(1);
-            }
+        if window.is_some() && condition.range.end == i64::MAX {
+            // InfluxDB's upper bound for GROUP BY time() when none is given: now.
+            condition.range.end = engine.now_nanos().saturating_add(1);
         }
         if let Some((interval, _)) = window.filter(|_| nodes.iter().any(reads_window_before)) {
             // As InfluxDB does, a transformation over GROUP BY time() reads one window
@@ -281,10 +279,8 @@ impl<'a> Plan<'a> {
 
     /// The row model's plan with `GROUP BY time()`'s bounds checked as for aggregates.
     fn bounded(mut self, engine: &Engine) -> Result<Self, String> {
-        if self.window.is_some() {
-            if self.condition.range.end == i64::MAX {
-                self.condition.range.end = engine.now_nanos().saturating_add(1);
-            }
+        if self.window.is_some() && self.condition.range.end == i64::MAX {
+            self.condition.range.end = engine.now_nanos().saturating_add(1);
         }
         Ok(self)
     }
