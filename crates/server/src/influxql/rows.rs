@@ -182,6 +182,18 @@ impl Pick {
 }
 
 impl Plan<'_> {
+    /// A group's first LIMIT points (in time order; its last under ORDER BY time DESC),
+    /// kept in time order.
+    fn points_in_limit(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
+        let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
+        let mut kept: Vec<Candidate> = match self.select.descending {
+            false => candidates.into_iter().take(limit).collect(),
+            true => candidates.into_iter().rev().take(limit).collect(),
+        };
+        kept.sort_by_key(|c| c.time);
+        kept
+    }
+
     pub(super) async fn selector_rows(
         &self,
         engine: &Engine,
@@ -238,6 +250,10 @@ impl Plan<'_> {
             )),
             None => None,
         };
+        // InfluxDB 1.6 reads top() and bottom() as raw selections: LIMIT also chooses the
+        // points they pick from (OFFSET then pages the rows they answer).
+        let limits_points = matches!(rows.pick, Pick::Top(_) | Pick::Bottom(_))
+            && self.select.limit.is_some();
         let mut out = Vec::new();
         for (group, series) in groups {
             let series: Vec<SeriesRows> = series.into_values().collect();
@@ -256,6 +272,9 @@ impl Plan<'_> {
             }
             // Stable: points of one time stay in series order.
             candidates.sort_by_key(|c| c.time);
+            if limits_points {
+                candidates = self.points_in_limit(candidates);
+            }
             // InfluxDB fills a row's missing tags and fields with fill(<number>) too.
             let missing = match &self.select.fill {
                 Some(Fill::Number(x)) => Cell::Float(*x),
