@@ -252,8 +252,8 @@ impl Plan<'_> {
         };
         // InfluxDB 1.6 reads top() and bottom() as raw selections: LIMIT also chooses the
         // points they pick from (OFFSET then pages the rows they answer).
-        let limits_points = matches!(rows.pick, Pick::Top(_) | Pick::Bottom(_))
-            && self.select.limit.is_some();
+        let limits_points =
+            matches!(rows.pick, Pick::Top(_) | Pick::Bottom(_)) && self.select.limit.is_some();
         let mut out = Vec::new();
         for (group, series) in groups {
             let series: Vec<SeriesRows> = series.into_values().collect();

@@ -94,14 +94,41 @@ pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> Stat
     for measurement in measurements {
         out.extend(plan.measurement(engine, &measurement).await?);
     }
+    let mut out = series_paged(out, select.soffset, select.slimit);
     // InfluxDB orders series as it orders times: `ORDER BY time DESC` answers them in
     // reverse (measurement, tags) order.
     if select.descending {
         out.reverse();
     }
-    let skip = select.soffset.unwrap_or(0) as usize;
-    let take = select.slimit.map_or(usize::MAX, |n| n as usize);
-    Ok(out.into_iter().skip(skip).take(take).collect())
+    Ok(out)
+}
+
+/// SOFFSET and SLIMIT, counted as InfluxDB counts them: in the order of the series keys
+/// (a tag a series lacks is left out of its key, so `cpu,dc=a,host=h1` comes before
+/// `cpu,host=h4`), while the answer lists groups by their tag values (`""` first).
+fn series_paged(out: Vec<Series>, soffset: Option<u64>, slimit: Option<u64>) -> Vec<Series> {
+    if soffset.is_none() && slimit.is_none() {
+        return out;
+    }
+    let key = |s: &Series| {
+        let tags: Vec<String> = s
+            .tags
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        (s.name.clone(), tags.join(","))
+    };
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by_key(|&i| key(&out[i]));
+    let skip = soffset.unwrap_or(0) as usize;
+    let take = slimit.map_or(usize::MAX, |n| n as usize);
+    let kept: std::collections::HashSet<usize> = order.into_iter().skip(skip).take(take).collect();
+    out.into_iter()
+        .enumerate()
+        .filter(|(i, _)| kept.contains(i))
+        .map(|(_, s)| s)
+        .collect()
 }
 
 /// Every `tz()` of the query names a zone: InfluxDB refuses an unknown one while parsing,
