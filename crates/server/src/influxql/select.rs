@@ -89,7 +89,7 @@ pub(super) enum RawColumn {
 pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> StatementResult {
     let mut plan = Plan::new(engine, select, budget)?;
     let measurements = measurements_of(engine, &select.from).await?;
-    plan.open_start(engine, &measurements).await?;
+    plan.open_bounds(engine, &measurements).await?;
     let mut out = Vec::new();
     for measurement in measurements {
         out.extend(plan.measurement(engine, &measurement).await?);
@@ -192,7 +192,7 @@ impl<'a> Plan<'a> {
                 GroupBy::Keys(keys)
             };
             plan.rows = Some(rows);
-            return plan.bounded(engine);
+            return Ok(plan);
         }
         let mut nodes = Vec::new();
         let mut raw = Vec::new();
@@ -233,10 +233,6 @@ impl<'a> Plan<'a> {
         if window.is_some() && !aggregated {
             return Err("GROUP BY requires at least one aggregate function".into());
         }
-        if window.is_some() && condition.range.end == i64::MAX {
-            // InfluxDB's upper bound for GROUP BY time() when none is given: now.
-            condition.range.end = engine.now_nanos().saturating_add(1);
-        }
         if let Some((interval, _)) = window.filter(|_| nodes.iter().any(reads_window_before)) {
             // As InfluxDB does, a transformation over GROUP BY time() reads one window
             // before the range (after it under ORDER BY time DESC), so that the range's
@@ -269,47 +265,78 @@ impl<'a> Plan<'a> {
         })
     }
 
-    /// `GROUP BY time()` without a lower bound starts where the data does, as in
-    /// InfluxDB: at the earliest point of the statement's series (one point looked up per
-    /// series, under the request's budget; the windows to the upper bound are then held to
-    /// the window limit as any are). No point: nothing to answer.
-    async fn open_start(&mut self, engine: &Engine, measurements: &[String]) -> Result<(), String> {
-        if self.window.is_none() || self.condition.range.start != i64::MIN {
+    /// `GROUP BY time()`'s bounds where WHERE leaves them open, as InfluxDB sets them:
+    /// without a lower bound the windows start at the statement's earliest point; without
+    /// an upper bound they end now — or, under `fill(none)`, which answers no empty
+    /// window, after the latest point. One point is looked up per series, under the
+    /// request's budget; the windows are then held to the window limit as any are. No
+    /// point: nothing to answer.
+    async fn open_bounds(
+        &mut self,
+        engine: &Engine,
+        measurements: &[String],
+    ) -> Result<(), String> {
+        if self.window.is_none() {
             return Ok(());
         }
-        let end = self.condition.range.end;
-        let mut earliest: Option<i64> = None;
+        let now = engine.now_nanos().saturating_add(1);
+        if self.condition.range.end == i64::MAX {
+            let latest = match self.select.fill {
+                Some(Fill::None) => self.edge_point(engine, measurements, false).await?,
+                _ => None,
+            };
+            self.condition.range.end = latest.map_or(now, |t| t.saturating_add(1));
+        }
+        if self.condition.range.start == i64::MIN {
+            let earliest = self.edge_point(engine, measurements, true).await?;
+            self.condition.range.start = earliest.unwrap_or(self.condition.range.end);
+        }
+        Ok(())
+    }
+
+    /// The earliest (`first`) or latest point time of the statement's series inside its
+    /// range: an empty range at one end of time whose neighbour is each series' edge point.
+    async fn edge_point(
+        &self,
+        engine: &Engine,
+        measurements: &[String],
+        first: bool,
+    ) -> Result<Option<i64>, String> {
+        let range = self.condition.range;
+        let mut edge: Option<i64> = None;
         for m in measurements {
-            // An empty range whose neighbour after it is each series' first point.
+            let selector = self.condition.selector(m, None);
             let query = Query {
                 neighbors: true,
-                ..Query::raw(self.condition.selector(m, None), i64::MIN, i64::MIN + 1)
+                ..match first {
+                    true => Query::raw(selector, i64::MIN, i64::MIN + 1),
+                    false => Query::raw(selector, i64::MAX - 1, i64::MAX),
+                }
             };
             let answers = engine.query_with(&query, self.budget).await;
             for answer in answers.map_err(engine_error)? {
                 if !self.condition.matches(&answer.key) {
                     continue;
                 }
-                if let Some(p) = answer.points.iter().find(|p| p.time < end) {
-                    earliest = Some(earliest.map_or(p.time, |e| e.min(p.time)));
+                for p in answer
+                    .points
+                    .iter()
+                    .filter(|p| p.time >= range.start && p.time < range.end)
+                {
+                    edge = Some(match (edge, first) {
+                        (None, _) => p.time,
+                        (Some(e), true) => e.min(p.time),
+                        (Some(e), false) => e.max(p.time),
+                    });
                 }
             }
         }
-        self.condition.range.start = earliest.unwrap_or(end);
-        Ok(())
+        Ok(edge)
     }
 
     /// `GROUP BY time(interval, offset)`, if the statement has it.
     pub(super) fn window(&self) -> Option<(i64, i64)> {
         self.window
-    }
-
-    /// The row model's plan with `GROUP BY time()`'s bounds checked as for aggregates.
-    fn bounded(mut self, engine: &Engine) -> Result<Self, String> {
-        if self.window.is_some() && self.condition.range.end == i64::MAX {
-            self.condition.range.end = engine.now_nanos().saturating_add(1);
-        }
-        Ok(self)
     }
 
     fn empty(
