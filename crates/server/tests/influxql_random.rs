@@ -28,7 +28,7 @@ mod statements;
 
 use std::collections::BTreeMap;
 
-use compare::{difference, minimised, normalised, Answer};
+use compare::{difference, minimised, normalised, on_purpose, Answer};
 use influxdb::short;
 use serde_json::Value;
 use statements::Statement;
@@ -37,10 +37,11 @@ use support::TestServer;
 /// The seed and statement count CI runs.
 const SEED: u64 = 1;
 const COUNT: usize = 500;
-/// The share of statements whose answers must agree: a floor under what the CI seed
-/// reaches today (92.0%), so that a regression fails; the aim is 98%, and the classes
-/// still differing are listed in docs/influxql.md.
-const MIN_AGREEMENT: f64 = 0.91;
+/// The share of statements whose answers must agree, those that differ on purpose
+/// ([`compare::on_purpose`], docs/influxql.md) set aside: a floor under what the CI seed
+/// reaches today, so that a regression fails; the classes still differing are listed in
+/// docs/influxql.md.
+const MIN_AGREEMENT: f64 = 0.97;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -130,6 +131,7 @@ async fn influxql_random_matches_influxdb() {
     }
     let mut rng = rng::Rng::new(seed);
     let mut classes: BTreeMap<String, Vec<Statement>> = BTreeMap::new();
+    let mut kept: BTreeMap<&str, usize> = BTreeMap::new();
     let (mut agreed, mut answered_by_influxdb) = (0, 0);
     for _ in 0..count {
         let statement = statements::generate(&mut rng);
@@ -139,6 +141,11 @@ async fn influxql_random_matches_influxdb() {
         answered_by_influxdb += usize::from(has_series);
         match difference(&statement, &influx, &ours) {
             None => agreed += 1,
+            Some(_) if on_purpose(&statement, &influx).is_some() => {
+                *kept
+                    .entry(on_purpose(&statement, &influx).unwrap_or(""))
+                    .or_default() += 1;
+            }
             Some(class) => {
                 if show {
                     eprintln!(
@@ -154,11 +161,19 @@ async fn influxql_random_matches_influxdb() {
     }
     let mut by_count: Vec<(&String, &Vec<Statement>)> = classes.iter().collect();
     by_count.sort_by_key(|(_, s)| std::cmp::Reverse(s.len()));
-    let rate = agreed as f64 / count.max(1) as f64;
+    let on_purpose: usize = kept.values().sum();
+    let compared = count - on_purpose;
+    let rate = agreed as f64 / compared.max(1) as f64;
     eprintln!(
-        "seed {seed}: {agreed} of {count} statements agree ({:.1}%); InfluxDB answered {answered_by_influxdb} with series",
+        "seed {seed}: {agreed} of {count} statements agree ({:.1}%); {agreed} of {compared} \
+         ({:.1}%) with the {on_purpose} that differ on purpose set aside; InfluxDB answered \
+         {answered_by_influxdb} with series",
+        agreed as f64 * 100.0 / count.max(1) as f64,
         rate * 100.0
     );
+    for (why, n) in &kept {
+        eprintln!("  {n:4} on purpose: {why}");
+    }
     for (class, statements) in &by_count {
         let integer = statements.iter().filter(|s| s.integer).count();
         eprintln!(
@@ -185,7 +200,7 @@ async fn influxql_random_matches_influxdb() {
     );
     assert!(
         rate >= MIN_AGREEMENT,
-        "seed {seed}: {agreed} of {count} agree ({:.1}%), below {:.0}%",
+        "seed {seed}: {agreed} of {compared} agree ({:.1}%), below {:.0}%",
         rate * 100.0,
         MIN_AGREEMENT * 100.0
     );

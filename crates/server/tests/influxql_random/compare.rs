@@ -160,6 +160,34 @@ fn kind(influx: &Value, ours: &Value, why: &str) -> String {
     "values".into()
 }
 
+/// The differences tickertape keeps on purpose (docs/influxql.md says why), recognised by
+/// the statement and InfluxDB's answer; `None` for any other.
+pub fn on_purpose(statement: &Statement, influx: &Answer) -> Option<&'static str> {
+    let has = |clause: &str| statement.tail.iter().any(|t| t.starts_with(clause));
+    let series = influx.1["results"][0]["series"].as_array();
+    let rows = |s: &Value| {
+        s["rows"]
+            .as_u64()
+            .or_else(|| s["values"].as_array().map(|v| v.len() as u64))
+    };
+    let raw = statement.columns.iter().all(|c| !c.contains('('));
+    if has("SOFFSET") && !has("SLIMIT") && series.is_none() {
+        return Some("SOFFSET without SLIMIT: InfluxDB 1.6 answers no series");
+    }
+    if has("OFFSET")
+        && !has("LIMIT")
+        && raw
+        && series.is_some_and(|s| s.iter().all(|s| rows(s) == Some(1)))
+    {
+        return Some("a raw OFFSET without LIMIT: InfluxDB 1.6 answers one row per series");
+    }
+    let not_equal = statement.conditions.iter().any(|(c, _)| c.contains("!="));
+    if statement.head.starts_with("SHOW MEASUREMENTS") && not_equal && series.is_none() {
+        return Some("SHOW MEASUREMENTS WHERE tag != value: InfluxDB 1.6 answers none");
+    }
+    None
+}
+
 /// `statement` made as small as it goes while `class_of` still answers `class`.
 pub async fn minimised<F, Fut>(statement: &Statement, class: &str, class_of: F) -> Statement
 where
