@@ -250,6 +250,10 @@ pub fn per_window(agg: Agg, points: &[Point], windows: &[i64], interval: i64) ->
         match agg {
             // No row for an empty window, whatever the fill (InfluxDB's distinct()).
             Agg::Distinct => out.extend(distinct_values(inside).into_iter().map(|v| (w, Some(v)))),
+            // stddev of one point is null but its window not empty: marked NaN, so that
+            // fill() leaves it as InfluxDB does (the evaluator makes the mark null). A
+            // percentile below the first rank is filled as an empty window is.
+            Agg::Stddev if inside.len() == 1 => out.push((w, Some(f64::NAN))),
             _ => out.push((w, agg.over(inside).map(|(_, v)| v))),
         }
         rest = &rest[take..];
@@ -505,5 +509,16 @@ mod tests {
         let p = points(&[(1, 2.0), (1, 5.0), (2, 7.0), (2, 3.0)]);
         assert_eq!(Agg::First.over(&p), Some((Some(1), 5.0)));
         assert_eq!(Agg::Last.over(&p), Some((Some(2), 7.0)));
+    }
+
+    #[test]
+    fn fill_leaves_a_one_point_stddev_null() {
+        let p = points(&[(0, 1.0), (5, 2.0), (10, 4.0)]);
+        let column = per_window(Agg::Stddev, &p, &[0, 10, 20], 10);
+        let filled = fill(column, &Fill::Number(-1.0), Agg::Stddev);
+        assert_eq!(filled[0].1.map(|v| (v * 1e6).round()), Some(707107.0));
+        // One point: null, marked until the evaluator reads it; no point: filled.
+        assert!(filled[1].1.is_some_and(f64::is_nan));
+        assert_eq!(filled[2].1, Some(-1.0));
     }
 }
