@@ -181,9 +181,10 @@ pub fn on_purpose(statement: &Statement, influx: &Answer) -> Option<&'static str
     {
         return Some("a raw OFFSET without LIMIT: InfluxDB 1.6 answers one row per series");
     }
-    let not_equal = statement.conditions.iter().any(|(c, _)| c.contains("!="));
+    let unmatched = |c: &str| c.contains("!=") || c.contains("= ''");
+    let not_equal = statement.conditions.iter().any(|(c, _)| unmatched(c));
     if statement.head.starts_with("SHOW MEASUREMENTS") && not_equal && series.is_none() {
-        return Some("SHOW MEASUREMENTS WHERE tag != value: InfluxDB 1.6 answers none");
+        return Some("SHOW MEASUREMENTS WHERE tag != value or = '': InfluxDB 1.6 answers none");
     }
     None
 }
