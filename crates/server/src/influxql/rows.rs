@@ -317,6 +317,8 @@ impl Plan<'_> {
                 }
                 Some((starts, interval)) => {
                     let fill = self.select.fill.clone().unwrap_or(Fill::Null);
+                    // top() and bottom() answer their points' own times.
+                    let own_time = matches!(rows.pick, Pick::Top(_) | Pick::Bottom(_));
                     let mut previous: Option<f64> = None;
                     let mut rest = candidates.as_slice();
                     for (i, &w) in starts.iter().enumerate() {
@@ -328,6 +330,8 @@ impl Plan<'_> {
                         rest = &rest[take..];
                         if picked.is_empty() {
                             let value = match &fill {
+                                // top() and bottom() answer points, none for an empty window.
+                                _ if own_time => continue,
                                 Fill::None => continue,
                                 Fill::Number(x) => Some(*x),
                                 Fill::Previous => previous,
@@ -343,8 +347,6 @@ impl Plan<'_> {
                             made.push(row);
                             continue;
                         }
-                        // top() and bottom() answer their points' own times.
-                        let own_time = matches!(rows.pick, Pick::Top(_) | Pick::Bottom(_));
                         let at = made.len();
                         for c in &picked {
                             previous = Some(c.value);

@@ -136,8 +136,18 @@ pub fn without_error_text(mut v: Value) -> Value {
 /// Each series' rows sorted by time, then by their text: the order of rows with the same
 /// time left out of the comparison.
 pub fn ties_sorted(mut v: Value) -> Value {
-    for result in v["results"].as_array_mut().into_iter().flatten() {
-        for series in result["series"].as_array_mut().into_iter().flatten() {
+    for result in v
+        .get_mut("results")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for series in result
+            .get_mut("series")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             if let Some(rows) = series["values"].as_array_mut() {
                 rows.sort_by_key(|row| (row[0].as_i64(), row.to_string()));
             }

@@ -15,8 +15,18 @@ pub type Answer = (u16, Value);
 pub fn normalised(statement: &Statement, answer: Answer) -> Answer {
     let (status, mut json) = answer;
     json = without_error_text(json);
-    for result in json["results"].as_array_mut().into_iter().flatten() {
-        for series in result["series"].as_array_mut().into_iter().flatten() {
+    for result in json
+        .get_mut("results")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for series in result
+            .get_mut("series")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             let field_keys = series["columns"] == serde_json::json!(["fieldKey", "fieldType"]);
             for row in series["values"].as_array_mut().into_iter().flatten() {
                 if field_keys && row[1] == "integer" {
@@ -58,8 +68,18 @@ fn cuts_ties(statement: &Statement) -> bool {
 /// Each series without the rows of its first and last times (where a LIMIT or OFFSET may
 /// cut a run of ties), its row count kept.
 fn without_edges(mut v: Value) -> Value {
-    for result in v["results"].as_array_mut().into_iter().flatten() {
-        for series in result["series"].as_array_mut().into_iter().flatten() {
+    for result in v
+        .get_mut("results")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for series in result
+            .get_mut("series")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             let Some(rows) = series["values"].as_array_mut() else {
                 continue;
             };
@@ -79,8 +99,18 @@ fn without_edges(mut v: Value) -> Value {
 /// rows of several series at one time come in no order InfluxDB defines (its iterators'
 /// merge order), nor do a window's `distinct()` values.
 fn ties_in_any_order(mut v: Value) -> Value {
-    for result in v["results"].as_array_mut().into_iter().flatten() {
-        for series in result["series"].as_array_mut().into_iter().flatten() {
+    for result in v
+        .get_mut("results")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for series in result
+            .get_mut("series")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             let Some(rows) = series["values"].as_array_mut() else {
                 continue;
             };
