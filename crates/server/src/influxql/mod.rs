@@ -15,6 +15,7 @@
 //! `DROP DATABASE` and `SHOW DATABASES` manage the engine's databases; `rp` names nothing
 //! (one retention policy, `autogen`).
 
+mod bounds;
 pub mod compute;
 pub mod condition;
 mod eval;
