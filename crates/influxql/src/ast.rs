@@ -29,6 +29,7 @@ pub enum Statement {
         from: Vec<Source>,
         condition: Option<Expr>,
         limit: Option<u64>,
+        offset: Option<u64>,
     },
     /// `SHOW TAG VALUES [FROM m] WITH KEY … [WHERE …] [LIMIT n]`.
     ShowTagValues {
@@ -37,11 +38,14 @@ pub enum Statement {
         key: TagKeyFilter,
         condition: Option<Expr>,
         limit: Option<u64>,
+        offset: Option<u64>,
     },
     /// `SHOW FIELD KEYS [FROM m]`.
     ShowFieldKeys {
         on: Option<String>,
         from: Vec<Source>,
+        limit: Option<u64>,
+        offset: Option<u64>,
     },
     /// `SHOW SERIES [FROM m] [WHERE …] [LIMIT n]`.
     ShowSeries {
@@ -49,6 +53,7 @@ pub enum Statement {
         from: Vec<Source>,
         condition: Option<Expr>,
         limit: Option<u64>,
+        offset: Option<u64>,
     },
     ShowRetentionPolicies {
         on: Option<String>,

@@ -293,12 +293,14 @@ impl Display for Statement {
                 from: sources,
                 condition,
                 limit,
+                offset,
             } => {
                 f.write_str("SHOW TAG KEYS")?;
                 on(f, database)?;
                 from(f, sources)?;
                 clause(f, "WHERE", condition)?;
-                clause(f, "LIMIT", limit)
+                clause(f, "LIMIT", limit)?;
+                clause(f, "OFFSET", offset)
             }
             Statement::ShowTagValues {
                 on: database,
@@ -306,33 +308,41 @@ impl Display for Statement {
                 key,
                 condition,
                 limit,
+                offset,
             } => {
                 f.write_str("SHOW TAG VALUES")?;
                 on(f, database)?;
                 from(f, sources)?;
                 write!(f, " WITH KEY {key}")?;
                 clause(f, "WHERE", condition)?;
-                clause(f, "LIMIT", limit)
+                clause(f, "LIMIT", limit)?;
+                clause(f, "OFFSET", offset)
             }
             Statement::ShowFieldKeys {
                 on: database,
                 from: sources,
+                limit,
+                offset,
             } => {
                 f.write_str("SHOW FIELD KEYS")?;
                 on(f, database)?;
-                from(f, sources)
+                from(f, sources)?;
+                clause(f, "LIMIT", limit)?;
+                clause(f, "OFFSET", offset)
             }
             Statement::ShowSeries {
                 on: database,
                 from: sources,
                 condition,
                 limit,
+                offset,
             } => {
                 f.write_str("SHOW SERIES")?;
                 on(f, database)?;
                 from(f, sources)?;
                 clause(f, "WHERE", condition)?;
-                clause(f, "LIMIT", limit)
+                clause(f, "LIMIT", limit)?;
+                clause(f, "OFFSET", offset)
             }
             Statement::ShowRetentionPolicies { on: database } => {
                 f.write_str("SHOW RETENTION POLICIES")?;

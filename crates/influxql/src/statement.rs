@@ -174,6 +174,22 @@ fn limit(i: &mut In<'_>) -> ModalResult<Option<u64>> {
     opt(preceded(kw("LIMIT"), cut_err(count))).parse_next(i)
 }
 
+fn offset(i: &mut In<'_>) -> ModalResult<Option<u64>> {
+    opt(preceded(kw("OFFSET"), cut_err(count))).parse_next(i)
+}
+
+fn show_field_keys(i: &mut In<'_>) -> ModalResult<Statement> {
+    let (on, from) = from(i)?;
+    let limit = limit(i)?;
+    let offset = offset(i)?;
+    Ok(Statement::ShowFieldKeys {
+        on,
+        from,
+        limit,
+        offset,
+    })
+}
+
 fn show(i: &mut In<'_>) -> ModalResult<Statement> {
     let what =
         "MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, RETENTION POLICIES, DATABASES";
@@ -183,8 +199,7 @@ fn show(i: &mut In<'_>) -> ModalResult<Statement> {
             preceded(kw("MEASUREMENTS"), show_measurements),
             preceded((kw("TAG"), kw("KEYS")), show_tag_keys),
             preceded((kw("TAG"), kw("VALUES")), show_tag_values),
-            preceded((kw("FIELD"), cut_err(kw("KEYS"))), from)
-                .map(|(on, from)| Statement::ShowFieldKeys { on, from }),
+            preceded((kw("FIELD"), cut_err(kw("KEYS"))), show_field_keys),
             preceded(kw("SERIES"), show_series),
             preceded((kw("RETENTION"), cut_err(kw("POLICIES"))), on_database)
                 .map(|on| Statement::ShowRetentionPolicies { on }),
@@ -206,7 +221,7 @@ fn show_measurements(i: &mut In<'_>) -> ModalResult<Statement> {
     .parse_next(i)?;
     let condition = condition(i)?;
     let limit = limit(i)?;
-    let offset = opt(preceded(kw("OFFSET"), cut_err(count))).parse_next(i)?;
+    let offset = offset(i)?;
     Ok(Statement::ShowMeasurements {
         on,
         with,
@@ -220,11 +235,13 @@ fn show_tag_keys(i: &mut In<'_>) -> ModalResult<Statement> {
     let (on, from) = from(i)?;
     let condition = condition(i)?;
     let limit = limit(i)?;
+    let offset = offset(i)?;
     Ok(Statement::ShowTagKeys {
         on,
         from,
         condition,
         limit,
+        offset,
     })
 }
 
@@ -248,12 +265,14 @@ fn show_tag_values(i: &mut In<'_>) -> ModalResult<Statement> {
     .parse_next(i)?;
     let condition = condition(i)?;
     let limit = limit(i)?;
+    let offset = offset(i)?;
     Ok(Statement::ShowTagValues {
         on,
         from,
         key,
         condition,
         limit,
+        offset,
     })
 }
 
@@ -261,10 +280,12 @@ fn show_series(i: &mut In<'_>) -> ModalResult<Statement> {
     let (on, from) = from(i)?;
     let condition = condition(i)?;
     let limit = limit(i)?;
+    let offset = offset(i)?;
     Ok(Statement::ShowSeries {
         on,
         from,
         condition,
         limit,
+        offset,
     })
 }

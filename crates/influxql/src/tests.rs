@@ -310,6 +310,7 @@ fn show_statements_grafana_sends() {
                 }],
                 condition: None,
                 limit: None,
+                offset: None,
             },
         ),
         (
@@ -324,6 +325,7 @@ fn show_statements_grafana_sends() {
                 key: TagKeyFilter::Eq("host".into()),
                 condition: Some(tag_regex("region", "^eu$")),
                 limit: None,
+                offset: None,
             },
         ),
         (
@@ -335,6 +337,8 @@ fn show_statements_grafana_sends() {
                     retention_policy: None,
                     name: "cpu".into(),
                 }],
+                limit: None,
+                offset: None,
             },
         ),
         (
@@ -354,6 +358,7 @@ fn show_statements_grafana_sends() {
                 }],
                 condition: None,
                 limit: None,
+                offset: None,
             },
         ),
         (

@@ -119,7 +119,9 @@ async fn errors_in_influxdbs_shape() {
         json!("error parsing query: found FROM, expected identifier, string, number, bool at line 1, char 8")
     );
     // Parses, but is outside the subset: that statement's error, the others answered.
-    let q = "SELECT integral(usage) FROM cpu; SELECT mean(usage) FROM cpu GROUP BY time(1m); \
+    // GROUP BY time() without bounds: from the first point to now, in 1 s windows, is
+    // more windows than a statement may build.
+    let q = "SELECT integral(usage) FROM cpu; SELECT mean(usage) FROM cpu GROUP BY time(1s); \
              SELECT last(usage) FROM cpu";
     let params = [("db", "telegraf"), ("q", q), ("epoch", "s")];
     let (status, answer) = server.get("/query", &params).await;
@@ -136,7 +138,7 @@ async fn errors_in_influxdbs_shape() {
         results[1]["error"]
             .as_str()
             .unwrap_or_default()
-            .contains("lower time bound"),
+            .contains("max-select-buckets"),
         "{answer}"
     );
     assert_eq!(
@@ -145,6 +147,23 @@ async fn errors_in_influxdbs_shape() {
     );
     let (status, _) = server.get("/query", &[("q", "DROP MEASUREMENT cpu")]).await;
     assert_eq!(status, 400);
+    server.stop().await;
+}
+
+/// `GROUP BY time()` without a lower bound starts at the window of the first point, as
+/// InfluxDB's does.
+#[tokio::test]
+async fn group_by_time_without_a_lower_bound_starts_at_the_data() {
+    let server = loaded().await;
+    let q = "SELECT count(usage) FROM cpu WHERE time < 1596240030s GROUP BY time(20s)";
+    let params = [("db", "telegraf"), ("q", q), ("epoch", "s")];
+    let (status, answer) = server.get("/query", &params).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["results"][0]["series"][0]["values"],
+        json!([[1596240000, 3], [1596240020, 0]]),
+        "{answer}"
+    );
     server.stop().await;
 }
 

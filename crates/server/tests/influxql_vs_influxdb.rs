@@ -10,17 +10,13 @@
 //! `influxql_matches_influxdb` prints SKIPPED and does nothing when `/usr/bin/influxd` is
 //! absent; `scripts/test` then leaves it out by name and counts it as skipped.
 
+mod influxdb;
 mod support;
 
+use influxdb::{agree, short, start_influxd, ties_sorted, without_error_text};
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 use support::TestServer;
 
-const INFLUXD: &str = "/usr/bin/influxd";
-/// How long influxd may take to answer `/ping` after it is started.
-const START_LIMIT: Duration = Duration::from_secs(60);
 const T0: i64 = 1_596_240_000; // 2020-08-01T00:00:00Z, seconds
 const BOUNDS: &str = "time >= 1596240000000ms and time <= 1596243600000ms";
 
@@ -43,19 +39,6 @@ const TIES_IN_ANY_ORDER: &[&str] = &[
     "SELECT DISTINCT ",
 ];
 
-/// Each series' rows sorted by time, then by their text: the order of rows with the same
-/// time left out of the comparison.
-fn ties_sorted(mut v: Value) -> Value {
-    for result in v["results"].as_array_mut().into_iter().flatten() {
-        for series in result["series"].as_array_mut().into_iter().flatten() {
-            if let Some(rows) = series["values"].as_array_mut() {
-                rows.sort_by_key(|row| (row[0].as_i64(), row.to_string()));
-            }
-        }
-    }
-    v
-}
-
 /// Statements (by their start) that both refuse with a per-statement error.
 const REFUSED: &[&str] = &[
     "SELECT mean(\"usage_user\"), \"usage_user\"",
@@ -66,66 +49,6 @@ const REFUSED: &[&str] = &[
 /// carry its offset.
 fn with_rfc3339_times(statement: &str) -> bool {
     statement.contains(" tz('")
-}
-
-/// influxd, killed by its PID when dropped (so a failing assertion does not leave it).
-struct Influxd {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Influxd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("addr").port()
-}
-
-async fn start_influxd() -> Influxd {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (http, rpc) = (free_port(), free_port());
-    let root = dir.path().display();
-    let config = format!(
-        "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n\
-         [meta]\n  dir = \"{root}/meta\"\n\
-         [data]\n  dir = \"{root}/data\"\n  wal-dir = \"{root}/wal\"\n  query-log-enabled = false\n\
-         [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n\
-         [monitor]\n  store-enabled = false\n\
-         [continuous_queries]\n  enabled = false\n\
-         [subscriber]\n  enabled = false\n"
-    );
-    let path = dir.path().join("influxdb.conf");
-    std::fs::write(&path, config).expect("write the config");
-    let log = std::fs::File::create(dir.path().join("influxd.log")).expect("log file");
-    let child = Command::new(INFLUXD)
-        .args(["run", "-config"])
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .spawn()
-        .expect("start influxd");
-    let influxd = Influxd {
-        child,
-        url: format!("http://127.0.0.1:{http}"),
-        _dir: dir,
-    };
-    let client = support::client();
-    let started = Instant::now();
-    loop {
-        let ping = client.get(format!("{}/ping", influxd.url)).send().await;
-        if ping.is_ok_and(|r| r.status().as_u16() == 204) {
-            return influxd;
-        }
-        assert!(started.elapsed() < START_LIMIT, "influxd did not start");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// An hour of `cpu` every 10 s for three hosts (server2 with 5-minute gaps, for fill), of
@@ -280,63 +203,9 @@ fn statements() -> Vec<String> {
     s
 }
 
-/// Whether two answers agree: same shape, strings and integers equal, floats within 1e-9
-/// relative. `path` names where they part, for the failure message.
-fn agree(a: &Value, b: &Value, path: &str) -> Result<(), String> {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            let (x, y) = (
-                x.as_f64().unwrap_or(f64::NAN),
-                y.as_f64().unwrap_or(f64::NAN),
-            );
-            let scale = x.abs().max(y.abs()).max(1e-300);
-            if x == y || (x - y).abs() / scale <= 1e-9 {
-                Ok(())
-            } else {
-                Err(format!("{path}: {x} != {y}"))
-            }
-        }
-        (Value::Array(xs), Value::Array(ys)) => {
-            if xs.len() != ys.len() {
-                return Err(format!("{path}: {} items != {}", xs.len(), ys.len()));
-            }
-            for (i, (x, y)) in xs.iter().zip(ys).enumerate() {
-                agree(x, y, &format!("{path}[{i}]"))?;
-            }
-            Ok(())
-        }
-        (Value::Object(xs), Value::Object(ys)) => {
-            let keys: std::collections::BTreeSet<&String> = xs.keys().chain(ys.keys()).collect();
-            for k in keys {
-                match (xs.get(k), ys.get(k)) {
-                    (Some(x), Some(y)) => agree(x, y, &format!("{path}.{k}"))?,
-                    // Only whether there is an error must agree, not its words.
-                    _ if k == "error" => return Err(format!("{path}: error on one side only")),
-                    (x, y) => return Err(format!("{path}.{k}: {x:?} != {y:?}")),
-                }
-            }
-            Ok(())
-        }
-        (x, y) if x == y => Ok(()),
-        (x, y) => Err(format!("{path}: {x} != {y}")),
-    }
-}
-
-/// Both sides' errors are kept as "an error": their words differ.
-fn without_error_text(mut v: Value) -> Value {
-    if let Some(results) = v.get_mut("results").and_then(Value::as_array_mut) {
-        for r in results {
-            if let Some(e) = r.get_mut("error") {
-                *e = Value::Bool(true);
-            }
-        }
-    }
-    v
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn influxql_matches_influxdb() {
-    if !Path::new(INFLUXD).exists() {
+    if !influxdb::installed() {
         eprintln!(
             "SKIPPED: influxd (InfluxDB 1.x) not found — install Debian's influxdb package \
              to run the InfluxQL differential test"
@@ -449,12 +318,4 @@ async fn influxql_matches_influxdb() {
         failures.len(),
         failures.join("\n")
     );
-}
-
-fn short(v: &Value) -> String {
-    let text = v.to_string();
-    match text.char_indices().nth(600) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text,
-    }
 }

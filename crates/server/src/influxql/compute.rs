@@ -127,10 +127,18 @@ impl Agg {
             Agg::Count => n,
             Agg::CountDistinct => distinct_values(points).len() as f64,
             Agg::Distinct => *distinct_values(points).first()?,
-            Agg::First => return Some((Some(first.time), first.value)),
+            // Points of several series at the same time: InfluxDB's first and last
+            // keep the greatest value among them.
+            Agg::First => {
+                let tied = points.iter().take_while(|p| p.time == first.time);
+                let v = tied.map(|p| p.value).fold(f64::NEG_INFINITY, f64::max);
+                return Some((Some(first.time), v));
+            }
             Agg::Last => {
                 let last = points.last()?;
-                return Some((Some(last.time), last.value));
+                let tied = points.iter().rev().take_while(|p| p.time == last.time);
+                let v = tied.map(|p| p.value).fold(f64::NEG_INFINITY, f64::max);
+                return Some((Some(last.time), v));
             }
             Agg::Min => {
                 let p = points
@@ -242,6 +250,10 @@ pub fn per_window(agg: Agg, points: &[Point], windows: &[i64], interval: i64) ->
         match agg {
             // No row for an empty window, whatever the fill (InfluxDB's distinct()).
             Agg::Distinct => out.extend(distinct_values(inside).into_iter().map(|v| (w, Some(v)))),
+            // stddev of one point is null but its window not empty: marked NaN, so that
+            // fill() leaves it as InfluxDB does (the evaluator makes the mark null). A
+            // percentile below the first rank is filled as an empty window is.
+            Agg::Stddev if inside.len() == 1 => out.push((w, Some(f64::NAN))),
             _ => out.push((w, agg.over(inside).map(|(_, v)| v))),
         }
         rest = &rest[take..];
@@ -306,6 +318,10 @@ pub enum Transform {
     },
     MovingAverage(usize),
     CumulativeSum,
+    /// Time between successive points, in whole `unit`s (ns by default).
+    Elapsed {
+        unit: i64,
+    },
 }
 
 impl Transform {
@@ -331,6 +347,12 @@ impl Transform {
             },
             "non_negative_difference" => Transform::Difference { non_negative: true },
             "cumulative_sum" => Transform::CumulativeSum,
+            "elapsed" => Transform::Elapsed {
+                unit: match args.get(1) {
+                    None => 1,
+                    Some(_) => unit()?,
+                },
+            },
             "moving_average" => match args.get(1) {
                 Some(Expr::Integer(n)) if *n >= 1 => Transform::MovingAverage(*n as usize),
                 _ => return Err("moving_average window must be an integer greater than 0".into()),
@@ -350,7 +372,9 @@ impl Transform {
                 .map(|w| {
                     (
                         w[1].0,
-                        (w[1].1 - w[0].1) / ((w[1].0 - w[0].0) as f64 / unit as f64),
+                        // Over a column read from its end the time between points is
+                        // still counted forwards, as InfluxDB counts it.
+                        (w[1].1 - w[0].1) / ((w[1].0 - w[0].0).abs() as f64 / unit as f64),
                     )
                 })
                 .filter(|(_, d)| !non_negative || *d >= 0.0)
@@ -370,6 +394,10 @@ impl Transform {
                         Some(w.iter().map(|(_, v)| v).sum::<f64>() / n as f64),
                     )
                 })
+                .collect(),
+            Transform::Elapsed { unit } => known
+                .windows(2)
+                .map(|w| (w[1].0, Some(((w[1].0 - w[0].0) / unit) as f64)))
                 .collect(),
             Transform::CumulativeSum => {
                 let mut sum = 0.0;
@@ -463,5 +491,34 @@ mod tests {
         let sums = Transform::CumulativeSum.apply(&col);
         assert_eq!(sums, [(0, Some(2.0)), (30, Some(10.0))]);
         assert_eq!(Transform::MovingAverage(2).apply(&col), [(30, Some(5.0))]);
+    }
+
+    #[test]
+    fn elapsed_and_ties_of_several_series() {
+        let column: Column = vec![
+            (10, Some(1.0)),
+            (20, None),
+            (30, Some(2.0)),
+            (45, Some(3.0)),
+        ];
+        let ns = Transform::Elapsed { unit: 1 }.apply(&column);
+        assert_eq!(ns, vec![(30, Some(20.0)), (45, Some(15.0))]);
+        let tens = Transform::Elapsed { unit: 10 }.apply(&column);
+        assert_eq!(tens, vec![(30, Some(2.0)), (45, Some(1.0))]);
+        // Points of two series at one time: first and last keep the greater value.
+        let p = points(&[(1, 2.0), (1, 5.0), (2, 7.0), (2, 3.0)]);
+        assert_eq!(Agg::First.over(&p), Some((Some(1), 5.0)));
+        assert_eq!(Agg::Last.over(&p), Some((Some(2), 7.0)));
+    }
+
+    #[test]
+    fn fill_leaves_a_one_point_stddev_null() {
+        let p = points(&[(0, 1.0), (5, 2.0), (10, 4.0)]);
+        let column = per_window(Agg::Stddev, &p, &[0, 10, 20], 10);
+        let filled = fill(column, &Fill::Number(-1.0), Agg::Stddev);
+        assert_eq!(filled[0].1.map(|v| (v * 1e6).round()), Some(707107.0));
+        // One point: null, marked until the evaluator reads it; no point: filled.
+        assert!(filled[1].1.is_some_and(f64::is_nan));
+        assert_eq!(filled[2].1, Some(-1.0));
     }
 }

@@ -34,6 +34,7 @@ pub enum Filter {
     },
     /// `field <op> number`.
     Field {
+        name: String,
         op: BinaryOp,
         value: f64,
     },
@@ -160,11 +161,35 @@ impl Filter {
         }
     }
 
+    /// Whether a row passes the field conditions, `value_of` giving the row's value of
+    /// a field (`None`: the row has none, and a comparison with it is false, as in
+    /// InfluxDB).
+    pub fn matches_row(&self, value_of: &dyn Fn(&str) -> Option<f64>) -> bool {
+        match self {
+            Filter::And(a, b) => a.matches_row(value_of) && b.matches_row(value_of),
+            Filter::Or(a, b) => a.matches_row(value_of) || b.matches_row(value_of),
+            Filter::Field { name, .. } => value_of(name).is_some_and(|v| self.matches_value(v)),
+            _ => true,
+        }
+    }
+
+    /// The fields the conditions name.
+    pub fn field_names(&self, out: &mut Vec<String>) {
+        match self {
+            Filter::And(a, b) | Filter::Or(a, b) => {
+                a.field_names(out);
+                b.field_names(out);
+            }
+            Filter::Field { name, .. } if !out.contains(name) => out.push(name.clone()),
+            _ => {}
+        }
+    }
+
     pub fn matches_value(&self, v: f64) -> bool {
         match self {
             Filter::And(a, b) => a.matches_value(v) && b.matches_value(v),
             Filter::Or(a, b) => a.matches_value(v) || b.matches_value(v),
-            Filter::Field { op, value } => match op {
+            Filter::Field { op, value, .. } => match op {
                 BinaryOp::Eq => v == *value,
                 BinaryOp::NotEq => v != *value,
                 BinaryOp::Lt => v < *value,
@@ -213,7 +238,8 @@ fn is_time(e: &Expr) -> bool {
     matches!(e, Expr::Var { name, .. } if name.eq_ignore_ascii_case("time"))
 }
 
-fn mentions_time(e: &Expr) -> bool {
+/// Whether a condition names `time` anywhere.
+pub fn mentions_time(e: &Expr) -> bool {
     match e {
         Expr::Binary { lhs, rhs, .. } => mentions_time(lhs) || mentions_time(rhs),
         e => is_time(e),
@@ -270,10 +296,15 @@ fn filter(e: &Expr) -> Result<Filter, String> {
             negate: *op == BinaryOp::RegexNotMatch,
         }),
         (_, Expr::Integer(n)) => Ok(Filter::Field {
+            name,
             op: *op,
             value: *n as f64,
         }),
-        (_, Expr::Number(x)) => Ok(Filter::Field { op: *op, value: *x }),
+        (_, Expr::Number(x)) => Ok(Filter::Field {
+            name,
+            op: *op,
+            value: *x,
+        }),
         _ => Err(format!("unsupported condition: {e}")),
     }
 }
@@ -386,5 +417,29 @@ mod tests {
             vec![("host".into(), "server1".into())],
             "v"
         )));
+    }
+
+    #[test]
+    fn field_conditions_filter_rows() {
+        let c = condition(r#"region = 'eu' AND ("b" < 30 OR "c" >= 2)"#);
+        let filter = c
+            .field
+            .as_ref()
+            .unwrap_or_else(|| panic!("a field condition"));
+        let mut names = Vec::new();
+        filter.field_names(&mut names);
+        assert_eq!(names, ["b", "c"]);
+        let row = |b: Option<f64>, c: Option<f64>| {
+            filter.matches_row(&|f: &str| match f {
+                "b" => b,
+                "c" => c,
+                _ => None,
+            })
+        };
+        assert!(row(Some(10.0), None));
+        assert!(row(Some(40.0), Some(2.0)));
+        // A field the row lacks compares false, as in InfluxDB.
+        assert!(!row(None, None));
+        assert!(!row(Some(40.0), None));
     }
 }

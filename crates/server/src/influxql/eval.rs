@@ -46,8 +46,12 @@ pub(super) enum Value {
 pub(super) struct Eval<'p> {
     pub fill: Fill,
     pub range: TimeRange,
-    /// The statement selects this one expression: a selector then answers its point's time.
+    /// The statement's one call is a selector: it answers its point's time (without
+    /// `GROUP BY time()`).
     pub alone: bool,
+    /// `ORDER BY time DESC`: transformations run over the column from its end, as
+    /// InfluxDB's do (a difference is the earlier value less the later).
+    pub descending: bool,
     pub data: &'p HashMap<String, FieldData>,
     pub windows: Option<&'p (Vec<i64>, i64)>,
 }
@@ -64,6 +68,12 @@ impl Eval<'_> {
             ),
             Node::Agg { agg, field } => Value::Column(self.aggregate(*agg, field)),
             Node::Transform { transform, inner } => match self.eval(inner) {
+                Value::Column(c) if self.descending => {
+                    let reversed: Column = c.into_iter().rev().collect();
+                    let mut out = transform.apply(&reversed);
+                    out.reverse();
+                    Value::Column(out)
+                }
                 Value::Column(c) => Value::Column(transform.apply(&c)),
                 scalar => scalar,
             },
@@ -106,9 +116,26 @@ impl Eval<'_> {
         match agg {
             // InfluxDB fills no window of distinct().
             Agg::Distinct => column,
-            _ => fill(column, fill_mode, agg),
+            // Under ORDER BY time DESC the windows are filled in that order, as InfluxDB
+            // fills them (`fill(previous)` from the later window).
+            _ if self.descending => {
+                let reversed: Column = column.into_iter().rev().collect();
+                let mut filled = fill(reversed, fill_mode, agg);
+                filled.reverse();
+                without_null_marks(filled)
+            }
+            _ => without_null_marks(fill(column, fill_mode, agg)),
         }
     }
+}
+
+/// A window whose `stddev` is null (one point) is marked NaN by [`per_window`] so that
+/// `fill()` leaves it, as InfluxDB does; here the mark becomes the null it is.
+fn without_null_marks(column: Column) -> Column {
+    column
+        .into_iter()
+        .map(|(t, v)| (t, v.filter(|x| !x.is_nan())))
+        .collect()
 }
 
 /// A column of `agg` from the engine's per-series windows of its parts. The engine's
@@ -184,17 +211,19 @@ fn binary(op: BinaryOp, lhs: Value, rhs: Value) -> Value {
                 .map(|(t, v)| (t, v.map(|b| f(a, b))))
                 .collect(),
         ),
+        // A row at every time either side has (a field the row lacks makes it null), as
+        // InfluxDB joins the fields of one series.
         (Value::Column(a), Value::Column(b)) => {
-            let right: BTreeMap<i64, Option<f64>> = b.into_iter().collect();
+            let mut rows: BTreeMap<i64, (Option<f64>, Option<f64>)> = BTreeMap::new();
+            for (t, v) in a {
+                rows.entry(t).or_default().0 = v;
+            }
+            for (t, v) in b {
+                rows.entry(t).or_default().1 = v;
+            }
             Value::Column(
-                a.into_iter()
-                    .map(|(t, v)| {
-                        (
-                            t,
-                            v.zip(right.get(&t).copied().flatten())
-                                .map(|(x, y)| f(x, y)),
-                        )
-                    })
+                rows.into_iter()
+                    .map(|(t, (x, y))| (t, x.zip(y).map(|(x, y)| f(x, y))))
                     .collect(),
             )
         }

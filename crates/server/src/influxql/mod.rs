@@ -15,12 +15,17 @@
 //! `DROP DATABASE` and `SHOW DATABASES` manage the engine's databases; `rp` names nothing
 //! (one retention policy, `autogen`).
 
+mod bounds;
 pub mod compute;
 pub mod condition;
 mod eval;
+mod field_rows;
+mod naming;
+mod nodes;
 pub mod output;
 mod raw;
 pub mod regexes;
+mod rows;
 pub mod select;
 pub mod show;
 pub mod zone;

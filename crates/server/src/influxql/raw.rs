@@ -10,7 +10,7 @@ use tickertape_influxql::{Fill, VarKind};
 
 use super::eval::{join, Eval, Value};
 use super::output::{Cell, Series};
-use super::select::{budget_error, engine_error, FieldData, Node, Plan, RawColumn};
+use super::select::{budget_error, engine_error, FieldData, GroupBy, Node, Plan, RawColumn};
 use super::show::names_of;
 
 /// The points of one series (its tags), per field.
@@ -93,8 +93,16 @@ impl Plan<'_> {
         let mut names = Vec::new();
         let mut columns = Vec::new();
         let mut nodes = Vec::new();
+        // A name that is no field but a tag key is the tag, as InfluxDB resolves it
+        // (a field wins where both are named so).
+        let fields = names_of(engine.list_fields_of(measurement, &everything()).await)?;
+        let tags = names_of(engine.list_tag_keys(measurement, &everything()).await)?;
         for (c, name) in raw.iter().zip(&self.columns) {
             match c {
+                RawColumn::Value(Node::Field(f)) if !fields.contains(f) && tags.contains(f) => {
+                    columns.push(Err(f.clone()));
+                    names.push(name.clone());
+                }
                 RawColumn::Value(n) => {
                     columns.push(Ok(nodes.len()));
                     nodes.push(n.clone());
@@ -107,14 +115,16 @@ impl Plan<'_> {
                 RawColumn::Wildcard(kind) => {
                     let mut all: Vec<(String, bool)> = Vec::new();
                     if *kind != Some(VarKind::Tag) {
-                        let fields =
-                            names_of(engine.list_fields_of(measurement, &everything()).await)?;
-                        all.extend(fields.into_iter().map(|f| (f, true)));
+                        all.extend(fields.iter().map(|f| (f.clone(), true)));
                     }
+                    // The tags the rows are grouped by are the series' tags, not columns.
                     if *kind != Some(VarKind::Field) {
-                        let tags =
-                            names_of(engine.list_tag_keys(measurement, &everything()).await)?;
-                        all.extend(tags.into_iter().map(|t| (t, false)));
+                        let grouped = match self.grouping(engine, measurement).await? {
+                            GroupBy::Keys(keys) => keys,
+                            GroupBy::All => Vec::new(),
+                        };
+                        let columns = tags.iter().filter(|t| !grouped.contains(t));
+                        all.extend(columns.map(|t| (t.clone(), false)));
                     }
                     all.sort();
                     for (name, is_field) in all {
@@ -140,6 +150,8 @@ impl Plan<'_> {
     ) -> Result<RawGroups, String> {
         let mut groups = RawGroups::new();
         let range = self.condition.range;
+        let field_rows = self.field_rows(engine, measurement).await?;
+        let group_by = self.grouping(engine, measurement).await?;
         for field in fields {
             let selector = self.condition.selector(measurement, Some(field));
             let query = Query::raw(selector, range.start, range.end);
@@ -149,10 +161,8 @@ impl Plan<'_> {
                     continue;
                 }
                 let mut points: Vec<Point> = answer.points;
-                if let Some(f) = &self.condition.field {
-                    points.retain(|p| f.matches_value(p.value));
-                }
-                let group = self.group_by.key(&answer.key);
+                points.retain(|p| field_rows.keep(&answer.key.tags, p.time));
+                let group = group_by.key(&answer.key);
                 let tagsets = groups.entry(group).or_default();
                 let data = tagsets.entry(answer.key.tags.clone()).or_default();
                 data.entry(field.clone()).or_default().raw = Some(points);
@@ -171,6 +181,7 @@ impl Plan<'_> {
             fill: Fill::Null,
             range: self.condition.range,
             alone: false,
+            descending: self.select.descending,
             data,
             windows: None,
         };

@@ -13,34 +13,17 @@ use std::collections::{BTreeMap, HashMap};
 use tickertape_core::query::Aggregate;
 use tickertape_core::{Point, SeriesKey};
 use tickertape_engine::{Engine, EngineError, Exhausted, Query, QueryBudget};
-use tickertape_influxql::{BinaryOp, Dimension, Expr, Fill, Select, Statement, VarKind};
+use tickertape_influxql::{Dimension, Expr, Fill, Select, Statement, VarKind};
 
-use super::compute::{window_starts, Agg, Column, Transform};
+use super::compute::{window_starts, Agg, Column};
 use super::condition::Condition;
 use super::eval::{join, Eval, Value};
+pub(super) use super::nodes::Node;
+use super::nodes::{collect_needs, has_agg, has_raw_field, node, reads_window_before};
 use super::output::{Cell, Series, StatementResult};
+use super::rows::SelectorRows;
 use super::show::measurements_of;
 use super::zone::{zoned, Zone};
-
-/// A selected expression, resolved.
-#[derive(Clone, Debug)]
-pub(super) enum Node {
-    Scalar(f64),
-    Field(String),
-    Agg {
-        agg: Agg,
-        field: String,
-    },
-    Transform {
-        transform: Transform,
-        inner: Box<Node>,
-    },
-    Binary {
-        op: BinaryOp,
-        lhs: Box<Node>,
-        rhs: Box<Node>,
-    },
-}
 
 /// `GROUP BY` tags: these keys, or every tag (`*`).
 pub(super) enum GroupBy {
@@ -49,6 +32,9 @@ pub(super) enum GroupBy {
 }
 
 impl GroupBy {
+    /// A series' group: its values of the keys, `""` for a tag it lacks, as InfluxDB
+    /// groups it (`GROUP BY *` is resolved to the measurement's keys first,
+    /// [`Plan::grouping`]).
     pub fn key(&self, series: &SeriesKey) -> Vec<(String, String)> {
         match self {
             GroupBy::All => series.tags.clone(),
@@ -82,6 +68,8 @@ pub(super) struct Plan<'a> {
     nodes: Vec<Node>,
     /// The selected columns of a raw statement (no aggregate): values, tags, wildcards.
     pub raw: Option<Vec<RawColumn>>,
+    /// A lone selector beside other columns, or `top`/`bottom`: the selected points' rows.
+    rows: Option<SelectorRows>,
     pub columns: Vec<String>,
     /// The request's budget: the engine's reads, every window computed (filled ones
     /// too) and every row are charged to it as they are made.
@@ -99,14 +87,48 @@ pub(super) enum RawColumn {
 }
 
 pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> StatementResult {
-    let plan = Plan::new(engine, select, budget)?;
+    let mut plan = Plan::new(engine, select, budget)?;
+    let measurements = measurements_of(engine, &select.from).await?;
+    plan.open_bounds(engine, &measurements).await?;
     let mut out = Vec::new();
-    for measurement in measurements_of(engine, &select.from).await? {
+    for measurement in measurements {
         out.extend(plan.measurement(engine, &measurement).await?);
     }
-    let skip = select.soffset.unwrap_or(0) as usize;
-    let take = select.slimit.map_or(usize::MAX, |n| n as usize);
-    Ok(out.into_iter().skip(skip).take(take).collect())
+    let mut out = series_paged(out, select.soffset, select.slimit);
+    // InfluxDB orders series as it orders times: `ORDER BY time DESC` answers them in
+    // reverse (measurement, tags) order.
+    if select.descending {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+/// SOFFSET and SLIMIT, counted as InfluxDB counts them: in the order of the series keys
+/// (a tag a series lacks is left out of its key, so `cpu,dc=a,host=h1` comes before
+/// `cpu,host=h4`), while the answer lists groups by their tag values (`""` first).
+fn series_paged(out: Vec<Series>, soffset: Option<u64>, slimit: Option<u64>) -> Vec<Series> {
+    if soffset.is_none() && slimit.is_none() {
+        return out;
+    }
+    let key = |s: &Series| {
+        let tags: Vec<String> = s
+            .tags
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        (s.name.clone(), tags.join(","))
+    };
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by_key(|&i| key(&out[i]));
+    let skip = soffset.unwrap_or(0) as usize;
+    let take = slimit.map_or(usize::MAX, |n| n as usize);
+    let kept: std::collections::HashSet<usize> = order.into_iter().skip(skip).take(take).collect();
+    out.into_iter()
+        .enumerate()
+        .filter(|(i, _)| kept.contains(i))
+        .map(|(_, s)| s)
+        .collect()
 }
 
 /// Every `tz()` of the query names a zone: InfluxDB refuses an unknown one while parsing,
@@ -154,9 +176,26 @@ impl<'a> Plan<'a> {
                 Dimension::Wildcard => all = true,
             }
         }
+        // Groups come in the order of their tags sorted by key, whatever the order named.
+        keys.sort();
+        keys.dedup();
+        let columns = super::naming::column_names(&select.fields);
+        let rows = SelectorRows::of(select)?;
+        if let Some(rows) = rows {
+            // Columns of the selected points' rows: read in the row model.
+            let mut plan = Self::empty(select, condition, Vec::new(), None, columns, budget);
+            plan.zone = zone;
+            plan.window = window;
+            plan.group_by = if all {
+                GroupBy::All
+            } else {
+                GroupBy::Keys(keys)
+            };
+            plan.rows = Some(rows);
+            return Ok(plan);
+        }
         let mut nodes = Vec::new();
         let mut raw = Vec::new();
-        let mut columns: Vec<String> = Vec::new();
         for f in &select.fields {
             match &f.expr {
                 Expr::Wildcard(kind) => raw.push(RawColumn::Wildcard(*kind)),
@@ -170,14 +209,6 @@ impl<'a> Plan<'a> {
                     nodes.push(n);
                 }
             }
-            let base = f.alias.clone().unwrap_or_else(|| column_name(&f.expr));
-            let mut name = base.clone();
-            let mut n = 0;
-            while columns.contains(&name) {
-                n += 1;
-                name = format!("{base}_{n}");
-            }
-            columns.push(name);
         }
         let aggregated = nodes.iter().any(has_agg);
         let all_values = raw.iter().all(|c| matches!(c, RawColumn::Value(_)));
@@ -202,15 +233,14 @@ impl<'a> Plan<'a> {
         if window.is_some() && !aggregated {
             return Err("GROUP BY requires at least one aggregate function".into());
         }
-        if window.is_some() {
-            if condition.range.start == i64::MIN {
-                return Err(
-                    "a GROUP BY time() query needs a lower time bound (time >= …) in WHERE".into(),
-                );
-            }
-            if condition.range.end == i64::MAX {
-                // InfluxDB's upper bound for GROUP BY time() when none is given: now.
-                condition.range.end = engine.now_nanos().saturating_add(1);
+        if let Some((interval, _)) = window.filter(|_| nodes.iter().any(reads_window_before)) {
+            // As InfluxDB does, a transformation over GROUP BY time() reads one window
+            // before the range (after it under ORDER BY time DESC), so that the range's
+            // first window has one to be compared with.
+            let r = &mut condition.range;
+            match select.descending {
+                false => r.start = r.start.saturating_sub(interval),
+                true => r.end = r.end.saturating_add(interval),
             }
         }
         let raw = (!aggregated).then_some(raw);
@@ -229,9 +259,15 @@ impl<'a> Plan<'a> {
             },
             nodes,
             raw,
+            rows: None,
             columns,
             budget,
         })
+    }
+
+    /// `GROUP BY time(interval, offset)`, if the statement has it.
+    pub(super) fn window(&self) -> Option<(i64, i64)> {
+        self.window
     }
 
     fn empty(
@@ -247,6 +283,7 @@ impl<'a> Plan<'a> {
             condition,
             zone: None,
             raw,
+            rows: None,
             window: None,
             group_by: GroupBy::All,
             nodes,
@@ -255,10 +292,31 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// The statement's grouping in `measurement`: `GROUP BY *` is every tag key of the
+    /// measurement, so a series without one of them is grouped under `""` for it.
+    pub(super) async fn grouping(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+    ) -> Result<GroupBy, String> {
+        Ok(match &self.group_by {
+            GroupBy::Keys(keys) => GroupBy::Keys(keys.clone()),
+            GroupBy::All => {
+                let everything = tickertape_backend::NameQuery::new("", super::show::MAX_NAMES);
+                let listed = engine.list_tag_keys(measurement, &everything).await;
+                GroupBy::Keys(super::show::names_of(listed)?)
+            }
+        })
+    }
+
     async fn measurement(&self, engine: &Engine, measurement: &str) -> Result<Vec<Series>, String> {
         if self.condition.range.start >= self.condition.range.end {
             return Ok(Vec::new());
         }
+        if let Some(rows) = &self.rows {
+            return self.selector_rows(engine, measurement, rows).await;
+        }
+        let group_by = self.grouping(engine, measurement).await?;
         if let Some(raw) = &self.raw {
             return self.raw_measurement(engine, measurement, raw).await;
         }
@@ -268,7 +326,7 @@ impl<'a> Plan<'a> {
             collect_needs(n, &mut needs);
         }
         for (field, aggs) in &needs {
-            self.read_field(engine, measurement, field, aggs, &mut groups)
+            self.read_field(engine, measurement, field, aggs, &group_by, &mut groups)
                 .await?;
         }
         // Not computed without data: an empty answer is not refused for its windows.
@@ -307,6 +365,7 @@ impl<'a> Plan<'a> {
         measurement: &str,
         field: &str,
         aggs: &[Agg],
+        group_by: &GroupBy,
         groups: &mut Groups,
     ) -> Result<(), String> {
         let selector = self.condition.selector(measurement, Some(field));
@@ -328,7 +387,7 @@ impl<'a> Plan<'a> {
             let series = engine.list_series(&selector).await.map_err(engine_error)?;
             let mut per_key: BTreeMap<Vec<(String, String)>, usize> = BTreeMap::new();
             for s in series.iter().filter(|s| self.condition.matches(&s.key)) {
-                *per_key.entry(self.group_by.key(&s.key)).or_default() += 1;
+                *per_key.entry(group_by.key(&s.key)).or_default() += 1;
             }
             let direct: Option<Vec<Aggregate>> = match per_key.values().all(|n| *n <= 1) {
                 true => aggs.iter().map(|a| a.engine_direct()).collect(),
@@ -353,7 +412,7 @@ impl<'a> Plan<'a> {
                     if !self.condition.matches(&answer.key) {
                         continue;
                     }
-                    let data = per_group.entry(self.group_by.key(&answer.key)).or_default();
+                    let data = per_group.entry(group_by.key(&answer.key)).or_default();
                     let entry = data.entry(field.to_string()).or_default();
                     entry.windows.entry(agg).or_default().push(answer.points);
                 }
@@ -368,6 +427,7 @@ impl<'a> Plan<'a> {
                 return Ok(());
             }
         }
+        let field_rows = self.field_rows(engine, measurement).await?;
         let query = Query::raw(selector, range.start, range.end);
         let answers = engine.query_with(&query, self.budget).await;
         for answer in answers.map_err(engine_error)? {
@@ -375,10 +435,8 @@ impl<'a> Plan<'a> {
                 continue;
             }
             let mut points = answer.points;
-            if let Some(f) = &self.condition.field {
-                points.retain(|p| f.matches_value(p.value));
-            }
-            let data = groups.entry(self.group_by.key(&answer.key)).or_default();
+            points.retain(|p| field_rows.keep(&answer.key.tags, p.time));
+            let data = groups.entry(group_by.key(&answer.key)).or_default();
             let raw = data
                 .entry(field.to_string())
                 .or_default()
@@ -420,7 +478,8 @@ impl<'a> Plan<'a> {
         let ctx = Eval {
             fill: self.select.fill.clone().unwrap_or(Fill::Null),
             range: self.condition.range,
-            alone: self.nodes.len() == 1,
+            alone: super::naming::single_selector(&self.select.fields),
+            descending: self.select.descending,
             data,
             windows,
         };
@@ -470,115 +529,6 @@ fn has_data(data: &HashMap<String, FieldData>) -> bool {
         f.raw.as_ref().is_some_and(|r| !r.is_empty())
             || f.windows.values().any(|w| w.iter().any(|p| !p.is_empty()))
     })
-}
-
-fn node(e: &Expr) -> Result<Node, String> {
-    match e {
-        Expr::Integer(n) => Ok(Node::Scalar(*n as f64)),
-        Expr::Number(x) => Ok(Node::Scalar(*x)),
-        Expr::Var { name, .. } => Ok(Node::Field(name.clone())),
-        Expr::Binary { op, lhs, rhs }
-            if matches!(
-                op,
-                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod
-            ) =>
-        {
-            Ok(Node::Binary {
-                op: *op,
-                lhs: Box::new(node(lhs)?),
-                rhs: Box::new(node(rhs)?),
-            })
-        }
-        Expr::Call { name, args } => {
-            if let (Some(field), true) = (count_distinct(args), name == "count") {
-                return Ok(Node::Agg {
-                    agg: Agg::CountDistinct,
-                    field,
-                });
-            }
-            if let Some(agg) = Agg::of_call(name, args)? {
-                return match args.first() {
-                    Some(Expr::Var { name: field, .. }) => Ok(Node::Agg {
-                        agg,
-                        field: field.clone(),
-                    }),
-                    Some(other) => Err(format!("expected field argument in {name}(), got {other}")),
-                    None => Err(format!(
-                        "invalid number of arguments for {name}, expected 1, got 0"
-                    )),
-                };
-            }
-            if let Some(transform) = Transform::of_call(name, args)? {
-                let inner = args
-                    .first()
-                    .ok_or_else(|| format!("{name}() needs an argument"))?;
-                return Ok(Node::Transform {
-                    transform,
-                    inner: Box::new(node(inner)?),
-                });
-            }
-            Err(format!("function {name}() is not supported by tickertape"))
-        }
-        other => Err(format!("unsupported expression in SELECT: {other}")),
-    }
-}
-
-/// `count(distinct(f))`'s field, from `count`'s arguments.
-fn count_distinct(args: &[Expr]) -> Option<String> {
-    match args {
-        [Expr::Call { name, args }] if name == "distinct" => match args.as_slice() {
-            [Expr::Var { name, .. }] => Some(name.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn has_agg(n: &Node) -> bool {
-    match n {
-        Node::Agg { .. } => true,
-        Node::Transform { inner, .. } => has_agg(inner),
-        Node::Binary { lhs, rhs, .. } => has_agg(lhs) || has_agg(rhs),
-        _ => false,
-    }
-}
-
-fn has_raw_field(n: &Node) -> bool {
-    match n {
-        Node::Field(_) => true,
-        Node::Transform { inner, .. } => has_raw_field(inner),
-        Node::Binary { lhs, rhs, .. } => has_raw_field(lhs) || has_raw_field(rhs),
-        _ => false,
-    }
-}
-
-/// The aggregates each field is read for (empty: raw points).
-fn collect_needs(n: &Node, needs: &mut BTreeMap<String, Vec<Agg>>) {
-    match n {
-        Node::Field(f) => {
-            needs.entry(f.clone()).or_default();
-        }
-        Node::Agg { agg, field } => needs.entry(field.clone()).or_default().push(*agg),
-        Node::Transform { inner, .. } => collect_needs(inner, needs),
-        Node::Binary { lhs, rhs, .. } => {
-            collect_needs(lhs, needs);
-            collect_needs(rhs, needs);
-        }
-        Node::Scalar(_) => {}
-    }
-}
-
-/// InfluxDB's column name: the outermost function's, or the field's.
-fn column_name(e: &Expr) -> String {
-    match e {
-        Expr::Call { name, .. } => name.clone(),
-        Expr::Var { name, .. } => name.clone(),
-        Expr::Binary { lhs, rhs, .. } => match (&**lhs, &**rhs) {
-            (Expr::Call { .. } | Expr::Var { .. } | Expr::Binary { .. }, _) => column_name(lhs),
-            _ => column_name(rhs),
-        },
-        _ => String::new(),
-    }
 }
 
 /// A budget's refusal in a statement's words (the request then answers it as a whole).

@@ -28,6 +28,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             from,
             condition,
             limit,
+            offset,
             ..
         } => {
             let mut out = Vec::new();
@@ -45,7 +46,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
                         keys
                     }
                 };
-                let rows = limited(keys, *limit, None)
+                let rows = limited(keys, *limit, *offset)
                     .into_iter()
                     .map(|k| vec![Cell::Text(k)]);
                 out.push(series(&m, &["tagKey"], rows.collect()));
@@ -57,24 +58,30 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             key,
             condition,
             limit,
+            offset,
             ..
         } => {
             let mut out = Vec::new();
             for m in measurements_or_all(engine, from).await? {
                 let pairs = tag_values(engine, &m, key, condition.as_ref()).await?;
-                let rows = limited(pairs, *limit, None)
+                let rows = limited(pairs, *limit, *offset)
                     .into_iter()
                     .map(|(k, v)| vec![Cell::Text(k), Cell::Text(v)]);
                 out.push(series(&m, &["key", "value"], rows.collect()));
             }
             Ok(non_empty(out))
         }
-        Statement::ShowFieldKeys { from, .. } => {
+        Statement::ShowFieldKeys {
+            from,
+            limit,
+            offset,
+            ..
+        } => {
             let mut out = Vec::new();
             for m in measurements_or_all(engine, from).await? {
                 let fields = names_of(engine.list_fields_of(&m, &everything()).await)?;
                 // tickertape keeps every number as a float (integers written with `i` too).
-                let rows = fields
+                let rows = limited(fields, *limit, *offset)
                     .into_iter()
                     .map(|f| vec![Cell::Text(f), Cell::Text("float".into())]);
                 out.push(series(&m, &["fieldKey", "fieldType"], rows.collect()));
@@ -85,6 +92,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             from,
             condition,
             limit,
+            offset,
             ..
         } => {
             let mut keys = Vec::new();
@@ -95,7 +103,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             }
             keys.sort();
             keys.dedup();
-            let rows = limited(keys, *limit, None)
+            let rows = limited(keys, *limit, *offset)
                 .into_iter()
                 .map(|k| vec![Cell::Text(k)]);
             Ok(non_empty(vec![series("", &["key"], rows.collect())]))
@@ -128,6 +136,11 @@ async fn show_measurements(
     limit: Option<u64>,
     offset: Option<u64>,
 ) -> StatementResult {
+    // InfluxDB 1.x refuses it; the other SHOW statements read past time conditions
+    // (their listings have no times), as InfluxDB 1.x answers them.
+    if condition.is_some_and(super::condition::mentions_time) {
+        return Err("SHOW MEASUREMENTS doesn't support time in WHERE clause".into());
+    }
     let mut measurements = names_of(engine.list_measurements(&everything()).await)?;
     match with {
         Some(MeasurementFilter::Name(n)) => measurements.retain(|m| m == n),

@@ -1,0 +1,78 @@
+//! A `SELECT`'s time range where its WHERE leaves `GROUP BY time()`'s bounds open, set as
+//! InfluxDB sets them, from the data.
+
+use tickertape_engine::{Engine, Query};
+use tickertape_influxql::Fill;
+
+use super::select::{engine_error, Plan};
+
+impl Plan<'_> {
+    /// `GROUP BY time()`'s bounds where WHERE leaves them open, as InfluxDB sets them:
+    /// without a lower bound the windows start at the statement's earliest point; without
+    /// an upper bound they end now — or, under `fill(none)`, which answers no empty
+    /// window, after the latest point. One point is looked up per series, under the
+    /// request's budget; the windows are then held to the window limit as any are. No
+    /// point: nothing to answer.
+    pub(super) async fn open_bounds(
+        &mut self,
+        engine: &Engine,
+        measurements: &[String],
+    ) -> Result<(), String> {
+        if self.window().is_none() {
+            return Ok(());
+        }
+        let now = engine.now_nanos().saturating_add(1);
+        if self.condition.range.end == i64::MAX {
+            let latest = match self.select.fill {
+                Some(Fill::None) => self.edge_point(engine, measurements, false).await?,
+                _ => None,
+            };
+            self.condition.range.end = latest.map_or(now, |t| t.saturating_add(1));
+        }
+        if self.condition.range.start == i64::MIN {
+            let earliest = self.edge_point(engine, measurements, true).await?;
+            self.condition.range.start = earliest.unwrap_or(self.condition.range.end);
+        }
+        Ok(())
+    }
+
+    /// The earliest (`first`) or latest point time of the statement's series inside its
+    /// range: an empty range at one end of time whose neighbour is each series' edge point.
+    async fn edge_point(
+        &self,
+        engine: &Engine,
+        measurements: &[String],
+        first: bool,
+    ) -> Result<Option<i64>, String> {
+        let range = self.condition.range;
+        let mut edge: Option<i64> = None;
+        for m in measurements {
+            let selector = self.condition.selector(m, None);
+            let query = Query {
+                neighbors: true,
+                ..match first {
+                    true => Query::raw(selector, i64::MIN, i64::MIN + 1),
+                    false => Query::raw(selector, i64::MAX - 1, i64::MAX),
+                }
+            };
+            let answers = engine.query_with(&query, self.budget).await;
+            for answer in answers.map_err(engine_error)? {
+                if !self.condition.matches(&answer.key) {
+                    continue;
+                }
+                for p in answer
+                    .points
+                    .iter()
+                    .filter(|p| p.time >= range.start && p.time < range.end)
+                {
+                    edge = Some(match (edge, first) {
+                        (None, _) => p.time,
+                        (Some(e), true) => e.min(p.time),
+                        (Some(e), false) => e.max(p.time),
+                    });
+                }
+            }
+        }
+        Ok(edge)
+    }
+}

@@ -1,0 +1,73 @@
+//! Field conditions as InfluxDB 1.x applies them: to rows — the points of one series at
+//! one time — so `count("a") … WHERE "b" < 30` counts the points of `a` whose series has
+//! `b` below 30 at the same time.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tickertape_engine::{Engine, Query};
+
+use super::condition::Filter;
+use super::select::{engine_error, Plan};
+
+/// Each field's values by time.
+type FieldValues = HashMap<String, BTreeMap<i64, f64>>;
+
+/// The values of the fields a condition names, per series (its tags) and time.
+pub(super) struct FieldRows<'f> {
+    filter: Option<&'f Filter>,
+    values: HashMap<Vec<(String, String)>, FieldValues>,
+}
+
+impl FieldRows<'_> {
+    /// Whether the point of the series `tags` at `time` is in a row that passes.
+    pub fn keep(&self, tags: &[(String, String)], time: i64) -> bool {
+        let Some(filter) = self.filter else {
+            return true;
+        };
+        let series = self.values.get(tags);
+        let value_of = |field: &str| -> Option<f64> {
+            series
+                .and_then(|s| s.get(field))
+                .and_then(|v| v.get(&time))
+                .copied()
+        };
+        filter.matches_row(&value_of)
+    }
+}
+
+impl Plan<'_> {
+    /// The condition's fields read for `measurement` (nothing when it names none).
+    pub(super) async fn field_rows(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+    ) -> Result<FieldRows<'_>, String> {
+        let mut out = FieldRows {
+            filter: self.condition.field.as_ref(),
+            values: HashMap::new(),
+        };
+        let Some(filter) = out.filter else {
+            return Ok(out);
+        };
+        let mut names = Vec::new();
+        filter.field_names(&mut names);
+        let range = self.condition.range;
+        for field in names {
+            let selector = self.condition.selector(measurement, Some(&field));
+            let query = Query::raw(selector, range.start, range.end);
+            let answers = engine.query_with(&query, self.budget).await;
+            for answer in answers.map_err(engine_error)? {
+                if !self.condition.matches(&answer.key) {
+                    continue;
+                }
+                out.values
+                    .entry(answer.key.tags.clone())
+                    .or_default()
+                    .entry(field.clone())
+                    .or_default()
+                    .extend(answer.points.iter().map(|p| (p.time, p.value)));
+            }
+        }
+        Ok(out)
+    }
+}
