@@ -40,6 +40,7 @@ mod error;
 mod find;
 pub mod layout;
 mod names;
+pub mod naming;
 pub mod options;
 mod selector;
 mod series;
@@ -117,9 +118,15 @@ impl MongoBackend {
         Ok(Self { shared, background })
     }
 
-    /// The width of a value partition, in ns (the database's own).
+    /// The width of a slice, in ns (the database's own): what a value document never
+    /// spans and retention drops.
     pub fn partition_ns(&self) -> i64 {
         self.shared.layout.partition_ns
+    }
+
+    /// How the database cuts time: slices, value and rollup collections (its own).
+    pub fn periods(&self) -> naming::Periods {
+        self.shared.layout.periods
     }
 
     /// Points per value document at most (the database's own).

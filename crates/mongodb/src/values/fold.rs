@@ -1,8 +1,8 @@
-//! Folding, off the write path: a series' documents in a partition merged into as few
-//! as `block_points` allows, and its rollups derived from the points held.
+//! Folding, off the write path: a series' documents in a slice merged into as few as
+//! `block_points` allows, and its rollups derived from the points held.
 //!
-//! A pass looks at the partitions marked pending (or, to verify or compact, at all),
-//! and per series decides:
+//! A pass looks at the slices marked pending (or, to verify or compact, at every slice
+//! of every value collection), and per series of a slice decides:
 //! - **rollups**: when the rollup documents do not cover exactly the series' live
 //!   documents, extend them with the new documents' points (when every new point is later
 //!   than what they summarise: the common case, cheap) or recompute them from all points.
@@ -30,13 +30,13 @@ use super::doc::{
     Meta,
 };
 use super::merge::{merge, points, Written};
-use super::names::{rollup_collection, PartitionName};
-use super::rollup_doc::{extend, RollupDoc};
-use super::write::{now_ms, PENDING};
+use super::names::{rollup_collection, value_collection};
+use super::rollup_doc::{extend, rollup_id, RollupDoc};
+use super::write::{now_ms, pending_id, PENDING};
 use crate::bulk::{self, Update};
 use crate::error::map_err;
 use crate::find::find_all;
-use crate::layout::need_i64;
+use crate::layout::{get_i64, need_i64};
 use crate::options::FaultPoint;
 use crate::Shared;
 
@@ -67,6 +67,7 @@ struct Left {
 /// What to do with one series in one round.
 struct Plan {
     series: i64,
+    m: i64,
     live: Vec<Meta>,
     superseded: Vec<Meta>,
     fold_raw: bool,
@@ -80,42 +81,110 @@ enum RollupWork {
     Full,
 }
 
+/// One slice of one value collection: the unit a fold pass works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Slice {
+    /// The value collection's start.
+    pub collection: i64,
+    /// The slice's start.
+    pub start: i64,
+}
+
+impl Slice {
+    pub(crate) fn collection_name(&self) -> String {
+        value_collection(self.collection)
+    }
+}
+
 impl Shared {
+    pub(crate) fn slice_of(&self, time: i64) -> Slice {
+        let start = self.layout.partitioning.start_of(time);
+        Slice {
+            collection: self.layout.periods.values().start_of(start),
+            start,
+        }
+    }
+
+    /// The filter of a slice's documents: no document spans two slices, so its last
+    /// time alone places it.
+    fn in_slice(&self, slice: Slice) -> Document {
+        let end = self.layout.partitioning.end_of(slice.start);
+        match end > i128::from(i64::MAX) {
+            true => doc! { "$gte": slice.start },
+            false => doc! { "$gte": slice.start, "$lt": end as i64 },
+        }
+    }
+
     /// One pass over `scope`; sets the lag gauge from what it leaves.
     pub(crate) async fn fold_pass(&self, scope: Scope) -> Result<()> {
         let _one = self.fold_lock.lock().await;
         self.lag.pass_begins();
-        let targets: Vec<(String, Option<i64>)> = match scope {
+        let mut targets: Vec<(Slice, Option<i64>, Option<Vec<(i64, i64)>>)> = Vec::new();
+        match scope {
             Scope::Pending => {
                 let marks =
                     find_all(self.collection(PENDING).find(doc! {}), "read fold marks").await?;
-                marks
-                    .iter()
-                    .filter_map(|m| {
-                        Some((m.get_str("_id").ok()?.to_owned(), need_i64(m, "g").ok()))
-                    })
-                    .collect()
+                for m in &marks {
+                    let Ok(id) = m.get_document("_id") else {
+                        continue;
+                    };
+                    let Some(collection) = id
+                        .get_str("c")
+                        .ok()
+                        .and_then(super::PartitionName::parse)
+                        .filter(|p| p.resolution.is_none())
+                    else {
+                        continue;
+                    };
+                    let Some(start) = get_i64(id, "p")? else {
+                        continue;
+                    };
+                    let slice = Slice {
+                        collection: collection.start,
+                        start,
+                    };
+                    targets.push((slice, need_i64(m, "g").ok(), None));
+                }
             }
-            Scope::Verify | Scope::Compact => self
-                .partitions(None)
-                .await?
-                .into_iter()
-                .filter(|p| p.resolution.is_none())
-                .map(|p| (p.collection(), None))
-                .collect(),
-        };
+            Scope::Verify | Scope::Compact => {
+                for p in self.partitions().await? {
+                    if p.resolution.is_some() {
+                        continue;
+                    }
+                    let listed = find_all(
+                        self.collection(&p.collection())
+                            .find(doc! {})
+                            .projection(doc! { "s": 1, "m": 1, "hi": 1 }),
+                        "list series to fold",
+                    )
+                    .await?;
+                    let mut by_slice: BTreeMap<Slice, Vec<(i64, i64)>> = BTreeMap::new();
+                    for d in &listed {
+                        let slice = self.slice_of(need_i64(d, "hi")?);
+                        by_slice
+                            .entry(slice)
+                            .or_default()
+                            .push((need_i64(d, "s")?, need_i64(d, "m")?));
+                    }
+                    targets.extend(by_slice.into_iter().map(|(s, l)| (s, None, Some(l))));
+                }
+            }
+        }
         let mut uncovered = 0;
-        for (collection, mark) in targets {
-            let left = self.fold_partition(&collection, scope).await?;
+        for (slice, mark, listed) in targets {
+            let left = self.fold_slice(slice, scope, listed, None).await?;
             uncovered += left.uncovered;
             match mark {
                 Some(g) if left.waiting == 0 => {
                     self.collection(PENDING)
-                        .delete_one(doc! { "_id": &collection, "g": g })
+                        .delete_one(doc! { "_id": pending_id(&slice.collection_name(), slice.start), "g": g })
                         .await
                         .map_err(|e| map_err("clear fold mark", e))?;
                 }
-                None if left.waiting > 0 => self.mark_pending(&collection).await?,
+                None if left.waiting > 0 => {
+                    self.mark_pending(&[(slice.collection_name(), slice.start)])
+                        .await?
+                }
                 _ => {}
             }
         }
@@ -123,41 +192,74 @@ impl Shared {
         Ok(())
     }
 
-    /// One partition, alone (retention's last fold before a drop).
-    pub(crate) async fn fold_one(&self, collection: &str, scope: Scope) -> Result<()> {
+    /// One slice, alone, and only measurement `m`'s series in it (retention's last fold
+    /// before its deletes): rollups made to cover every point.
+    pub(crate) async fn fold_measurement_slice(&self, slice: Slice, m: i64) -> Result<()> {
         let _one = self.fold_lock.lock().await;
-        self.fold_partition(collection, scope).await.map(|_| ())
+        self.fold_slice(slice, Scope::Verify, None, Some(m))
+            .await
+            .map(|_| ())
     }
 
-    async fn fold_partition(&self, collection: &str, scope: Scope) -> Result<Left> {
-        let Some(name) = PartitionName::parse(collection).filter(|p| p.resolution.is_none()) else {
-            return Ok(Left::default());
+    /// Folds the series of one slice: those `listed` (series, measurement), else those
+    /// with documents waiting (`Pending`) or all (of measurement `only`, if given).
+    /// Series whose measurements keep the same rollups fold in rounds together.
+    async fn fold_slice(
+        &self,
+        slice: Slice,
+        scope: Scope,
+        listed: Option<Vec<(i64, i64)>>,
+        only: Option<i64>,
+    ) -> Result<Left> {
+        let listed = match listed {
+            Some(listed) => listed,
+            None => {
+                let mut filter = match scope {
+                    Scope::Pending => doc! { "d": { "$exists": true }, "hi": self.in_slice(slice) },
+                    Scope::Verify | Scope::Compact => doc! { "hi": self.in_slice(slice) },
+                };
+                if let Some(m) = only {
+                    filter.insert("m", m);
+                }
+                let found = find_all(
+                    self.collection(&slice.collection_name())
+                        .find(filter)
+                        .projection(doc! { "s": 1, "m": 1 }),
+                    "list series to fold",
+                )
+                .await?;
+                found
+                    .iter()
+                    .map(|d| Ok((need_i64(d, "s")?, need_i64(d, "m")?)))
+                    .collect::<Result<Vec<_>>>()?
+            }
         };
-        let resolutions = match self.measurement_name(name.token).await? {
-            Some(m) => self.rollups.kept(&m, self.layout.partitioning),
-            None => Vec::new(),
-        };
-        let filter = match scope {
-            Scope::Pending => doc! { "d": { "$exists": true } },
-            Scope::Verify | Scope::Compact => doc! {},
-        };
-        let found = find_all(
-            self.collection(collection)
-                .find(filter)
-                .projection(doc! { "s": 1 }),
-            "list series to fold",
-        )
-        .await?;
-        let series: BTreeSet<i64> = found
-            .iter()
-            .map(|d| need_i64(d, "s"))
-            .collect::<Result<_>>()?;
-        let series: Vec<i64> = series.into_iter().collect();
+        let measurement_of: BTreeMap<i64, i64> = listed.into_iter().collect();
+        let mut kept: HashMap<i64, Vec<Resolution>> = HashMap::new();
+        let mut groups: BTreeMap<Vec<Resolution>, Vec<i64>> = BTreeMap::new();
+        for (&s, &m) in &measurement_of {
+            let resolutions = match kept.get(&m) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = match self.measurement_name(m as u64).await? {
+                        Some(name) => self.rollups.kept(&name, self.layout.partitioning),
+                        None => Vec::new(),
+                    };
+                    kept.insert(m, r.clone());
+                    r
+                }
+            };
+            groups.entry(resolutions).or_default().push(s);
+        }
         let mut left = Left::default();
-        for chunk in series.chunks(SERIES_PER_ROUND) {
-            let round = self.fold_round(&name, chunk, &resolutions, scope).await?;
-            left.uncovered += round.uncovered;
-            left.waiting += round.waiting;
+        for (resolutions, series) in groups {
+            for chunk in series.chunks(SERIES_PER_ROUND) {
+                let round = self
+                    .fold_round(slice, chunk, &measurement_of, &resolutions, scope)
+                    .await?;
+                left.uncovered += round.uncovered;
+                left.waiting += round.waiting;
+            }
         }
         Ok(left)
     }
@@ -165,15 +267,16 @@ impl Shared {
     /// Plans, reads and writes one round of series.
     async fn fold_round(
         &self,
-        name: &PartitionName,
+        slice: Slice,
         series: &[i64],
+        measurement_of: &BTreeMap<i64, i64>,
         resolutions: &[Resolution],
         scope: Scope,
     ) -> Result<Left> {
-        let collection = name.collection();
+        let collection = slice.collection_name();
         let metas = find_all(
             self.collection(&collection)
-                .find(doc! { "s": { "$in": series.to_vec() } })
+                .find(doc! { "s": { "$in": series.to_vec() }, "hi": self.in_slice(slice) })
                 .projection(meta_projection()),
             "read value documents to fold",
         )
@@ -183,11 +286,16 @@ impl Shared {
             let meta = parse_meta(d)?;
             by_series.entry(meta.series).or_default().push(meta);
         }
+        let rollup_start = self.layout.periods.rollups().start_of(slice.start);
+        let ids: Vec<Bson> = series
+            .iter()
+            .map(|&s| Bson::Document(rollup_id(s, slice.start)))
+            .collect();
         let mut stored: HashMap<(i64, i64), RollupDoc> = HashMap::new();
         for r in resolutions {
             let docs = find_all(
-                self.collection(&rollup_collection(name.token, r.nanos(), name.start))
-                    .find(doc! { "_id": { "$in": series.to_vec() } }),
+                self.collection(&rollup_collection(r.nanos(), rollup_start))
+                    .find(doc! { "s": { "$in": series.to_vec() }, "_id": { "$in": ids.clone() } }),
                 "read rollups to fold",
             )
             .await?;
@@ -199,16 +307,24 @@ impl Shared {
         let now = now_ms();
         let plans: Vec<Plan> = by_series
             .into_iter()
-            .map(|(s, docs)| self.plan(s, docs, resolutions, &mut stored, scope, now))
+            .map(|(s, docs)| {
+                let m = measurement_of
+                    .get(&s)
+                    .copied()
+                    .unwrap_or_else(|| docs.first().map_or(0, |d| d.m));
+                self.plan(s, m, docs, resolutions, &mut stored, scope, now)
+            })
             .collect();
         let points = self.read_points_of(&collection, &plans).await?;
-        self.write_round(name, resolutions, plans, &points, now)
+        self.write_round(slice, resolutions, plans, &points, now)
             .await
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
         series: i64,
+        m: i64,
         docs: Vec<Meta>,
         resolutions: &[Resolution],
         stored: &mut HashMap<(i64, i64), RollupDoc>,
@@ -279,6 +395,7 @@ impl Shared {
         };
         Plan {
             series,
+            m,
             live,
             superseded,
             fold_raw,
@@ -331,7 +448,7 @@ impl Shared {
 
     async fn write_round(
         &self,
-        name: &PartitionName,
+        slice: Slice,
         resolutions: &[Resolution],
         plans: Vec<Plan>,
         read: &HashMap<(i64, i64), Vec<Written>>,
@@ -370,7 +487,7 @@ impl Shared {
             0 => 0,
             n => self.issue_writes(n as i64).await? - n as i64 + 1,
         };
-        let start = name.start;
+        let start = slice.start;
         let end = self.layout.partitioning.clamped_end_of(start);
         let mut work = RoundWrites::new(resolutions.len());
         let mut left = Left::default();
@@ -390,7 +507,7 @@ impl Shared {
                     let w = next_w;
                     next_w += 1;
                     versions.push((w, w));
-                    let mut doc = folded(plan.series, w, w, chunk);
+                    let mut doc = folded(plan.series, plan.m, w, w, chunk);
                     // Waiting until the round has checked that it replaced everything.
                     doc.insert("d", plan.series);
                     work.inserts.push(doc);
@@ -429,7 +546,7 @@ impl Shared {
                 }
             }
         }
-        left.waiting += self.apply(name, resolutions, work).await?;
+        left.waiting += self.apply(slice, resolutions, work).await?;
         Ok(left)
     }
 
@@ -439,18 +556,20 @@ impl Shared {
     /// waiting, so that the next pass merges again). Returns the documents left waiting.
     async fn apply(
         &self,
-        name: &PartitionName,
+        slice: Slice,
         resolutions: &[Resolution],
         work: RoundWrites,
     ) -> Result<u64> {
+        let rollup_start = self.layout.periods.rollups().start_of(slice.start);
         for (r, updates) in resolutions.iter().zip(work.rollups) {
             if !updates.is_empty() {
-                let collection = rollup_collection(name.token, r.nanos(), name.start);
+                let collection = rollup_collection(r.nanos(), rollup_start);
+                self.ensure_indexes(&collection).await?;
                 bulk::update(&self.db, &self.write_concern, &collection, updates).await?;
             }
         }
         self.fault(FaultPoint::AfterRollups)?;
-        let collection = name.collection();
+        let collection = slice.collection_name();
         let inserted =
             bulk::insert(&self.db, &self.write_concern, &collection, work.inserts).await?;
         if inserted.contains(&false) {
@@ -467,7 +586,7 @@ impl Shared {
         let series: Vec<i64> = work.outputs.keys().copied().collect();
         let metas = find_all(
             self.collection(&collection)
-                .find(doc! { "s": { "$in": series }, "x": { "$exists": false } })
+                .find(doc! { "s": { "$in": series }, "hi": self.in_slice(slice), "x": { "$exists": false } })
                 .projection(meta_projection()),
             "check a fold",
         )
@@ -556,6 +675,8 @@ fn rollup_docs(
                 .iter()
                 .map(|r| RollupDoc {
                     series: plan.series,
+                    m: plan.m,
+                    slice: start,
                     covers: versions.to_vec(),
                     high: all.last().map_or(NO_PREVIOUS, |p| p.time),
                     slots: summarize_slots(&all, start, end, *r),
@@ -572,6 +693,8 @@ fn rollup_docs(
                     extend(&mut slots, &fresh, *r);
                     RollupDoc {
                         series: plan.series,
+                        m: plan.m,
+                        slice: start,
                         covers: versions.to_vec(),
                         high: fresh
                             .last()
@@ -587,7 +710,7 @@ fn rollup_docs(
 /// An upsert that replaces a series' rollup document whatever it held.
 fn rollup_upsert(doc: &RollupDoc) -> Update {
     Update {
-        q: doc! { "_id": doc.series },
+        q: doc! { "_id": rollup_id(doc.series, doc.slice), "s": doc.series },
         u: doc.to_document(),
         conditional: true,
     }
