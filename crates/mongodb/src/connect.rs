@@ -258,32 +258,7 @@ impl Shared {
     /// The indexes of the fixed collections (`docs/format/mongodb.md`, "Indexes"); each
     /// value partition gets its own when first written (`values::partitions`).
     pub(crate) async fn create_indexes(&self) -> Result<()> {
-        // (collection, keys, index name, unique)
-        let indexes = [
-            (SERIES, doc! { "ck": 1 }, "key_unique", true),
-            (
-                SERIES,
-                doc! { "k.m": 1, "k.f": 1 },
-                "measurement_field",
-                false,
-            ),
-            // `find_series` with tag conditions (`selector`): multikey, one key per tag
-            // pair; the field last, so that a selector without one is still one range.
-            (
-                SERIES,
-                doc! { "k.m": 1, "k.p": 1, "k.f": 1 },
-                "measurement_tags_field",
-                false,
-            ),
-            // Name lookups by value; the newest document is found through `_id`. A
-            // multikey index, one key per name: lookups of many names at once stay index
-            // scans.
-            (NAMES, doc! { "ns": 1, "l": 1 }, "namespace_name", false),
-            (MEASUREMENTS, doc! { "t": 1 }, "measurement_id", true),
-        ];
-        // The counters collection is only ever read by `_id`; bucket partitions are read
-        // and written through `_id` ranges and equalities, which the built-in index serves.
-        for (collection, keys, name, unique) in indexes {
+        for (collection, keys, name, unique) in fixed_indexes() {
             let options = IndexOptions::builder()
                 .name(name.to_owned())
                 .unique(unique)
@@ -328,6 +303,34 @@ pub(crate) fn older_layout(database: &str, version: i64) -> String {
          database (`tickertape import points.lp --store <uri of the new database>`); \
          docs/scale-out.md describes both commands"
     )
+}
+
+/// The secondary indexes of the fixed collections: (collection, keys, name, unique).
+/// `counters`, `meta`, `pending` and the others are read by `_id` alone; partitions get
+/// theirs from `naming` when first written. `naming::FIXED_COLLECTIONS` counts these.
+fn fixed_indexes() -> Vec<(&'static str, Document, &'static str, bool)> {
+    vec![
+        (SERIES, doc! { "ck": 1 }, "key_unique", true),
+        (
+            SERIES,
+            doc! { "k.m": 1, "k.f": 1 },
+            "measurement_field",
+            false,
+        ),
+        // `find_series` with tag conditions (`selector`): multikey, one key per tag
+        // pair; the field last, so that a selector without one is still one range.
+        (
+            SERIES,
+            doc! { "k.m": 1, "k.p": 1, "k.f": 1 },
+            "measurement_tags_field",
+            false,
+        ),
+        // Name lookups by value; the newest document is found through `_id`. A
+        // multikey index, one key per name: lookups of many names at once stay index
+        // scans.
+        (NAMES, doc! { "ns": 1, "l": 1 }, "namespace_name", false),
+        (MEASUREMENTS, doc! { "t": 1 }, "measurement_id", true),
+    ]
 }
 
 fn check_options(options: &MongoOptions) -> Result<()> {
@@ -406,6 +409,17 @@ pub(crate) fn redact(uri: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_collections_count_the_indexes_connect_makes() {
+        for (collection, count) in crate::naming::FIXED_COLLECTIONS {
+            let made = fixed_indexes()
+                .iter()
+                .filter(|(c, ..)| c == collection)
+                .count();
+            assert_eq!(made, *count, "{collection}");
+        }
+    }
 
     #[test]
     fn redact_hides_credentials_only() {

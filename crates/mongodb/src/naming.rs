@@ -126,6 +126,22 @@ impl PartitionName {
     }
 }
 
+/// The collections every store has beside its partitions, with how many secondary
+/// indexes each gets (`connect`'s `create_indexes`; `_id` comes with every one):
+/// `series` the unique key, the measurement/field and the tag index; `names` and
+/// `measurements` one lookup index each.
+pub const FIXED_COLLECTIONS: &[(&str, usize)] = &[
+    ("series", 3),
+    ("names", 1),
+    ("measurements", 1),
+    ("tag_values", 0),
+    ("meta", 0),
+    ("counters", 0),
+    ("pending", 0),
+    ("api_tokens", 0),
+    ("databases", 0),
+];
+
 /// One secondary index of a partition collection.
 pub struct IndexSpec {
     pub name: &'static str,

@@ -62,6 +62,24 @@ struct Left {
     uncovered: u64,
     /// Documents still holding `d` (waiting for a fold or for deletion).
     waiting: u64,
+    /// The earliest time (Unix ms) one of them will be due for work (a fresh document's
+    /// seal, a superseded one's delete); until then, and unless a writer marks the slice
+    /// again, a pass has nothing to do there.
+    due: Option<i64>,
+}
+
+impl Left {
+    fn due_at(&mut self, ms: i64) {
+        self.due = Some(self.due.map_or(ms, |d| d.min(ms)));
+    }
+
+    fn add(&mut self, other: Left) {
+        self.uncovered += other.uncovered;
+        self.waiting += other.waiting;
+        if let Some(d) = other.due {
+            self.due_at(d);
+        }
+    }
 }
 
 /// What to do with one series in one round.
@@ -120,6 +138,7 @@ impl Shared {
         let _one = self.fold_lock.lock().await;
         self.lag.pass_begins();
         let mut targets: Vec<(Slice, Option<i64>, Option<Vec<(i64, i64)>>)> = Vec::new();
+        let now = now_ms();
         match scope {
             Scope::Pending => {
                 let marks =
@@ -143,7 +162,14 @@ impl Shared {
                         collection: collection.start,
                         start,
                     };
-                    targets.push((slice, need_i64(m, "g").ok(), None));
+                    let g = need_i64(m, "g").ok();
+                    // Looked at since its last mark, and nothing there due yet.
+                    let idle = g.is_some()
+                        && get_i64(m, "seen")? == g
+                        && get_i64(m, "due")?.is_some_and(|due| due > now);
+                    if !idle {
+                        targets.push((slice, g, None));
+                    }
                 }
             }
             Scope::Verify | Scope::Compact => {
@@ -184,6 +210,18 @@ impl Shared {
                 None if left.waiting > 0 => {
                     self.mark_pending(&[(slice.collection_name(), slice.start)])
                         .await?
+                }
+                Some(g) if left.uncovered == 0 => {
+                    // Until `due`, passes skip this mark; a writer's mark moves `g` and
+                    // ends that at once.
+                    let due = left.due.unwrap_or(0);
+                    self.collection(PENDING)
+                        .update_one(
+                            doc! { "_id": pending_id(&slice.collection_name(), slice.start), "g": g },
+                            doc! { "$set": { "seen": g, "due": due } },
+                        )
+                        .await
+                        .map_err(|e| map_err("note a fold mark seen", e))?;
                 }
                 _ => {}
             }
@@ -257,8 +295,7 @@ impl Shared {
                 let round = self
                     .fold_round(slice, chunk, &measurement_of, &resolutions, scope)
                     .await?;
-                left.uncovered += round.uncovered;
-                left.waiting += round.waiting;
+                left.add(round);
             }
         }
         Ok(left)
@@ -519,6 +556,7 @@ impl Shared {
                         conditional: false,
                     });
                     left.waiting += 1;
+                    left.due_at(now + self.schedule.grace.as_millis() as i64);
                 }
                 work.outputs.insert(plan.series, versions.clone());
                 work.marks.insert(plan.series, marks.clone());
@@ -534,19 +572,30 @@ impl Shared {
                 work.rollups[i].push(rollup_upsert(&doc));
             }
             if !plan.fold_raw {
-                left.waiting += plan.live.iter().filter(|m| m.pending).count() as u64;
+                let seal = self.schedule.seal_idle.as_millis() as i64;
+                for m in plan.live.iter().filter(|m| m.pending) {
+                    left.waiting += 1;
+                    left.due_at(m.at.map_or(now, |a| a + seal));
+                }
             }
             for m in &plan.superseded {
                 let grace = self.schedule.grace.as_millis() as i64;
-                match m.superseded.is_some_and(|x| x <= now - grace) {
-                    true => work
+                match m.superseded {
+                    Some(x) if x <= now - grace => work
                         .deletes
-                        .push(doc! { "_id": id(m.series, m.w), "s": m.series, "u": m.u, "x": m.superseded }),
-                    false => left.waiting += 1,
+                        .push(doc! { "_id": id(m.series, m.w), "s": m.series, "u": m.u, "x": x }),
+                    superseded => {
+                        left.waiting += 1;
+                        left.due_at(superseded.map_or(now, |x| x + grace));
+                    }
                 }
             }
         }
-        left.waiting += self.apply(slice, resolutions, work).await?;
+        let unsettled = self.apply(slice, resolutions, work).await?;
+        if unsettled > 0 {
+            left.waiting += unsettled;
+            left.due_at(now);
+        }
         Ok(left)
     }
 

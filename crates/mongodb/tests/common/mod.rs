@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod counter;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
