@@ -31,34 +31,46 @@ pub const MAX_NAMED_COLLECTIONS: usize = 16;
 /// each a multiple of the slice). Fixed per database (`meta` `{_id: "layout"}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Periods {
-    pub slice_ns: i64,
-    pub value_ns: i64,
-    pub rollup_ns: i64,
+    slice_ns: i64,
+    value_ns: i64,
+    rollup_ns: i64,
+    slices: Partitioning,
+    values: Partitioning,
+    rollups: Partitioning,
 }
 
 impl Periods {
     /// `None` unless every width is positive and fits an `i64`.
     pub fn new(slice_ns: i64, value_slices: u32, rollup_slices: u32) -> Option<Self> {
-        if slice_ns <= 0 || value_slices == 0 || rollup_slices == 0 {
-            return None;
-        }
+        let value_ns = slice_ns.checked_mul(i64::from(value_slices))?;
+        let rollup_ns = slice_ns.checked_mul(i64::from(rollup_slices))?;
         Some(Self {
             slice_ns,
-            value_ns: slice_ns.checked_mul(i64::from(value_slices))?,
-            rollup_ns: slice_ns.checked_mul(i64::from(rollup_slices))?,
+            value_ns,
+            rollup_ns,
+            slices: Partitioning::new(slice_ns)?,
+            values: Partitioning::new(value_ns)?,
+            rollups: Partitioning::new(rollup_ns)?,
         })
     }
 
+    /// Slices: what a document never spans.
     pub fn slices(&self) -> Partitioning {
-        Partitioning::new(self.slice_ns).unwrap_or_else(|| unreachable_width())
+        self.slices
     }
 
+    /// Value collections' periods.
     pub fn values(&self) -> Partitioning {
-        Partitioning::new(self.value_ns).unwrap_or_else(|| unreachable_width())
+        self.values
     }
 
+    /// Rollup collections' periods.
     pub fn rollups(&self) -> Partitioning {
-        Partitioning::new(self.rollup_ns).unwrap_or_else(|| unreachable_width())
+        self.rollups
+    }
+
+    pub fn slice_ns(&self) -> i64 {
+        self.slice_ns
     }
 
     pub fn value_slices(&self) -> i64 {
@@ -68,11 +80,6 @@ impl Periods {
     pub fn rollup_slices(&self) -> i64 {
         self.rollup_ns / self.slice_ns
     }
-}
-
-/// `Periods::new` admits positive widths only, so a `Partitioning` of one always exists.
-fn unreachable_width() -> Partitioning {
-    Partitioning::new(1).unwrap_or_else(|| unreachable!("1 is positive"))
 }
 
 /// The value collection of the period starting at `start`: `sv.<start>`.

@@ -137,7 +137,9 @@ impl Shared {
     pub(crate) async fn fold_pass(&self, scope: Scope) -> Result<()> {
         let _one = self.fold_lock.lock().await;
         self.lag.pass_begins();
-        let mut targets: Vec<(Slice, Option<i64>, Option<Vec<(i64, i64)>>)> = Vec::new();
+        // (slice, its mark's `g`, its (series, measurement) when already listed)
+        type Target = (Slice, Option<i64>, Option<Vec<(i64, i64)>>);
+        let mut targets: Vec<Target> = Vec::new();
         let now = now_ms();
         match scope {
             Scope::Pending => {
