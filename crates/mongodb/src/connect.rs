@@ -22,7 +22,7 @@ use crate::values::{
 };
 use crate::{bulk, DEFAULT_DATABASE};
 
-/// How value partitions are cut, fixed per database (`meta` `{_id: "layout"}`).
+/// How time is cut into slices and collections, fixed per database (`meta` `{_id: "layout"}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ValueLayout {
     /// Slices (`periods.slice_ns`): what a document never spans.
@@ -185,9 +185,9 @@ impl Shared {
     /// Records the layout on first use; refuses a handle that disagrees, and a database of
     /// another layout version.
     ///
-    /// With `adopt`, a database that already holds data keeps its own partition width and
-    /// block size and this handle takes them over (what a command that was not asked for
-    /// either wants).
+    /// With `adopt`, a database that already holds data keeps its own slice width,
+    /// collection periods and block size and this handle takes them over (what a command
+    /// that was not asked for any wants).
     async fn check_layout(&mut self, adopt: bool) -> Result<()> {
         let periods = self.layout.periods;
         let meta = doc! {
@@ -256,7 +256,7 @@ impl Shared {
     }
 
     /// The indexes of the fixed collections (`docs/format/mongodb.md`, "Indexes"); each
-    /// value partition gets its own when first written (`values::partitions`).
+    /// value and rollup collection gets its own when first written (`naming`).
     pub(crate) async fn create_indexes(&self) -> Result<()> {
         for (collection, keys, name, unique) in fixed_indexes() {
             let options = IndexOptions::builder()

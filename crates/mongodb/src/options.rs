@@ -1,4 +1,4 @@
-//! How to reach MongoDB, how value partitions are cut and folded, and the fault-injection
+//! How to reach MongoDB, how time is cut into slices and collections and folded, and the fault-injection
 //! hook the crash-window tests use.
 
 use std::collections::HashMap;
@@ -85,7 +85,7 @@ pub struct MongoOptions {
     /// Slices per rollup collection (`sr.<resolution>.<start>`). Fixed per database,
     /// recorded in `meta`.
     pub rollup_collection_slices: u32,
-    /// Points per value document at most: a write cuts a series' points in a partition
+    /// Points per value document at most: a write cuts a series' points in a slice
     /// into documents of this many, and folding stops growing a document at this size.
     /// Fixed per database, recorded in `meta`.
     pub block_points: usize,

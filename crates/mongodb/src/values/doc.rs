@@ -60,7 +60,7 @@ pub(crate) fn meta_projection() -> Document {
     doc! { "z": 0, "ws": 0 }
 }
 
-/// A fresh document: `points` (sorted, non-empty) of one series in one partition, all
+/// A fresh document: `points` (sorted, non-empty) of one series in one slice, all
 /// stored by write `w`.
 pub(crate) fn fresh(series: i64, m: i64, w: i64, points: &[Point], now_ms: i64) -> Document {
     let (first, last) = (points[0], points[points.len() - 1]);
@@ -134,7 +134,7 @@ pub(crate) fn parse_meta(d: &Document) -> Result<Meta> {
 }
 
 /// A delete: the points of a series in `[lo, hi]` stored before write `w` are gone. Kept
-/// in the partition as a document of its own (`k`), live for good, so that every merge
+/// in the slice as a document of its own (`k`), live for good, so that every merge
 /// — a reader's, a fold's, a fold that read its inputs before the delete — applies it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DeleteMark {

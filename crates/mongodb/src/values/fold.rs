@@ -48,14 +48,14 @@ const SERIES_PER_ROUND: usize = 200;
 pub(crate) enum Scope {
     /// Partitions marked pending, their series with documents waiting.
     Pending,
-    /// Every series of every partition: rollups made where missing (after a start or a
+    /// Every series of every slice: rollups made where missing (after a start or a
     /// new rollup plan), raw folds by the usual rules.
     Verify,
-    /// Every series of every partition, every series folded to its final form.
+    /// Every series of every slice, every series folded to its final form.
     Compact,
 }
 
-/// What a pass leaves behind in one partition.
+/// What a pass leaves behind in one slice.
 #[derive(Default)]
 struct Left {
     /// Points in live documents the rollups do not cover.

@@ -101,7 +101,7 @@ impl SeriesBounds {
     }
 }
 
-/// The value partition collections whose indexes this handle has made sure of.
+/// The value and rollup collections whose indexes this handle has made sure of.
 #[derive(Default)]
 pub(crate) struct PartitionIndexes(Mutex<HashSet<String>>);
 
