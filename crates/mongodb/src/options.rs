@@ -1,5 +1,5 @@
-//! How to reach MongoDB, how time is cut into slices and collections and folded, and the fault-injection
-//! hook the crash-window tests use.
+//! How to reach MongoDB, how time is cut into slices and collections and folded, and the
+//! fault-injection hook the crash-window tests use.
 
 use std::collections::HashMap;
 use std::str::FromStr;
