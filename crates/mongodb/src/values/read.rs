@@ -21,16 +21,19 @@ use tickertape_core::{Point, SeriesId};
 use super::doc::{merge_documents, need_value};
 use super::merge::{merge, Written};
 use super::names::value_collection;
+use crate::error::corrupt;
 use crate::find::find_all;
 use crate::layout::{get_i64, need_i64, sid, SERIES};
 use crate::Shared;
 
 /// The times a series may hold points at, from its bounds: `[first, last]`, both
-/// inclusive (the first time of its first slice, the last of its last).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// inclusive (the first time of its first slice, the last of its last); and its
+/// measurement, read with them (what its rollups are kept by).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Span {
     pub first: i64,
     pub last: i64,
+    pub measurement: String,
 }
 
 impl Shared {
@@ -52,7 +55,7 @@ impl Shared {
             let docs = find_all(
                 db.collection::<Document>(SERIES)
                     .find(doc! { "_id": { "$in": chunk.to_vec() }, "tl": { "$exists": true } })
-                    .projection(doc! { "tf": 1, "tl": 1 }),
+                    .projection(doc! { "tf": 1, "tl": 1, "k.m": 1 }),
                 "read series bounds",
             )
             .await?;
@@ -61,7 +64,19 @@ impl Shared {
                     continue;
                 };
                 let last = (slices.end_of(tl) - 1).min(i128::from(i64::MAX)) as i64;
-                out.insert(need_i64(d, "_id")?, Span { first: tf, last });
+                let measurement = d
+                    .get_document("k")
+                    .and_then(|k| k.get_str("m"))
+                    .map_err(|_| corrupt("series document without `k.m`"))?
+                    .to_owned();
+                out.insert(
+                    need_i64(d, "_id")?,
+                    Span {
+                        first: tf,
+                        last,
+                        measurement,
+                    },
+                );
             }
         }
         Ok(out)
@@ -78,7 +93,7 @@ impl Shared {
     ) -> Result<Vec<Segment>> {
         let end = end.max(start);
         let s = sid(series)?;
-        let Some(&span) = self.spans_of(&[s], false).await?.get(&s) else {
+        let Some(span) = self.spans_of(&[s], false).await?.remove(&s) else {
             return Ok(Vec::new());
         };
         // The documents overlapping the range (for an empty one, spanning `start`),

@@ -35,23 +35,18 @@ impl Shared {
             return Ok(Vec::new());
         }
         let s = sid(series)?;
-        let Some(&span) = self.spans_of(&[s], false).await?.get(&s) else {
+        let Some(span) = self.spans_of(&[s], false).await?.remove(&s) else {
             return Ok(Vec::new());
         };
         let (lo, hi) = (start.max(span.first), (end - 1).min(span.last));
         if lo > hi {
             return Ok(Vec::new());
         }
-        let kept = match self.known_tokens(&[series]).await?.get(&series) {
-            Some(&token) => match self.measurement_name(token).await? {
-                Some(m) => self
-                    .rollups
-                    .kept(&m, self.layout.partitioning)
-                    .contains(&resolution),
-                None => false,
-            },
-            None => false,
-        };
+        // The measurement comes with the bounds: no lookup of its id.
+        let kept = self
+            .rollups
+            .kept(&span.measurement, self.layout.partitioning)
+            .contains(&resolution);
         let mut catalog = self.catalog();
         let values = catalog.values_between(lo, hi).await?;
         if !kept {
