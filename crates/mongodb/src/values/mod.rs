@@ -17,6 +17,7 @@
 //! - `measurements`: the ids of measurements (`m` in every document).
 //! - `write`: `append`, three requests for a body in one slice whatever its measurements.
 //! - `read`: `read_segments` (the points of a range and their neighbours) and `heads`.
+//! - `pass`: a fold pass: the slices it looks at, its marks, its rounds.
 //! - `fold`: merging a series' documents and deriving its rollups, off the write path.
 //! - `rollup_doc`, `rollups`: the rollup documents; `read_segment_rollup`.
 //! - `retention`: `drop_raw_before` and `drop_segment_rollup_before`: one measurement's
@@ -31,6 +32,7 @@ mod fold;
 mod measurements;
 mod merge;
 mod names;
+mod pass;
 mod read;
 mod retention;
 mod rollup_doc;
@@ -42,9 +44,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 pub(crate) use background::spawn as spawn_background;
-pub(crate) use fold::Scope;
 pub(crate) use measurements::MEASUREMENTS;
 pub(crate) use names::PartitionName;
+pub(crate) use pass::Scope;
 
 /// The `counters` document whose `n` is the last write number issued.
 pub(crate) const WRITES_COUNTER: &str = "writes";

@@ -17,8 +17,8 @@ use mongodb::bson::{doc, Document};
 use tickertape_backend::Result;
 use tickertape_core::rollup::Resolution;
 
-use super::fold::Slice;
 use super::names::PartitionName;
+use super::pass::Slice;
 use super::write::PENDING;
 use crate::error::map_err;
 use crate::find::find_all;
