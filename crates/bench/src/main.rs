@@ -13,6 +13,8 @@
 //! - `security.rs`: ingest over plain HTTP, with a token, over HTTPS, alternated (issue 24).
 //! - `disk.rs`: allocated bytes of a directory.
 //! - `shards.rs`: a simulated sharded MongoDB cluster under an MMS-sized load (issue 23).
+//! - `year.rs`: a year of a MongoDB store as collections, indexes and chunks, from the
+//!   product's naming code, for a Telegraf-shaped and a Prometheus-shaped load.
 //! - `layouts/`: seed 003's schema simulator (`tickertape-bench layouts`), one file per
 //!   family of layouts.
 //! - `candidates/`: storage designs for the embedded engine's part files (issue 9): own
@@ -32,6 +34,7 @@ mod security;
 mod send;
 mod shards;
 mod store;
+mod year;
 
 use clap::Parser;
 
@@ -130,6 +133,12 @@ enum Command {
     /// one-series query touches. Simulated: no server is involved.
     #[command(verbatim_doc_comment)]
     Shards(shards::Args),
+    /// A year of a MongoDB store, day by day, from the product's own naming code: the
+    /// collections, indexes and (on --shards shards) chunks a Telegraf-shaped load (60
+    /// measurements) and a Prometheus-shaped one (1,000 metric names) leave, with 1h and
+    /// 1d rollups; layout 2's count by its rule beside them. Simulated: no server.
+    #[command(verbatim_doc_comment)]
+    Year(year::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -145,6 +154,7 @@ fn main() -> std::process::ExitCode {
             Command::Influxql(args) => influxql::run(args).await,
             Command::RemoteWrite(args) => remote_write::run(args).await,
             Command::Shards(args) => shards::run(args).await,
+            Command::Year(args) => year::run(args).await,
         }
     })
 }

@@ -26,10 +26,11 @@ pub struct StoreArgs {
     /// or a quarter of the descriptor limit (RLIMIT_NOFILE) when that is less.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub open_parts: Option<u64>,
-    /// MongoDB: the width of a value partition, one collection per measurement and
-    /// partition (retention drops whole collections), e.g. `1d` or `6h`. Without it an
-    /// existing database keeps its own width and a new one gets 1d; with it, a database
-    /// written with another width is refused.
+    /// MongoDB: the width of a time slice, what a value document never spans and
+    /// retention drops per measurement, e.g. `1d` or `6h`; every measurement's points
+    /// share one collection per 14 slices, rollups one per resolution and 56 slices.
+    /// Without it an existing database keeps its own width and a new one gets 1d; with
+    /// it, a database written with another width is refused.
     #[arg(long, value_name = "WIDTH", value_parser = parse_width)]
     pub mongo_partition: Option<i64>,
     /// MongoDB write concern `w` (overrides the URI's `w=`): majority, or a number of members.

@@ -15,15 +15,21 @@ use tickertape_core::partition::Partitioning;
 
 use crate::error::map_err;
 use crate::layout::{self, COUNTERS, LAYOUT_VERSION, META, NAMES, SERIES};
+use crate::naming::Periods;
 use crate::options::{FaultPlan, FaultPoint, MongoOptions, ReadMode, MAX_BLOCK_POINTS};
-use crate::values::{Lag, PartitionIndexes, TokenCache, MEASUREMENTS, WRITES_COUNTER};
+use crate::values::{
+    Lag, PartitionIndexes, SeriesBounds, TokenCache, MEASUREMENTS, WRITES_COUNTER,
+};
 use crate::{bulk, DEFAULT_DATABASE};
 
-/// How value partitions are cut, fixed per database (`meta` `{_id: "layout"}`).
+/// How time is cut into slices and collections, fixed per database (`meta` `{_id: "layout"}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ValueLayout {
+    /// Slices (`periods.slice_ns`): what a document never spans.
     pub partitioning: Partitioning,
     pub partition_ns: i64,
+    /// Slices, value collections and rollup collections.
+    pub periods: Periods,
     /// Points per value document at most (a fold's document: twice this at most).
     pub block_points: usize,
 }
@@ -54,6 +60,8 @@ pub(crate) struct Shared {
     pub tokens: TokenCache,
     /// The partition collections whose indexes this handle has created.
     pub indexed: PartitionIndexes,
+    /// The series bounds this handle has recorded.
+    pub bounds: SeriesBounds,
     /// The rollups the engine asked for (`Backend::derive_segment_rollups`).
     pub rollups: RollupPlan,
     /// Points in fresh (unfolded) documents, as far as this handle knows.
@@ -129,14 +137,23 @@ impl Shared {
         })?;
         let write_concern = mongodb::bson::to_document(&write_concern)
             .map_err(|e| BackendError::Invalid(format!("write concern: {e}")))?;
+        let periods = Periods::new(
+            options.partition_ns,
+            options.collection_slices,
+            options.rollup_collection_slices,
+        )
+        .ok_or_else(|| {
+            BackendError::Invalid(format!(
+                "partition_ns must be positive, collection_slices and \
+                 rollup_collection_slices at least 1, and their products fit 64 bits: not \
+                 {} ns × {} and × {}",
+                options.partition_ns, options.collection_slices, options.rollup_collection_slices
+            ))
+        })?;
         let wanted = ValueLayout {
-            partitioning: Partitioning::new(options.partition_ns).ok_or_else(|| {
-                BackendError::Invalid(format!(
-                    "partition_ns must be positive, not {}",
-                    options.partition_ns
-                ))
-            })?,
+            partitioning: periods.slices(),
             partition_ns: options.partition_ns,
+            periods,
             block_points: options.block_points,
         };
         let mut shared = Self {
@@ -154,6 +171,7 @@ impl Shared {
             fault: options.fault.clone(),
             tokens: TokenCache::default(),
             indexed: PartitionIndexes::default(),
+            bounds: SeriesBounds::default(),
             rollups: RollupPlan::default(),
             lag: Lag::default(),
             fold_lock: tokio::sync::Mutex::new(()),
@@ -167,14 +185,17 @@ impl Shared {
     /// Records the layout on first use; refuses a handle that disagrees, and a database of
     /// another layout version.
     ///
-    /// With `adopt`, a database that already holds data keeps its own partition width and
-    /// block size and this handle takes them over (what a command that was not asked for
-    /// either wants).
+    /// With `adopt`, a database that already holds data keeps its own slice width,
+    /// collection periods and block size and this handle takes them over (what a command
+    /// that was not asked for any wants).
     async fn check_layout(&mut self, adopt: bool) -> Result<()> {
+        let periods = self.layout.periods;
         let meta = doc! {
             "_id": "layout",
             "v": LAYOUT_VERSION,
             "pw": self.layout.partition_ns,
+            "cs": periods.value_slices(),
+            "rs": periods.rollup_slices(),
             "bp": self.layout.block_points as i64,
         };
         bulk::insert(&self.db, &self.write_concern, META, vec![meta]).await?;
@@ -187,34 +208,39 @@ impl Shared {
             .ok_or_else(|| BackendError::Storage("mongodb: layout document vanished".into()))?;
         let version = layout::need_i64(&stored, "v")?;
         if version != LAYOUT_VERSION {
-            return Err(BackendError::Invalid(format!(
-                "database {} holds a tickertape MongoDB store of layout version {version} \
-                 (value segments in one chain per series); this version of tickertape \
-                 reads layout version {LAYOUT_VERSION} only (time-partitioned value \
-                 collections) and cannot read it: export its points with the version that \
-                 wrote it and import them into a new database",
-                self.db.name()
-            )));
+            return Err(BackendError::Invalid(older_layout(self.db.name(), version)));
         }
         let width = layout::need_i64(&stored, "pw")?;
         let block = layout::need_i64(&stored, "bp")?;
-        let stored_layout = Partitioning::new(width)
+        let value_slices = layout::need_i64(&stored, "cs")?;
+        let rollup_slices = layout::need_i64(&stored, "rs")?;
+        let stored_layout = u32::try_from(value_slices)
+            .ok()
+            .zip(u32::try_from(rollup_slices).ok())
+            .and_then(|(cs, rs)| Periods::new(width, cs, rs))
             .zip(usize::try_from(block).ok().filter(|&b| b > 0))
-            .map(|(partitioning, block_points)| ValueLayout {
-                partitioning,
+            .map(|(periods, block_points)| ValueLayout {
+                partitioning: periods.slices(),
                 partition_ns: width,
+                periods,
                 block_points,
             })
             .ok_or_else(|| {
-                crate::error::corrupt(format!("layout document with pw {width}, bp {block}"))
+                crate::error::corrupt(format!(
+                    "layout document with pw {width}, cs {value_slices}, rs {rollup_slices}, \
+                     bp {block}"
+                ))
             })?;
         if stored_layout != self.layout && !adopt {
             return Err(BackendError::Invalid(format!(
-                "database {} keeps value partitions of {width} ns with up to {block} points a \
-             document; this handle asks for {} ns and {} points (leave them unset to take \
-             the database's own)",
+                "database {} keeps {width} ns slices in collections of {value_slices} \
+                 (rollups: {rollup_slices}) with up to {block} points a document; this handle \
+                 asks for {} ns, {} and {} slices and {} points (leave them unset to take \
+                 the database's own)",
                 self.db.name(),
                 self.layout.partition_ns,
+                periods.value_slices(),
+                periods.rollup_slices(),
                 self.layout.block_points
             )));
         }
@@ -230,34 +256,9 @@ impl Shared {
     }
 
     /// The indexes of the fixed collections (`docs/format/mongodb.md`, "Indexes"); each
-    /// value partition gets its own when first written (`values::partitions`).
+    /// value and rollup collection gets its own when first written (`naming`).
     pub(crate) async fn create_indexes(&self) -> Result<()> {
-        // (collection, keys, index name, unique)
-        let indexes = [
-            (SERIES, doc! { "ck": 1 }, "key_unique", true),
-            (
-                SERIES,
-                doc! { "k.m": 1, "k.f": 1 },
-                "measurement_field",
-                false,
-            ),
-            // `find_series` with tag conditions (`selector`): multikey, one key per tag
-            // pair; the field last, so that a selector without one is still one range.
-            (
-                SERIES,
-                doc! { "k.m": 1, "k.p": 1, "k.f": 1 },
-                "measurement_tags_field",
-                false,
-            ),
-            // Name lookups by value; the newest document is found through `_id`. A
-            // multikey index, one key per name: lookups of many names at once stay index
-            // scans.
-            (NAMES, doc! { "ns": 1, "l": 1 }, "namespace_name", false),
-            (MEASUREMENTS, doc! { "t": 1 }, "measurement_id", true),
-        ];
-        // The counters collection is only ever read by `_id`; bucket partitions are read
-        // and written through `_id` ranges and equalities, which the built-in index serves.
-        for (collection, keys, name, unique) in indexes {
+        for (collection, keys, name, unique) in fixed_indexes() {
             let options = IndexOptions::builder()
                 .name(name.to_owned())
                 .unique(unique)
@@ -281,6 +282,55 @@ impl Shared {
     pub(crate) fn collection(&self, name: &str) -> mongodb::Collection<Document> {
         self.db.collection(name)
     }
+}
+
+/// Why a database of another layout version is refused, and the way over: layout 3
+/// cannot read the older shapes, so their points travel as line protocol, exported by
+/// the version of tickertape that wrote them.
+pub(crate) fn older_layout(database: &str, version: i64) -> String {
+    let what = match version {
+        1 => "value segments in one chain per series",
+        2 => "one collection per measurement and day",
+        _ => "a layout this version does not know",
+    };
+    format!(
+        "database {database} holds a tickertape MongoDB store of layout version {version} \
+         ({what}); this version of tickertape reads layout version {LAYOUT_VERSION} only \
+         (collections by time, shared by every measurement) and will not change it. To \
+         migrate, export its points with the tickertape version that wrote it \
+         (`tickertape admin export --store <uri of {database}> --out points.lp`, with \
+         `--config` if the store has one) and import them with this one into a new \
+         database (`tickertape import points.lp --store <uri of the new database>`); \
+         docs/scale-out.md describes both commands"
+    )
+}
+
+/// The secondary indexes of the fixed collections: (collection, keys, name, unique).
+/// `counters`, `meta`, `pending` and the others are read by `_id` alone; partitions get
+/// theirs from `naming` when first written. `naming::FIXED_COLLECTIONS` counts these.
+fn fixed_indexes() -> Vec<(&'static str, Document, &'static str, bool)> {
+    vec![
+        (SERIES, doc! { "ck": 1 }, "key_unique", true),
+        (
+            SERIES,
+            doc! { "k.m": 1, "k.f": 1 },
+            "measurement_field",
+            false,
+        ),
+        // `find_series` with tag conditions (`selector`): multikey, one key per tag
+        // pair; the field last, so that a selector without one is still one range.
+        (
+            SERIES,
+            doc! { "k.m": 1, "k.p": 1, "k.f": 1 },
+            "measurement_tags_field",
+            false,
+        ),
+        // Name lookups by value; the newest document is found through `_id`. A
+        // multikey index, one key per name: lookups of many names at once stay index
+        // scans.
+        (NAMES, doc! { "ns": 1, "l": 1 }, "namespace_name", false),
+        (MEASUREMENTS, doc! { "t": 1 }, "measurement_id", true),
+    ]
 }
 
 fn check_options(options: &MongoOptions) -> Result<()> {
@@ -359,6 +409,17 @@ pub(crate) fn redact(uri: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_collections_count_the_indexes_connect_makes() {
+        for (collection, count) in crate::naming::FIXED_COLLECTIONS {
+            let made = fixed_indexes()
+                .iter()
+                .filter(|(c, ..)| c == collection)
+                .count();
+            assert_eq!(made, *count, "{collection}");
+        }
+    }
 
     #[test]
     fn redact_hides_credentials_only() {

@@ -8,13 +8,14 @@
 //! | | `k` | the key: `{m: measurement, t: [[tag, value], …] sorted, f: field, p: pairs}` |
 //! | | `k.p` | the tags again as `"tag\0value"` strings, for the multikey index (`tag_pair`) |
 //! | `counters` | `_id`, `n` | `"series"`: the last series id issued; `"writes"`: the last write sequence number |
-//! | `meta` | `_id`, `v`, `pw`, `bp` | `"layout"`: layout version 2, partition width, block points |
+//! | `meta` | `_id`, `v`, `pw`, `cs`, `rs`, `bp` | `"layout"`: layout version 3, slice width, slices per value and per rollup collection, block points |
 //! | `names` | `_id` | `{ns: namespace code, lv: least value}` |
 //! | | `ns`, `lv` | namespace code (`m`, `tk`, `tv`, `f`), least value: token of `l[0]` |
 //! | | `l` | the names, at most `NAMES_PER_DOCUMENT`; token = `lv` + index |
 //!
-//! The value partitions (`sv.…`) and their rollups (`sr.…`) have their table in
-//! `values`, the bucket partition collections (`bk.…`) theirs in `bucket_layout`.
+//! The value collections (`sv.…`) and their rollups (`sr.…`) have their table in
+//! `values`, their names in `naming`, the bucket partition collections (`bk.…`) theirs
+//! in `bucket_layout`.
 
 use mongodb::bson::spec::BinarySubtype;
 use mongodb::bson::{doc, Binary, Bson, Document};
@@ -32,9 +33,10 @@ pub(crate) const NAMES: &str = "names";
 pub(crate) const TAG_VALUES: &str = "tag_values";
 
 /// Version of the document shapes, stored in `meta`. Version 1 kept value segments in one
-/// chain per series (the `segments` collection, two append protocols); version 2 keeps
-/// them in time-partitioned collections (`values`). A version 1 database is refused.
-pub(crate) const LAYOUT_VERSION: i64 = 2;
+/// chain per series (the `segments` collection, two append protocols); version 2 in one
+/// collection per measurement and day; version 3 in collections by time alone, shared by
+/// every measurement (`naming`). Older databases are refused with the way to migrate.
+pub(crate) const LAYOUT_VERSION: i64 = 3;
 
 /// A series id as stored: BSON has no unsigned integers.
 pub(crate) fn sid(series: SeriesId) -> Result<i64> {

@@ -2,8 +2,10 @@
 //! collections, time buckets (seeds 001, 003, 004) and the name store (seed 002) on any
 //! MongoDB deployment (standalone, replica set, sharded cluster), behind the same
 //! [`Backend`] trait and the same contract as the embedded store: the last write of a
-//! time wins, rollups are derived from the points stored, retention drops whole
-//! partitions.
+//! time wins, rollups are derived from the points stored, retention drops a
+//! measurement's expired slices (and a collection once every measurement in it expired).
+//! Collections are cut by time alone and shared by every measurement (`naming`), so
+//! their number grows with time, never with the number of measurements.
 //!
 //! The stored shapes, indexes, crash windows and invariants are written down in
 //! `docs/format/mongodb.md`; the field-name tables are in [`layout`]'s docs and in
@@ -14,12 +16,13 @@
 //! - `connect`: the client, the stored layout check, the fixed collections' indexes, the
 //!   state a handle shares with its background task.
 //! - `layout`: collection and field names, document (de)serialisation.
+//! - [`naming`]: the time-partitioned collections' names, periods and indexes (pure).
 //! - `bulk`: many conditional writes in one round trip, with per-statement outcomes.
 //! - `series`: registering and listing series (`resolve_series`, `find_series`).
 //! - `selector`: a series selector as an index query on `series` (tag pairs `k.p`).
 //! - `backfill`: `k.p` given at `connect` to series documents written before it existed.
-//! - `values`: value points in time partitions: writes, reads, folds, derived rollups,
-//!   retention.
+//! - `values`: value points in collections by time: writes, reads, folds, derived
+//!   rollups, retention.
 //! - `bucket_layout`, `bucket_write`, `bucket_read`: time buckets in time-partitioned
 //!   collections (seeds 001, 003, 004): names, slot paths, shells, writes, reads.
 //! - `names`: the name store (seed 002).
@@ -40,6 +43,7 @@ mod error;
 mod find;
 pub mod layout;
 mod names;
+pub mod naming;
 pub mod options;
 mod selector;
 mod series;
@@ -117,9 +121,15 @@ impl MongoBackend {
         Ok(Self { shared, background })
     }
 
-    /// The width of a value partition, in ns (the database's own).
+    /// The width of a slice, in ns (the database's own): what a value document never
+    /// spans and retention drops.
     pub fn partition_ns(&self) -> i64 {
         self.shared.layout.partition_ns
+    }
+
+    /// How the database cuts time: slices, value and rollup collections (its own).
+    pub fn periods(&self) -> naming::Periods {
+        self.shared.layout.periods
     }
 
     /// Points per value document at most (the database's own).
@@ -193,7 +203,7 @@ impl Backend for MongoBackend {
         self.shared.read_stats().await
     }
 
-    /// Folds every series of every partition into its final documents, with its rollups.
+    /// Folds every series of every slice into its final documents, with its rollups.
     /// Waits out the superseded documents' grace and deletes them too, so that what it
     /// leaves is the final form.
     async fn compact(&self) -> Result<()> {

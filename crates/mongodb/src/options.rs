@@ -1,5 +1,5 @@
-//! How to reach MongoDB, how value partitions are cut and folded, and the fault-injection
-//! hook the crash-window tests use.
+//! How to reach MongoDB, how time is cut into slices and collections and folded, and the
+//! fault-injection hook the crash-window tests use.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -75,10 +75,17 @@ fn named<T: Copy>(names: &[(T, &'static str)], text: &str, what: &str) -> Result
 pub struct MongoOptions {
     /// `mongodb://HOST:PORT/DB?...`; the database is the URI's path, `tickertape` if empty.
     pub uri: String,
-    /// Width in ns of a value partition (one collection per measurement and partition;
-    /// retention drops whole ones). Fixed per database, recorded in `meta`.
+    /// Width in ns of a slice: what a value document never spans, a fold merges, a rollup
+    /// document summarises and retention drops (`naming`). Fixed per database, recorded in
+    /// `meta`.
     pub partition_ns: i64,
-    /// Points per value document at most: a write cuts a series' points in a partition
+    /// Slices per value collection (`sv.<start>`: every measurement's points of the
+    /// period). Fixed per database, recorded in `meta`.
+    pub collection_slices: u32,
+    /// Slices per rollup collection (`sr.<resolution>.<start>`). Fixed per database,
+    /// recorded in `meta`.
+    pub rollup_collection_slices: u32,
+    /// Points per value document at most: a write cuts a series' points in a slice
     /// into documents of this many, and folding stops growing a document at this size.
     /// Fixed per database, recorded in `meta`.
     pub block_points: usize,
@@ -105,9 +112,10 @@ pub struct MongoOptions {
     pub server_selection_timeout: Duration,
     /// Test hook: make writers and folds stop at chosen points (see [`FaultPlan`]).
     pub fault: Option<Arc<FaultPlan>>,
-    /// Take the partition width and block size a database was first written with, instead
-    /// of refusing a handle whose `partition_ns`/`block_points` differ (those then apply
-    /// to a new database only).
+    /// Take the slice width, collection periods and block size a database was first
+    /// written with, instead of refusing a handle whose `partition_ns`, `block_points`,
+    /// `collection_slices` or `rollup_collection_slices` differ (those then apply to a new
+    /// database only).
     pub adopt_stored_layout: bool,
     /// Driver options the caller wants on the client (e.g. a command event handler that
     /// counts requests); `None`: the URI's alone.
@@ -126,13 +134,16 @@ impl std::fmt::Debug for ConfigureClient {
 }
 
 impl MongoOptions {
-    /// Defaults for `uri`: day partitions, 100,000-point documents, a fold pass every 5 s
+    /// Defaults for `uri`: day slices in two-week value collections and eight-week rollup
+    /// collections, 100,000-point documents, a fold pass every 5 s
     /// (32 fresh documents, or 10 minutes idle), write concern and read preference from
     /// the URI, a 5 s server selection timeout.
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
             uri: uri.into(),
             partition_ns: DEFAULT_PARTITION_NS,
+            collection_slices: crate::naming::DEFAULT_VALUE_SLICES,
+            rollup_collection_slices: crate::naming::DEFAULT_ROLLUP_SLICES,
             block_points: DEFAULT_BLOCK_POINTS,
             fold_every: Duration::from_secs(5),
             fold_docs: 32,

@@ -3,12 +3,14 @@
 //! it changes nothing, so it runs on any server.
 //!
 //! The keys, chosen for spread and routing (`docs/format/mongodb.md`, "Sharding"):
-//! - value partitions `sv.…`: `{s: "hashed"}`. Every value read and fold write filters on
+//! - value collections `sv.…`: `{s: "hashed"}`. Every value read and fold write filters on
 //!   one series (`s`), so it goes to the one shard holding that series; hashed, so series
 //!   ids issued in order (a new fleet of hosts) spread over every shard from their first
-//!   point, and the current partition's writes with them.
-//! - rollup partitions `sr.…`: `{_id: "hashed"}` (`_id` is the series id), for the same
-//!   reasons.
+//!   point, and the current period's writes with them. The series id names one
+//!   measurement's series, so a read of a measurement's series stays targeted in a
+//!   collection every measurement shares.
+//! - rollup collections `sr.…`: `{s: "hashed"}` (`s` beside the `_id` `{s, p}`), for the
+//!   same reasons.
 //! - bucket partitions `bk.…`: `{s: "hashed"}` as the values: every bucket read and write
 //!   names its series `s` beside the `_id` `{s, b}`.
 //! - the fixed collections stay unsharded (each says why).
@@ -21,7 +23,7 @@ use serde_json::{json, Value};
 use tickertape_backend::{Partition, Result};
 
 use crate::error::map_err;
-use crate::values::PartitionName;
+use crate::naming::PartitionName;
 use crate::Shared;
 
 /// One collection of the plan.
@@ -70,14 +72,16 @@ pub fn shard_key_of(name: &str) -> (Option<Document>, &'static str) {
         return match p.resolution {
             None => (
                 Some(doc! { "s": "hashed" }),
-                "value points: every read and fold write names one series (s), so it goes to \
-                 the shard holding it; hashed, so series issued in order spread over every \
-                 shard, and the current partition's writes with them",
+                "value points of every measurement in one period: every read and fold write \
+                 names one series (s), so it goes to the shard holding it; hashed, so series \
+                 issued in order spread over every shard, and the current period's writes \
+                 with them",
             ),
             Some(_) => (
-                Some(doc! { "_id": "hashed" }),
-                "rollups of one series (_id) in one partition, read by _id: hashed for the \
-                 same spread as the values",
+                Some(doc! { "s": "hashed" }),
+                "rollups of every measurement at one resolution: each read and fold write \
+                 names one series (s, beside the _id {s, p}); hashed for the same spread as \
+                 the values",
             ),
         };
     }
@@ -138,15 +142,16 @@ impl Shared {
         })
     }
 
-    /// The partition after the newest of each value token and bucket family.
+    /// The period after the newest value collection, after the newest rollup collection
+    /// of each resolution, and after the newest partition of each bucket family.
     fn upcoming_partitions(&self, present: &BTreeSet<String>) -> Vec<String> {
-        let by = self.layout.partitioning;
-        let mut newest_values: std::collections::BTreeMap<u64, i64> = Default::default();
+        let periods = self.layout.periods;
+        let mut newest: std::collections::BTreeMap<Option<i64>, i64> = Default::default();
         let mut newest_buckets: std::collections::BTreeMap<String, Partition> = Default::default();
         for name in present {
-            if let Some(p) = PartitionName::parse(name).filter(|p| p.resolution.is_none()) {
-                let newest = newest_values.entry(p.token).or_insert(p.start);
-                *newest = (*newest).max(p.start);
+            if let Some(p) = PartitionName::parse(name) {
+                let entry = newest.entry(p.resolution).or_insert(p.start);
+                *entry = (*entry).max(p.start);
             } else if let Some(p) = Partition::from_name(name) {
                 let key = format!("{:?}", p.family());
                 match newest_buckets.get(&key) {
@@ -157,11 +162,21 @@ impl Shared {
                 }
             }
         }
-        let mut out: Vec<String> = newest_values
+        let mut out: Vec<String> = newest
             .into_iter()
-            .filter_map(|(token, start)| {
+            .filter_map(|(resolution, start)| {
+                let by = match resolution {
+                    None => periods.values(),
+                    Some(_) => periods.rollups(),
+                };
                 let next = by.clamped_end_of(start);
-                (next > start).then(|| crate::values::value_collection(token, next))
+                (next > start).then(|| {
+                    PartitionName {
+                        resolution,
+                        start: next,
+                    }
+                    .collection()
+                })
             })
             .collect();
         for p in newest_buckets.into_values() {
@@ -222,11 +237,8 @@ mod tests {
 
     #[test]
     fn every_collection_kind_has_its_key() {
-        assert_eq!(shard_key_of("sv.3.0").0, Some(doc! { "s": "hashed" }));
-        assert_eq!(
-            shard_key_of("sr.3.3600.0").0,
-            Some(doc! { "_id": "hashed" })
-        );
+        assert_eq!(shard_key_of("sv.0").0, Some(doc! { "s": "hashed" }));
+        assert_eq!(shard_key_of("sr.3600.0").0, Some(doc! { "s": "hashed" }));
         assert!(shard_key_of("series").0.is_none());
         assert!(shard_key_of("series").1.contains("ck"));
         assert!(shard_key_of("pending").0.is_none());

@@ -30,7 +30,7 @@ impl Shared {
                 .map_err(|e| map_err("count documents", e))
         };
         let mut segments = 0;
-        for p in self.partitions(None).await? {
+        for p in self.partitions().await? {
             if p.resolution.is_none() {
                 segments += count(p.collection()).await?;
             }

@@ -49,6 +49,9 @@ fn offer(backend: &MongoBackend) {
 fn crash_options(db: &str, fold_every: Duration) -> MongoOptions {
     let mut options = options(db, 16);
     options.partition_ns = PARTITION_NS;
+    // Two slices a collection: a crossing of a slice bound is within a collection or
+    // into the next one, so that an append stops between two collections' inserts.
+    options.collection_slices = 2;
     options.fold_every = fold_every;
     options.fold_docs = 3;
     options
@@ -234,8 +237,13 @@ async fn fold_stops_after_replacing_the_first_documents() {
 async fn repeated_partial_appends() {
     let db = fresh_db("crash_repeated");
     let plan = Arc::new(FaultPlan::new());
-    let faulty =
-        open_with_faults(crash_options(&db, Duration::from_secs(3600)), plan.clone()).await;
+    // A collection per slice: every crossing of a slice bound crosses collections.
+    let one_slice = || {
+        let mut options = crash_options(&db, Duration::from_secs(3600));
+        options.collection_slices = 1;
+        options
+    };
+    let faulty = open_with_faults(one_slice(), plan.clone()).await;
     let series = faulty
         .resolve_series(&[key("crash", "r", "v")])
         .await
@@ -251,7 +259,7 @@ async fn repeated_partial_appends() {
     }
     assert_eq!(plan.fired(FaultPoint::BetweenPartitions), 3);
     drop(faulty);
-    let fresh = connect(crash_options(&db, Duration::from_secs(3600))).await;
+    let fresh = connect(one_slice()).await;
     w.model
         .check(&fresh, &series, "after three partial appends")
         .await;

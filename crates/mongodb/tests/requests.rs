@@ -7,20 +7,15 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::counter::{breakdown, Counter};
 use common::*;
-use mongodb::event::command::CommandEvent;
-use mongodb::event::EventHandler;
-use mongodb::options::ClientOptions;
 use tickertape_backend::{Backend, SeriesAppend, SeriesCatalog, ValueStore};
 use tickertape_core::partition::DEFAULT_PARTITION_NS;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::{Point, SeriesId};
-use tickertape_mongodb::options::ConfigureClient;
 use tickertape_mongodb::MongoBackend;
 
 const SERIES: usize = 1_000;
@@ -30,73 +25,6 @@ const DAY: i64 = DEFAULT_PARTITION_NS;
 const HOUR: i64 = 3_600_000_000_000;
 /// 2024-01-01T00:00:00Z.
 const DAY0: i64 = 19_723 * DAY;
-
-/// Commands sent while `on`, by name and target collection; connection handshakes and
-/// session housekeeping are not the store's requests.
-#[derive(Default)]
-struct Counter {
-    on: AtomicBool,
-    seen: Mutex<Vec<(String, String)>>,
-}
-
-impl Counter {
-    fn hook(self: &Arc<Self>) -> ConfigureClient {
-        let counter = self.clone();
-        ConfigureClient(Arc::new(move |options: &mut ClientOptions| {
-            let counter = counter.clone();
-            options.command_event_handler =
-                Some(EventHandler::callback(move |event: CommandEvent| {
-                    let CommandEvent::Started(started) = event else {
-                        return;
-                    };
-                    let name = started.command_name.as_str();
-                    let ignored = ["hello", "isMaster", "ismaster", "endSessions"];
-                    if !counter.on.load(Ordering::SeqCst) || ignored.contains(&name) {
-                        return;
-                    }
-                    // A value partition as `sv.<token>`; `getMore` names its collection apart.
-                    let field = if name == "getMore" {
-                        "collection"
-                    } else {
-                        name
-                    };
-                    let target = started
-                        .command
-                        .get_str(field)
-                        .map(|c| c.split('.').take(2).collect::<Vec<_>>().join("."))
-                        .unwrap_or_default();
-                    let mut seen = counter.seen.lock().unwrap_or_else(|p| p.into_inner());
-                    seen.push((name.to_owned(), target));
-                }));
-        }))
-    }
-
-    /// Runs `work` with counting on; returns the commands it sent.
-    async fn count<T>(
-        &self,
-        work: impl std::future::Future<Output = T>,
-    ) -> (T, Vec<(String, String)>) {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        self.on.store(true, Ordering::SeqCst);
-        let out = work.await;
-        self.on.store(false, Ordering::SeqCst);
-        let seen = std::mem::take(&mut *self.seen.lock().unwrap_or_else(|p| p.into_inner()));
-        (out, seen)
-    }
-}
-
-/// "3 × insert sv.7, 1 × update pending": counts by command and collection (`sv.<token>`
-/// for value partitions).
-fn breakdown(seen: &[(String, String)]) -> String {
-    let mut by: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for (name, target) in seen {
-        *by.entry((name, target)).or_default() += 1;
-    }
-    by.iter()
-        .map(|((name, target), n)| format!("{n} × {name} {target}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// Every series, `POINTS` points 10 s apart from `start`.
 fn body(series: &[SeriesId], start: i64) -> Vec<SeriesAppend> {

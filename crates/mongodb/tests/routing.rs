@@ -49,19 +49,26 @@ const SCATTERS: &[(&str, &str, &str, &str)] = &[
         "createIndexes",
         "sv",
         "-",
-        "DDL, not a routed data command: a new partition's indexes, once per partition",
+        "DDL, not a routed data command: a new value collection's indexes, once per \
+         collection and handle",
+    ),
+    (
+        "createIndexes",
+        "sr",
+        "-",
+        "DDL: a new rollup collection's index, once per collection and handle",
     ),
     (
         "drop",
         "sv",
         "-",
-        "DDL: retention drops a whole value partition (drop_raw_before)",
+        "DDL: a value collection retention has emptied (drop_raw_before)",
     ),
     (
         "drop",
         "sr",
         "-",
-        "DDL: retention drops a whole rollup partition (drop_segment_rollup_before)",
+        "DDL: a rollup collection retention has emptied (drop_segment_rollup_before)",
     ),
     (
         "drop",
@@ -72,17 +79,59 @@ const SCATTERS: &[(&str, &str, &str, &str)] = &[
     (
         "find",
         "sv",
-        "{d: $exists}",
-        "the fold pass's work list: the series with documents waiting in a partition \
-         marked pending (an index scan of the `d` index on each shard), once per marked \
-         partition and pass",
+        "{d: $exists, hi: $gte $lt}",
+        "the fold pass's work list: the series with documents waiting in a slice marked \
+         pending (an index scan of the `d` index on each shard), once per marked slice and \
+         pass",
     ),
     (
         "find",
         "sv",
         "{}",
-        "the verify/compact listing of a partition's series (projection {s: 1}): a pass \
-         over every series of every partition, at start and in admin compact",
+        "the verify/compact listing of a collection's series (projection {s, m, hi}): a \
+         pass over every series of every collection, at start and in admin compact; and \
+         retention's check that it left a collection empty (limit 1) before dropping it",
+    ),
+    (
+        "find",
+        "sr",
+        "{}",
+        "retention's check that it left a rollup collection empty (limit 1) before \
+         dropping it",
+    ),
+    (
+        "find",
+        "sv",
+        "{m, hi: $lt}",
+        "retention: one measurement's documents of the expired slices (projection hi), a \
+         range of the {m, hi} index on each shard, once per collection and pass",
+    ),
+    (
+        "find",
+        "sv",
+        "{hi: $gte $lt, m}",
+        "retention's last fold of one measurement's slice before its deletes: the series \
+         of the measurement in the slice",
+    ),
+    (
+        "delete",
+        "sv",
+        "{m, hi: $lt}",
+        "retention: one measurement's documents of the expired slices, a range of the \
+         {m, hi} index on each shard",
+    ),
+    (
+        "find",
+        "sr",
+        "{m, p: $lt}",
+        "rollup retention: one measurement's rollup documents of the expired slices, a \
+         range of the {m, p} index",
+    ),
+    (
+        "delete",
+        "sr",
+        "{m, p: $lt}",
+        "rollup retention: one measurement's rollup documents of the expired slices",
     ),
     (
         "count",

@@ -2,9 +2,10 @@
 //! (issue 23), fed with the collection names and shard-key values the store writes.
 //!
 //! What is simulated, and what is not:
-//! - **Names and keys from the product.** Value documents of measurement `m` on day `d` go to
-//!   `sv.<m>.<day start ns>` (`docs/format/mongodb.md`); the key of each such name is asked
-//!   of `tickertape_mongodb::shard_key_of`, and the run stops if it is not `{s: "hashed"}`,
+//! - **Names and keys from the product.** Value documents of every measurement on day `d`
+//!   go to the value collection of its period (`tickertape_mongodb::naming`: `sv.<period
+//!   start ns>`, two weeks by default); the key of each such name is asked of
+//!   `tickertape_mongodb::shard_key_of`, and the run stops if it is not `{s: "hashed"}`,
 //!   the only key this model routes. Series ids are issued 1, 2, 3 … as series register, as
 //!   the `counters` document issues them.
 //! - **MongoDB's hash.** A hashed key's value is `BSONElementHasher::hash64` with seed 0:
@@ -52,7 +53,7 @@ pub struct Args {
     /// Metrics per host (series per host); spread over --measurements measurements.
     #[arg(long, default_value_t = 100)]
     metrics: u32,
-    /// Measurements (each its own `sv.<id>.<day>` collection per day).
+    /// Measurements (they share each period's `sv.<start>` collection).
     #[arg(long, default_value_t = 10)]
     measurements: u32,
     /// Seconds between points.
@@ -61,7 +62,7 @@ pub struct Args {
     /// Points of one series per body: one value document each.
     #[arg(long, default_value_t = 6)]
     points_per_body: u64,
-    /// Days simulated (one partition per measurement and day).
+    /// Days simulated.
     #[arg(long, default_value_t = 2)]
     days: u64,
     /// Percent of the hosts replaced by new ones (with new series ids) at each replacement.
@@ -119,7 +120,6 @@ fn mongo_hash_i64_seeded(value: i64, seed: i32) -> i64 {
 #[derive(Clone, Debug)]
 struct Series {
     hash: i64,
-    measurement: u32,
     from: u64,
     until: u64,
 }
@@ -149,7 +149,6 @@ pub struct Chunk {
 /// One partition collection: its members (series that write into it, by hash) and chunks.
 pub struct Collection {
     pub name: String,
-    measurement: u32,
     start: u64,
     end: u64,
     /// (hash, index into the series list), sorted.
@@ -174,7 +173,6 @@ impl Collection {
             .collect();
         Self {
             name,
-            measurement: 0,
             start,
             end,
             members: Vec::new(),
@@ -356,13 +354,12 @@ pub async fn run(args: Args) -> Result<()> {
     let mut hosts: Vec<Vec<usize>> = Vec::new();
     let register_host = |series: &mut Vec<Series>, from: u64| -> Vec<usize> {
         let mut own = Vec::with_capacity(args.metrics as usize);
-        for m in 1..=args.measurements {
+        for _ in 1..=args.measurements {
             for _ in 0..fields {
                 let id = series.len() as i64 + 1;
                 own.push(series.len());
                 series.push(Series {
                     hash: mongo_hash_i64(id),
-                    measurement: m,
                     from,
                     until: u64::MAX,
                 });
@@ -385,24 +382,32 @@ pub async fn run(args: Args) -> Result<()> {
     let replace_steps = args.replace_every_hours * steps_per_hour;
 
     for step in 0..total_steps {
-        // A day's partitions, sharded by `admin shard` before their first write.
+        // A period's collection, sharded by `admin shard` before its first write.
         if step % steps_per_day == 0 {
-            let day = step / steps_per_day;
-            for m in 1..=args.measurements {
-                let name = format!("sv.{m}.{}", EPOCH_NS + day as i64 * DAY_NS);
+            let day_start = EPOCH_NS + (step / steps_per_day) as i64 * DAY_NS;
+            let periods = tickertape_mongodb::naming::Periods::new(
+                DAY_NS,
+                tickertape_mongodb::naming::DEFAULT_VALUE_SLICES,
+                tickertape_mongodb::naming::DEFAULT_ROLLUP_SLICES,
+            )
+            .expect("day slices");
+            let period = periods.values().start_of(day_start);
+            let name = tickertape_mongodb::naming::value_collection(period);
+            if collections.iter().all(|c| c.name != name) {
                 let (key, _) = tickertape_mongodb::shard_key_of(&name);
                 if key != Some(doc! { "s": "hashed" }) {
                     bail!(
                         "{name}: the plan's key is {key:?}; this model routes {{s: hashed}} only"
                     );
                 }
+                let days_left = (periods.values().clamped_end_of(period) - day_start) / DAY_NS;
+                let end = step + days_left as u64 * steps_per_day;
                 let n = args.initial_chunks_per_shard * args.shards;
-                let mut c = Collection::presplit(name, step, step + steps_per_day, n, args.shards);
-                c.measurement = m;
+                let mut c = Collection::presplit(name, step, end, n, args.shards);
                 c.members = series
                     .iter()
                     .enumerate()
-                    .filter(|(_, s)| s.measurement == m && s.until > step)
+                    .filter(|(_, s)| s.until > step)
                     .map(|(i, s)| (s.hash, i))
                     .collect();
                 c.members.sort_unstable();
@@ -428,12 +433,11 @@ pub async fn run(args: Args) -> Result<()> {
                 .iter_mut()
                 .filter(|c| c.start <= step && step < c.end)
             {
-                let m = c.measurement;
                 let known: BTreeSet<usize> = c.members.iter().map(|x| x.1).collect();
                 let new = series
                     .iter()
                     .enumerate()
-                    .filter(|(i, s)| s.measurement == m && s.from == step && !known.contains(i));
+                    .filter(|(i, s)| s.from == step && !known.contains(i));
                 let new: Vec<(i64, usize)> = new.map(|(i, s)| (s.hash, i)).collect();
                 c.members.extend(new);
                 c.members.sort_unstable();
@@ -477,7 +481,6 @@ pub async fn run(args: Args) -> Result<()> {
                     let shards: BTreeSet<usize> = collections
                         .iter()
                         .filter(|c| c.start < now && c.end > from)
-                        .filter(|c| c.measurement == s.measurement)
                         .map(|c| c.chunk_of(s.hash).shard)
                         .collect();
                     shards.len()

@@ -18,7 +18,6 @@ fn series_of(n: i64) -> Vec<Series> {
     (1..=n)
         .map(|id| Series {
             hash: mongo_hash_i64(id),
-            measurement: 1,
             from: 0,
             until: u64::MAX,
         })

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 
 use tokio::task::JoinHandle;
 
-use super::fold::Scope;
+use super::pass::Scope;
 use crate::Shared;
 
 pub(crate) fn spawn(shared: &Arc<Shared>) -> JoinHandle<()> {

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `_id` | `{s: series, w: write number}`: deterministic, so a retried insert is a duplicate key |
 //! | `s` | series id |
+//! | `m` | measurement id (`measurements`): what per-measurement retention deletes by |
 //! | `u` | version: `w` when inserted; a fold's rewrite takes a new write number |
 //! | `lo`, `lv`, `lw` | first time, its value (the f64's bits as an int64) and write number |
 //! | `hi`, `hv`, `hw` | last time, its value and write number (heads and neighbours read these, not `z`) |
@@ -30,6 +31,8 @@ use crate::layout::{binary, get_binary, get_i64, need_i64};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Meta {
     pub series: i64,
+    /// Measurement id.
+    pub m: i64,
     pub w: i64,
     pub u: i64,
     pub lo: i64,
@@ -57,13 +60,14 @@ pub(crate) fn meta_projection() -> Document {
     doc! { "z": 0, "ws": 0 }
 }
 
-/// A fresh document: `points` (sorted, non-empty) of one series in one partition, all
+/// A fresh document: `points` (sorted, non-empty) of one series in one slice, all
 /// stored by write `w`.
-pub(crate) fn fresh(series: i64, w: i64, points: &[Point], now_ms: i64) -> Document {
+pub(crate) fn fresh(series: i64, m: i64, w: i64, points: &[Point], now_ms: i64) -> Document {
     let (first, last) = (points[0], points[points.len() - 1]);
     doc! {
         "_id": { "s": series, "w": w },
         "s": series,
+        "m": m,
         "u": w,
         "lo": first.time, "lv": bits(first.value), "lw": w,
         "hi": last.time, "hv": bits(last.value), "hw": w,
@@ -76,7 +80,7 @@ pub(crate) fn fresh(series: i64, w: i64, points: &[Point], now_ms: i64) -> Docum
 
 /// A fold's document: `points` (merged: sorted, one per time, non-empty) under the `_id`
 /// of write `w`, version `u`.
-pub(crate) fn folded(series: i64, w: i64, u: i64, points: &[Written]) -> Document {
+pub(crate) fn folded(series: i64, m: i64, w: i64, u: i64, points: &[Written]) -> Document {
     let (first, last) = (points[0], points[points.len() - 1]);
     let values: Vec<Point> = points.iter().map(|&(p, _)| p).collect();
     let writes: Vec<i64> = points.iter().map(|&(_, w)| w).collect();
@@ -85,6 +89,7 @@ pub(crate) fn folded(series: i64, w: i64, u: i64, points: &[Written]) -> Documen
     doc! {
         "_id": { "s": series, "w": w },
         "s": series,
+        "m": m,
         "u": u,
         "lo": first.0.time, "lv": bits(first.0.value), "lw": first.1,
         "hi": last.0.time, "hv": bits(last.0.value), "hw": last.1,
@@ -115,6 +120,7 @@ pub(crate) fn parse_meta(d: &Document) -> Result<Meta> {
         .map_err(|_| corrupt("value document `_id` is not {s, w}"))?;
     Ok(Meta {
         series: need_i64(id, "s")?,
+        m: need_i64(d, "m")?,
         w: need_i64(id, "w")?,
         u: need_i64(d, "u")?,
         lo: need_i64(d, "lo")?,
@@ -128,7 +134,7 @@ pub(crate) fn parse_meta(d: &Document) -> Result<Meta> {
 }
 
 /// A delete: the points of a series in `[lo, hi]` stored before write `w` are gone. Kept
-/// in the partition as a document of its own (`k`), live for good, so that every merge
+/// in the slice as a document of its own (`k`), live for good, so that every merge
 /// — a reader's, a fold's, a fold that read its inputs before the delete — applies it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DeleteMark {
@@ -145,10 +151,11 @@ impl DeleteMark {
 }
 
 /// The document of a delete mark of `series` (see [`DeleteMark`]).
-pub(crate) fn delete_mark(series: i64, mark: DeleteMark) -> Document {
+pub(crate) fn delete_mark(series: i64, m: i64, mark: DeleteMark) -> Document {
     doc! {
         "_id": { "s": series, "w": mark.w },
         "s": series,
+        "m": m,
         "u": mark.w,
         "lo": mark.lo,
         "hi": mark.hi,
@@ -231,7 +238,7 @@ mod tests {
     #[test]
     fn fresh_and_folded_documents_read_back() {
         let points = [Point::new(10, 1.5), Point::new(20, -2.0)];
-        let d = fresh(7, 42, &points, 1_000);
+        let d = fresh(7, 3, 42, &points, 1_000);
         let meta = parse_meta(&d).unwrap();
         assert_eq!(
             (meta.series, meta.w, meta.u, meta.lo, meta.hi, meta.n),
@@ -244,7 +251,7 @@ mod tests {
         );
 
         let merged = vec![(Point::new(5, 0.5), 40), (Point::new(20, 3.0), 44)];
-        let d = folded(7, 40, 45, &merged);
+        let d = folded(7, 3, 40, 45, &merged);
         let meta = parse_meta(&d).unwrap();
         assert_eq!((meta.w, meta.u, meta.lo, meta.hi), (40, 45, 5, 20));
         assert!(!meta.pending);
@@ -258,17 +265,18 @@ mod tests {
             lo: 10,
             hi: 20,
         };
-        let d = delete_mark(7, mark);
+        let d = delete_mark(7, 3, mark);
         let meta = parse_meta(&d).unwrap();
         assert_eq!(mark_of(&meta), Some(mark));
         assert!(parse_points(&d).unwrap().is_empty());
         let old = fresh(
             7,
+            3,
             40,
             &[Point::new(5, 1.0), Point::new(10, 2.0), Point::new(20, 3.0)],
             0,
         );
-        let late = fresh(7, 60, &[Point::new(15, 4.0)], 0);
+        let late = fresh(7, 3, 60, &[Point::new(15, 4.0)], 0);
         let merged = merge_documents(&[old, d, late]).unwrap();
         assert_eq!(
             merged,

@@ -1,8 +1,8 @@
-//! Folding, off the write path: a series' documents in a partition merged into as few
-//! as `block_points` allows, and its rollups derived from the points held.
+//! Folding, off the write path: a series' documents in a slice merged into as few as
+//! `block_points` allows, and its rollups derived from the points held.
 //!
-//! A pass looks at the partitions marked pending (or, to verify or compact, at all),
-//! and per series decides:
+//! A pass looks at the slices marked pending (or, to verify or compact, at every slice
+//! of every value collection), and per series of a slice decides:
 //! - **rollups**: when the rollup documents do not cover exactly the series' live
 //!   documents, extend them with the new documents' points (when every new point is later
 //!   than what they summarise: the common case, cheap) or recompute them from all points.
@@ -30,43 +30,23 @@ use super::doc::{
     Meta,
 };
 use super::merge::{merge, points, Written};
-use super::names::{rollup_collection, PartitionName};
-use super::rollup_doc::{extend, RollupDoc};
-use super::write::{now_ms, PENDING};
+use super::names::rollup_collection;
+use super::pass::{Left, Scope, Slice};
+use super::rollup_doc::{extend, rollup_id, RollupDoc};
+use super::write::now_ms;
 use crate::bulk::{self, Update};
-use crate::error::map_err;
 use crate::find::find_all;
-use crate::layout::need_i64;
+
 use crate::options::FaultPoint;
 use crate::Shared;
 
 /// Series planned and written together.
-const SERIES_PER_ROUND: usize = 200;
-
-/// What a pass looks at, and how eagerly it folds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// Partitions marked pending, their series with documents waiting.
-    Pending,
-    /// Every series of every partition: rollups made where missing (after a start or a
-    /// new rollup plan), raw folds by the usual rules.
-    Verify,
-    /// Every series of every partition, every series folded to its final form.
-    Compact,
-}
-
-/// What a pass leaves behind in one partition.
-#[derive(Default)]
-struct Left {
-    /// Points in live documents the rollups do not cover.
-    uncovered: u64,
-    /// Documents still holding `d` (waiting for a fold or for deletion).
-    waiting: u64,
-}
+pub(super) const SERIES_PER_ROUND: usize = 200;
 
 /// What to do with one series in one round.
 struct Plan {
     series: i64,
+    m: i64,
     live: Vec<Meta>,
     superseded: Vec<Meta>,
     fold_raw: bool,
@@ -81,99 +61,19 @@ enum RollupWork {
 }
 
 impl Shared {
-    /// One pass over `scope`; sets the lag gauge from what it leaves.
-    pub(crate) async fn fold_pass(&self, scope: Scope) -> Result<()> {
-        let _one = self.fold_lock.lock().await;
-        self.lag.pass_begins();
-        let targets: Vec<(String, Option<i64>)> = match scope {
-            Scope::Pending => {
-                let marks =
-                    find_all(self.collection(PENDING).find(doc! {}), "read fold marks").await?;
-                marks
-                    .iter()
-                    .filter_map(|m| {
-                        Some((m.get_str("_id").ok()?.to_owned(), need_i64(m, "g").ok()))
-                    })
-                    .collect()
-            }
-            Scope::Verify | Scope::Compact => self
-                .partitions(None)
-                .await?
-                .into_iter()
-                .filter(|p| p.resolution.is_none())
-                .map(|p| (p.collection(), None))
-                .collect(),
-        };
-        let mut uncovered = 0;
-        for (collection, mark) in targets {
-            let left = self.fold_partition(&collection, scope).await?;
-            uncovered += left.uncovered;
-            match mark {
-                Some(g) if left.waiting == 0 => {
-                    self.collection(PENDING)
-                        .delete_one(doc! { "_id": &collection, "g": g })
-                        .await
-                        .map_err(|e| map_err("clear fold mark", e))?;
-                }
-                None if left.waiting > 0 => self.mark_pending(&collection).await?,
-                _ => {}
-            }
-        }
-        self.lag.pass_ended(uncovered);
-        Ok(())
-    }
-
-    /// One partition, alone (retention's last fold before a drop).
-    pub(crate) async fn fold_one(&self, collection: &str, scope: Scope) -> Result<()> {
-        let _one = self.fold_lock.lock().await;
-        self.fold_partition(collection, scope).await.map(|_| ())
-    }
-
-    async fn fold_partition(&self, collection: &str, scope: Scope) -> Result<Left> {
-        let Some(name) = PartitionName::parse(collection).filter(|p| p.resolution.is_none()) else {
-            return Ok(Left::default());
-        };
-        let resolutions = match self.measurement_name(name.token).await? {
-            Some(m) => self.rollups.kept(&m, self.layout.partitioning),
-            None => Vec::new(),
-        };
-        let filter = match scope {
-            Scope::Pending => doc! { "d": { "$exists": true } },
-            Scope::Verify | Scope::Compact => doc! {},
-        };
-        let found = find_all(
-            self.collection(collection)
-                .find(filter)
-                .projection(doc! { "s": 1 }),
-            "list series to fold",
-        )
-        .await?;
-        let series: BTreeSet<i64> = found
-            .iter()
-            .map(|d| need_i64(d, "s"))
-            .collect::<Result<_>>()?;
-        let series: Vec<i64> = series.into_iter().collect();
-        let mut left = Left::default();
-        for chunk in series.chunks(SERIES_PER_ROUND) {
-            let round = self.fold_round(&name, chunk, &resolutions, scope).await?;
-            left.uncovered += round.uncovered;
-            left.waiting += round.waiting;
-        }
-        Ok(left)
-    }
-
     /// Plans, reads and writes one round of series.
-    async fn fold_round(
+    pub(super) async fn fold_round(
         &self,
-        name: &PartitionName,
+        slice: Slice,
         series: &[i64],
+        measurement_of: &BTreeMap<i64, i64>,
         resolutions: &[Resolution],
         scope: Scope,
     ) -> Result<Left> {
-        let collection = name.collection();
+        let collection = slice.collection_name();
         let metas = find_all(
             self.collection(&collection)
-                .find(doc! { "s": { "$in": series.to_vec() } })
+                .find(doc! { "s": { "$in": series.to_vec() }, "hi": self.in_slice(slice) })
                 .projection(meta_projection()),
             "read value documents to fold",
         )
@@ -183,11 +83,16 @@ impl Shared {
             let meta = parse_meta(d)?;
             by_series.entry(meta.series).or_default().push(meta);
         }
+        let rollup_start = self.layout.periods.rollups().start_of(slice.start);
+        let ids: Vec<Bson> = series
+            .iter()
+            .map(|&s| Bson::Document(rollup_id(s, slice.start)))
+            .collect();
         let mut stored: HashMap<(i64, i64), RollupDoc> = HashMap::new();
         for r in resolutions {
             let docs = find_all(
-                self.collection(&rollup_collection(name.token, r.nanos(), name.start))
-                    .find(doc! { "_id": { "$in": series.to_vec() } }),
+                self.collection(&rollup_collection(r.nanos(), rollup_start))
+                    .find(doc! { "s": { "$in": series.to_vec() }, "_id": { "$in": ids.clone() } }),
                 "read rollups to fold",
             )
             .await?;
@@ -199,16 +104,24 @@ impl Shared {
         let now = now_ms();
         let plans: Vec<Plan> = by_series
             .into_iter()
-            .map(|(s, docs)| self.plan(s, docs, resolutions, &mut stored, scope, now))
+            .map(|(s, docs)| {
+                let m = measurement_of
+                    .get(&s)
+                    .copied()
+                    .unwrap_or_else(|| docs.first().map_or(0, |d| d.m));
+                self.plan(s, m, docs, resolutions, &mut stored, scope, now)
+            })
             .collect();
         let points = self.read_points_of(&collection, &plans).await?;
-        self.write_round(name, resolutions, plans, &points, now)
+        self.write_round(slice, resolutions, plans, &points, now)
             .await
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
         series: i64,
+        m: i64,
         docs: Vec<Meta>,
         resolutions: &[Resolution],
         stored: &mut HashMap<(i64, i64), RollupDoc>,
@@ -279,6 +192,7 @@ impl Shared {
         };
         Plan {
             series,
+            m,
             live,
             superseded,
             fold_raw,
@@ -331,7 +245,7 @@ impl Shared {
 
     async fn write_round(
         &self,
-        name: &PartitionName,
+        slice: Slice,
         resolutions: &[Resolution],
         plans: Vec<Plan>,
         read: &HashMap<(i64, i64), Vec<Written>>,
@@ -370,7 +284,7 @@ impl Shared {
             0 => 0,
             n => self.issue_writes(n as i64).await? - n as i64 + 1,
         };
-        let start = name.start;
+        let start = slice.start;
         let end = self.layout.partitioning.clamped_end_of(start);
         let mut work = RoundWrites::new(resolutions.len());
         let mut left = Left::default();
@@ -390,7 +304,7 @@ impl Shared {
                     let w = next_w;
                     next_w += 1;
                     versions.push((w, w));
-                    let mut doc = folded(plan.series, w, w, chunk);
+                    let mut doc = folded(plan.series, plan.m, w, w, chunk);
                     // Waiting until the round has checked that it replaced everything.
                     doc.insert("d", plan.series);
                     work.inserts.push(doc);
@@ -402,6 +316,7 @@ impl Shared {
                         conditional: false,
                     });
                     left.waiting += 1;
+                    left.due_at(now + self.schedule.grace.as_millis() as i64);
                 }
                 work.outputs.insert(plan.series, versions.clone());
                 work.marks.insert(plan.series, marks.clone());
@@ -417,19 +332,30 @@ impl Shared {
                 work.rollups[i].push(rollup_upsert(&doc));
             }
             if !plan.fold_raw {
-                left.waiting += plan.live.iter().filter(|m| m.pending).count() as u64;
+                let seal = self.schedule.seal_idle.as_millis() as i64;
+                for m in plan.live.iter().filter(|m| m.pending) {
+                    left.waiting += 1;
+                    left.due_at(m.at.map_or(now, |a| a + seal));
+                }
             }
             for m in &plan.superseded {
                 let grace = self.schedule.grace.as_millis() as i64;
-                match m.superseded.is_some_and(|x| x <= now - grace) {
-                    true => work
+                match m.superseded {
+                    Some(x) if x <= now - grace => work
                         .deletes
-                        .push(doc! { "_id": id(m.series, m.w), "s": m.series, "u": m.u, "x": m.superseded }),
-                    false => left.waiting += 1,
+                        .push(doc! { "_id": id(m.series, m.w), "s": m.series, "u": m.u, "x": x }),
+                    superseded => {
+                        left.waiting += 1;
+                        left.due_at(superseded.map_or(now, |x| x + grace));
+                    }
                 }
             }
         }
-        left.waiting += self.apply(name, resolutions, work).await?;
+        let unsettled = self.apply(slice, resolutions, work).await?;
+        if unsettled > 0 {
+            left.waiting += unsettled;
+            left.due_at(now);
+        }
         Ok(left)
     }
 
@@ -439,18 +365,20 @@ impl Shared {
     /// waiting, so that the next pass merges again). Returns the documents left waiting.
     async fn apply(
         &self,
-        name: &PartitionName,
+        slice: Slice,
         resolutions: &[Resolution],
         work: RoundWrites,
     ) -> Result<u64> {
+        let rollup_start = self.layout.periods.rollups().start_of(slice.start);
         for (r, updates) in resolutions.iter().zip(work.rollups) {
             if !updates.is_empty() {
-                let collection = rollup_collection(name.token, r.nanos(), name.start);
+                let collection = rollup_collection(r.nanos(), rollup_start);
+                self.ensure_indexes(&collection).await?;
                 bulk::update(&self.db, &self.write_concern, &collection, updates).await?;
             }
         }
         self.fault(FaultPoint::AfterRollups)?;
-        let collection = name.collection();
+        let collection = slice.collection_name();
         let inserted =
             bulk::insert(&self.db, &self.write_concern, &collection, work.inserts).await?;
         if inserted.contains(&false) {
@@ -467,7 +395,7 @@ impl Shared {
         let series: Vec<i64> = work.outputs.keys().copied().collect();
         let metas = find_all(
             self.collection(&collection)
-                .find(doc! { "s": { "$in": series }, "x": { "$exists": false } })
+                .find(doc! { "s": { "$in": series }, "hi": self.in_slice(slice), "x": { "$exists": false } })
                 .projection(meta_projection()),
             "check a fold",
         )
@@ -556,6 +484,8 @@ fn rollup_docs(
                 .iter()
                 .map(|r| RollupDoc {
                     series: plan.series,
+                    m: plan.m,
+                    slice: start,
                     covers: versions.to_vec(),
                     high: all.last().map_or(NO_PREVIOUS, |p| p.time),
                     slots: summarize_slots(&all, start, end, *r),
@@ -572,6 +502,8 @@ fn rollup_docs(
                     extend(&mut slots, &fresh, *r);
                     RollupDoc {
                         series: plan.series,
+                        m: plan.m,
+                        slice: start,
                         covers: versions.to_vec(),
                         high: fresh
                             .last()
@@ -587,7 +519,7 @@ fn rollup_docs(
 /// An upsert that replaces a series' rollup document whatever it held.
 fn rollup_upsert(doc: &RollupDoc) -> Update {
     Update {
-        q: doc! { "_id": doc.series },
+        q: doc! { "_id": rollup_id(doc.series, doc.slice), "s": doc.series },
         u: doc.to_document(),
         conditional: true,
     }

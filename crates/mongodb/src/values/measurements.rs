@@ -1,4 +1,4 @@
-//! The measurement ids that name value partitions (`sv.<id>.…`): a registry of its own
+//! The measurement ids in value and rollup documents (`m`): a registry of its own
 //! (`measurements`: `{_id: <name>, t: <id>}`, ids from the `measurements` counter), apart
 //! from the name store's tokens, which clients see and which must count only the names
 //! they tokenized. Ids never change once issued, so a handle caches them for good.

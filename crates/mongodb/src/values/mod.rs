@@ -1,7 +1,7 @@
-//! Value segments in time-partitioned collections (layout version 2): the points of a
-//! measurement's series in one time partition live in the collection
-//! `sv.<measurement token>.<partition start>` as immutable, compressed documents, and
-//! their derived rollups in `sr.<token>.<resolution>.<partition start>`.
+//! Value segments in time-partitioned collections (layout version 3): the points of every
+//! measurement's series in one period live in the collection `sv.<period start>` as
+//! immutable, compressed documents, each within one slice (a day by default), and their
+//! derived rollups in `sr.<resolution>.<period start>` (`crate::naming`).
 //! `docs/format/mongodb.md` has the shapes, the crash windows and the invariants.
 //!
 //! The one rule: for each time of a series, the stored value is the one with the highest
@@ -11,15 +11,17 @@
 //! concurrent writers are all merged by readers ([`merge`]) and by folding.
 //!
 //! # Layout
-//! - `names`: collection names and the partition listing.
+//! - `names`: which collections a read or a pass looks at.
 //! - `doc`: a value document, written and read back.
 //! - `merge`: the last write of each time, from any set of documents (pure).
-//! - `measurements`: the ids of measurements in collection names.
-//! - `write`: `append`, two requests for a body in one partition.
+//! - `measurements`: the ids of measurements (`m` in every document).
+//! - `write`: `append`, three requests for a body in one slice whatever its measurements.
 //! - `read`: `read_segments` (the points of a range and their neighbours) and `heads`.
+//! - `pass`: a fold pass: the slices it looks at, its marks, its rounds.
 //! - `fold`: merging a series' documents and deriving its rollups, off the write path.
 //! - `rollup_doc`, `rollups`: the rollup documents; `read_segment_rollup`.
-//! - `retention`: `drop_raw_before` and `drop_segment_rollup_before`, whole collections at once.
+//! - `retention`: `drop_raw_before` and `drop_segment_rollup_before`: one measurement's
+//!   slices deleted by ranges, a collection dropped once retention has emptied it.
 //! - `background`: the task that folds every few seconds.
 //! - `delete`: `delete_points`, the documents holding deleted points rewritten.
 
@@ -30,6 +32,7 @@ mod fold;
 mod measurements;
 mod merge;
 mod names;
+mod pass;
 mod read;
 mod retention;
 mod rollup_doc;
@@ -41,9 +44,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 pub(crate) use background::spawn as spawn_background;
-pub(crate) use fold::Scope;
 pub(crate) use measurements::MEASUREMENTS;
-pub(crate) use names::{value_collection, PartitionName};
+pub(crate) use names::PartitionName;
+pub(crate) use pass::Scope;
 
 /// The `counters` document whose `n` is the last write number issued.
 pub(crate) const WRITES_COUNTER: &str = "writes";
@@ -74,7 +77,33 @@ impl TokenCache {
     }
 }
 
-/// The value partition collections whose indexes this handle has made sure of.
+/// Per series, the slices `[first, last]` this handle has recorded in its series
+/// document's bounds (`tf`/`tl`) — never more than the document holds, since bounds only
+/// widen. Bounded: past `MAX_CACHED_BOUNDS` series it starts over (the next write of each
+/// then sends its bounds again, harmlessly).
+#[derive(Default)]
+pub(crate) struct SeriesBounds(Mutex<HashMap<i64, (i64, i64)>>);
+
+const MAX_CACHED_BOUNDS: usize = 1 << 20;
+
+impl SeriesBounds {
+    fn covers(&self, series: i64, (first, last): (i64, i64)) -> bool {
+        lock(&self.0)
+            .get(&series)
+            .is_some_and(|&(f, l)| f <= first && last <= l)
+    }
+
+    fn widened(&self, series: i64, (first, last): (i64, i64)) {
+        let mut known = lock(&self.0);
+        if known.len() >= MAX_CACHED_BOUNDS {
+            known.clear();
+        }
+        let entry = known.entry(series).or_insert((first, last));
+        *entry = (entry.0.min(first), entry.1.max(last));
+    }
+}
+
+/// The value and rollup collections whose indexes this handle has made sure of.
 #[derive(Default)]
 pub(crate) struct PartitionIndexes(Mutex<HashSet<String>>);
 

@@ -1,72 +1,24 @@
-//! Collection names of value partitions and their rollups, and the partition listing.
+//! Which value and rollup collections a read or a pass looks at: named from the range
+//! (`naming::periods_between`), or, for a range of more than `MAX_NAMED_COLLECTIONS`
+//! periods, picked from one `listCollections`. A `find` on a collection that does not
+//! exist returns nothing, so naming one too many costs a round trip, never an answer.
 
 use mongodb::bson::doc;
 use tickertape_backend::Result;
 
 use crate::error::map_err;
+use crate::naming::{periods_between, MAX_NAMED_COLLECTIONS};
+pub(crate) use crate::naming::{rollup_collection, value_collection, PartitionName};
 use crate::Shared;
 
-/// A value partition collection: `sv.<token>.<start>`.
-pub(crate) fn value_collection(token: u64, start: i64) -> String {
-    format!("sv.{token}.{start}")
-}
-
-/// A rollup partition collection: `sr.<token>.<resolution ns>.<start>`.
-pub(crate) fn rollup_collection(token: u64, resolution: i64, start: i64) -> String {
-    format!("sr.{token}.{resolution}.{start}")
-}
-
-/// A collection of value points (`resolution: None`) or of rollups, as named.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct PartitionName {
-    pub token: u64,
-    pub resolution: Option<i64>,
-    pub start: i64,
-}
-
-impl PartitionName {
-    pub(crate) fn parse(name: &str) -> Option<Self> {
-        let mut parts = name.split('.');
-        let kind = parts.next()?;
-        let token = parts.next()?.parse().ok()?;
-        let (resolution, start) = match kind {
-            "sv" => (None, parts.next()?.parse().ok()?),
-            "sr" => (
-                Some(parts.next()?.parse().ok()?),
-                parts.next()?.parse().ok()?,
-            ),
-            _ => return None,
-        };
-        match parts.next() {
-            Some(_) => None,
-            None => Some(Self {
-                token,
-                resolution,
-                start,
-            }),
-        }
-    }
-
-    pub(crate) fn collection(&self) -> String {
-        match self.resolution {
-            None => value_collection(self.token, self.start),
-            Some(r) => rollup_collection(self.token, r, self.start),
-        }
-    }
-}
-
 impl Shared {
-    /// The value and rollup partitions that exist, of one measurement token or of all,
-    /// sorted by token, kind (values first), start. One `listCollections`.
-    pub(crate) async fn partitions(&self, token: Option<u64>) -> Result<Vec<PartitionName>> {
-        let pattern = match token {
-            Some(t) => format!("^s[vr]\\.{t}\\."),
-            None => "^s[vr]\\.".to_owned(),
-        };
+    /// The value and rollup collections that exist, sorted by kind (values first) and
+    /// start. One `listCollections`.
+    pub(crate) async fn partitions(&self) -> Result<Vec<PartitionName>> {
         let names = self
             .db
             .list_collection_names()
-            .filter(doc! { "name": { "$regex": pattern } })
+            .filter(doc! { "name": { "$regex": "^s[vr]\\." } })
             .await
             .map_err(|e| map_err("list partitions", e))?;
         let mut out: Vec<PartitionName> = names
@@ -77,40 +29,66 @@ impl Shared {
         Ok(out)
     }
 
-    /// The value partitions of `token` (starts, ascending).
-    pub(crate) async fn value_partitions(&self, token: u64) -> Result<Vec<i64>> {
-        Ok(self
-            .partitions(Some(token))
-            .await?
-            .into_iter()
-            .filter(|p| p.resolution.is_none())
-            .map(|p| p.start)
-            .collect())
+    /// A view of the collections for one call: the named ones from the range, the
+    /// listing (one `listCollections`) fetched at most once, when a range is too long.
+    pub(crate) fn catalog(&self) -> Catalog<'_> {
+        Catalog {
+            shared: self,
+            listed: None,
+        }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// See [`Shared::catalog`].
+pub(crate) struct Catalog<'a> {
+    shared: &'a Shared,
+    listed: Option<Vec<PartitionName>>,
+}
 
-    #[test]
-    fn names_round_trip_and_strangers_are_ignored() {
-        for name in [
-            PartitionName {
-                token: 3,
-                resolution: None,
-                start: -86_400,
-            },
-            PartitionName {
-                token: 0,
-                resolution: Some(3_600),
-                start: 1_700_000_000,
-            },
-        ] {
-            assert_eq!(PartitionName::parse(&name.collection()), Some(name));
+impl Catalog<'_> {
+    /// The starts of the value collections that may hold points in `[first, last]`
+    /// (inclusive), ascending.
+    pub(crate) async fn values_between(&mut self, first: i64, last: i64) -> Result<Vec<i64>> {
+        self.between(None, first, last).await
+    }
+
+    /// The starts of the rollup collections of `resolution` that may hold slices in
+    /// `[first, last]` (inclusive), ascending.
+    pub(crate) async fn rollups_between(
+        &mut self,
+        resolution: i64,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<i64>> {
+        self.between(Some(resolution), first, last).await
+    }
+
+    async fn between(
+        &mut self,
+        resolution: Option<i64>,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<i64>> {
+        let periods = self.shared.layout.periods;
+        let by = match resolution {
+            None => periods.values(),
+            Some(_) => periods.rollups(),
+        };
+        if let Some(named) = periods_between(by, first, last, MAX_NAMED_COLLECTIONS) {
+            return Ok(named);
         }
-        for stranger in ["sv.x.1", "sv.1", "sv.1.2.3", "bk.1.2", "sr.1.2", "series"] {
-            assert_eq!(PartitionName::parse(stranger), None, "{stranger}");
+        if last < first {
+            return Ok(Vec::new());
         }
+        let listed = match &self.listed {
+            Some(listed) => listed,
+            None => self.listed.insert(self.shared.partitions().await?),
+        };
+        let (lo, hi) = (by.start_of(first), by.start_of(last));
+        Ok(listed
+            .iter()
+            .filter(|p| p.resolution == resolution && p.start >= lo && p.start <= hi)
+            .map(|p| p.start)
+            .collect())
     }
 }

@@ -1,15 +1,28 @@
-//! Retention: whole value partitions dropped, as MMS drops whole collections (seeds 001,
-//! 004), after their rollups are made to cover every point they hold; whole rollup
-//! partitions dropped by their own retention.
+//! Retention, per measurement in collections every measurement shares: one
+//! measurement's documents of the slices that ended by the cutoff deleted by a range of
+//! the index `{m, hi}` (`{m, p}` for rollups), after its rollups are made to cover every
+//! point they hold; and a collection dropped whole once retention has left it empty — as
+//! MMS drops whole periods, when every measurement in it has expired.
+//!
+//! Why range deletes and not one collection per retention class: the store learns a
+//! measurement's retention only when retention runs (`drop_raw_before`), never when
+//! points are written, and a measurement whose retention changes would have its points
+//! in the wrong class's collections. A range of one index per measurement and pass costs
+//! a delete per document once, where a drop costs nothing per document; collections
+//! still go whole once every measurement in them has expired.
 
-use mongodb::bson::doc;
+use std::collections::BTreeSet;
+
+use mongodb::bson::{doc, Document};
 use tickertape_backend::Result;
 use tickertape_core::rollup::Resolution;
 
-use super::fold::Scope;
 use super::names::PartitionName;
+use super::pass::Slice;
 use super::write::PENDING;
 use crate::error::map_err;
+use crate::find::find_all;
+use crate::layout::need_i64;
 use crate::Shared;
 
 impl Shared {
@@ -19,26 +32,40 @@ impl Shared {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
-        let mut spans = Vec::new();
-        for (p, end) in self.ended_partitions(measurement, None, cutoff).await? {
-            spans.push((p.start, end));
-            if dry_run {
+        let Some(m) = self.measurement_token(measurement).await? else {
+            return Ok(Vec::new());
+        };
+        let m = m as i64;
+        // Documents never span slices: those whose last time is before the start of the
+        // slice holding `cutoff` are exactly those of the slices ended by then.
+        let before = self.layout.partitioning.start_of(cutoff);
+        let mut spans = BTreeSet::new();
+        for p in self.partitions().await? {
+            if p.resolution.is_some() || p.start >= before {
                 continue;
             }
             let collection = p.collection();
+            let filter = doc! { "m": m, "hi": { "$lt": before } };
+            let slices = self.slices_of(&collection, filter.clone(), "hi").await?;
+            spans.extend(slices.iter().map(|&s| self.slice_span(s)));
+            if dry_run || slices.is_empty() {
+                continue;
+            }
             // The rollups outlive the points: bring them up to date first.
-            self.fold_one(&collection, Scope::Verify).await?;
-            self.drop_collection(&p).await?;
-            self.collection(PENDING)
-                .delete_one(doc! { "_id": &collection })
-                .await
-                .map_err(|e| map_err("clear fold mark", e))?;
+            for &start in &slices {
+                let slice = Slice {
+                    collection: p.start,
+                    start,
+                };
+                self.fold_measurement_slice(slice, m).await?;
+            }
+            self.delete_and_drop_if_empty(&p, filter).await?;
         }
-        Ok(spans)
+        Ok(spans.into_iter().collect())
     }
 
-    /// Drops `measurement`'s rollup partitions at `resolution` that end at or before
-    /// `cutoff` (whole collections), or lists them.
+    /// Drops `measurement`'s rollup slots at `resolution` in the slices that end at or
+    /// before `cutoff`, or lists those slices.
     pub(crate) async fn drop_rollups_before(
         &self,
         measurement: &str,
@@ -46,38 +73,69 @@ impl Shared {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
-        let ended = self
-            .ended_partitions(measurement, Some(resolution.nanos()), cutoff)
-            .await?;
-        let mut spans = Vec::new();
-        for (p, end) in ended {
-            if !dry_run {
-                self.drop_collection(&p).await?;
-            }
-            spans.push((p.start, end));
-        }
-        Ok(spans)
-    }
-
-    /// `measurement`'s partitions of values (`resolution: None`) or of rollups at a
-    /// resolution that end at or before `cutoff`, with their ends.
-    async fn ended_partitions(
-        &self,
-        measurement: &str,
-        resolution: Option<i64>,
-        cutoff: i64,
-    ) -> Result<Vec<(PartitionName, i64)>> {
-        let Some(token) = self.measurement_token(measurement).await? else {
+        let Some(m) = self.measurement_token(measurement).await? else {
             return Ok(Vec::new());
         };
-        let by = self.layout.partitioning;
-        Ok(self
-            .partitions(Some(token))
-            .await?
-            .into_iter()
-            .filter(|p| p.resolution == resolution)
-            .map(|p| (p, by.clamped_end_of(p.start)))
-            .filter(|&(_, end)| end <= cutoff)
-            .collect())
+        let before = self.layout.partitioning.start_of(cutoff);
+        let mut spans = BTreeSet::new();
+        for p in self.partitions().await? {
+            if p.resolution != Some(resolution.nanos()) || p.start >= before {
+                continue;
+            }
+            let filter = doc! { "m": m as i64, "p": { "$lt": before } };
+            let slices = self.slices_of(&p.collection(), filter.clone(), "p").await?;
+            spans.extend(slices.iter().map(|&s| self.slice_span(s)));
+            if !dry_run && !slices.is_empty() {
+                self.delete_and_drop_if_empty(&p, filter).await?;
+            }
+        }
+        Ok(spans.into_iter().collect())
+    }
+
+    /// The slices holding the documents of `filter` (placed by their field `time`).
+    async fn slices_of(&self, collection: &str, filter: Document, time: &str) -> Result<Vec<i64>> {
+        let docs = find_all(
+            self.collection(collection)
+                .find(filter)
+                .projection(doc! { time: 1, "_id": 0 }),
+            "list slices past retention",
+        )
+        .await?;
+        let mut slices = BTreeSet::new();
+        for d in &docs {
+            slices.insert(self.layout.partitioning.start_of(need_i64(d, time)?));
+        }
+        Ok(slices.into_iter().collect())
+    }
+
+    fn slice_span(&self, start: i64) -> (i64, i64) {
+        (start, self.layout.partitioning.clamped_end_of(start))
+    }
+
+    /// Deletes the documents of `filter`; drops the collection if that left it empty
+    /// (with its fold marks). A point written into it between the check and the drop
+    /// goes with it, as a point written into a partition retention is dropping.
+    async fn delete_and_drop_if_empty(&self, p: &PartitionName, filter: Document) -> Result<()> {
+        let collection = p.collection();
+        self.collection(&collection)
+            .delete_many(filter)
+            .await
+            .map_err(|e| map_err(&format!("delete expired documents of {collection}"), e))?;
+        let left = self
+            .collection(&collection)
+            .find_one(doc! {})
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(|e| map_err(&format!("read {collection}"), e))?;
+        if left.is_none() {
+            self.drop_collection(p).await?;
+            if p.resolution.is_none() {
+                self.collection(PENDING)
+                    .delete_many(doc! { "_id.c": &collection })
+                    .await
+                    .map_err(|e| map_err("clear fold marks", e))?;
+            }
+        }
+        Ok(())
     }
 }

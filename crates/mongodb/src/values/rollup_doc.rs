@@ -1,15 +1,18 @@
-//! A rollup document: one series' slots at one resolution in one partition
-//! (`sr.<token>.<resolution>.<start>`), and the value documents it was derived from.
+//! A rollup document: one series' slots at one resolution in one slice (in
+//! `sr.<resolution>.<period start>`), and the value documents it was derived from.
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `_id` | series id |
+//! | `_id` | `{s: series id, p: slice start}` |
+//! | `s` | series id again: the shard key, named by every read and write |
+//! | `m` | measurement id: what rollup retention deletes by |
+//! | `p` | slice start again, for retention's `{m, p}` index |
 //! | `v` | `[[w, u], …]`: the value documents (id and version) the slots summarise, sorted |
 //! | `h` | the last time summarised (what a later fold may extend from) |
 //! | `b` | the slots, `tickertape_core::codec::encode_summaries` |
 //!
 //! A reader uses the slots only when `v` is exactly the set of the series' live value
-//! documents in the partition (or the partition's points were dropped by retention):
+//! documents in the slice (or the slice holds none: retention deleted its points):
 //! otherwise it summarises the points itself. So a crash at any step of a fold, or a
 //! write the fold has not seen, can make answers slower but never different.
 
@@ -28,6 +31,9 @@ use crate::layout::{binary, get_binary, need_i64};
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct RollupDoc {
     pub series: i64,
+    pub m: i64,
+    /// The slice summarised (its start).
+    pub slice: i64,
     /// Sorted `(w, u)` of the value documents summarised.
     pub covers: Vec<(i64, i64)>,
     pub high: i64,
@@ -42,7 +48,10 @@ impl RollupDoc {
             .map(|&(w, u)| Bson::Array(vec![Bson::Int64(w), Bson::Int64(u)]))
             .collect();
         doc! {
-            "_id": self.series,
+            "_id": rollup_id(self.series, self.slice),
+            "s": self.series,
+            "m": self.m,
+            "p": self.slice,
             "v": covers,
             "h": self.high,
             "b": binary(encode_summaries(&self.slots)),
@@ -50,7 +59,7 @@ impl RollupDoc {
     }
 
     pub fn parse(d: &Document) -> Result<Self> {
-        let series = need_i64(d, "_id")?;
+        let series = need_i64(d, "s")?;
         let bad = || corrupt(format!("rollup document of series {series}: bad `v`"));
         let mut covers = Vec::new();
         for pair in d.get_array("v").map_err(|_| bad())? {
@@ -66,11 +75,18 @@ impl RollupDoc {
             .map_err(|e| corrupt(format!("rollup document of series {series}: {e}")))?;
         Ok(Self {
             series,
+            m: need_i64(d, "m")?,
+            slice: need_i64(d, "p")?,
             covers,
             high: need_i64(d, "h")?,
             slots,
         })
     }
+}
+
+/// The `_id` of the rollup document of `series` in the slice starting at `slice`.
+pub(crate) fn rollup_id(series: i64, slice: i64) -> Document {
+    doc! { "s": series, "p": slice }
 }
 
 /// Extends `slots` (a series' slots at `resolution`, by time) with `points`, sorted and all
@@ -124,6 +140,8 @@ mod tests {
         let slots = vec![(0, Summary::of(Point::new(3, 1.5)))];
         let d = RollupDoc {
             series: 9,
+            m: 2,
+            slice: 0,
             covers: vec![(1, 1), (4, 7)],
             high: 3,
             slots,

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod counter;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -271,9 +273,9 @@ pub async fn assert_rollups_equal_raw(
     }
 }
 
-/// The stored rollups are caught up, as documents: for every value partition and series
-/// in it, one rollup document per resolution of `kept`, whose `v` is exactly the sorted
-/// `(w, u)` of the series' live value documents there. (`read_segment_rollup` would answer
+/// The stored rollups are caught up, as documents: for every slice and series in it, one
+/// rollup document per resolution of `kept`, whose `v` is exactly the sorted `(w, u)` of
+/// the series' live value documents there. (`read_segment_rollup` would answer
 /// the same from raw points otherwise; this checks that it need not.)
 pub async fn assert_rollup_documents_cover(backend: &MongoBackend, kept: &[Resolution]) {
     use futures::TryStreamExt;
@@ -284,10 +286,9 @@ pub async fn assert_rollup_documents_cover(backend: &MongoBackend, kept: &[Resol
         .expect("client")
         .database(backend.database_name());
     let names = db.list_collection_names().await.expect("list collections");
+    let periods = backend.periods();
     let mut checked = 0;
     for name in names.iter().filter(|n| n.starts_with("sv.")) {
-        let parts: Vec<&str> = name.split('.').collect();
-        let (token, start) = (parts[1], parts[2]);
         let docs: Vec<Document> = db
             .collection::<Document>(name)
             .find(doc! { "x": { "$exists": false } })
@@ -297,23 +298,28 @@ pub async fn assert_rollup_documents_cover(backend: &MongoBackend, kept: &[Resol
             .try_collect()
             .await
             .expect("values");
-        let mut live: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+        // Per (series, slice), the live documents' versions.
+        let mut live: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
         for d in &docs {
             let id = d.get_document("_id").expect("_id");
             let version = (id.get_i64("w").expect("w"), d.get_i64("u").expect("u"));
-            live.entry(id.get_i64("s").expect("s"))
+            let slice = periods.slices().start_of(d.get_i64("hi").expect("hi"));
+            live.entry((id.get_i64("s").expect("s"), slice))
                 .or_default()
                 .push(version);
         }
         for r in kept {
-            let rollups = db.collection::<Document>(&format!("sr.{token}.{}.{start}", r.nanos()));
-            for (s, versions) in &mut live {
+            for ((s, slice), versions) in &mut live {
                 versions.sort_unstable();
-                let stored = rollups
-                    .find_one(doc! { "_id": *s })
+                let collection = format!("sr.{}.{}", r.nanos(), periods.rollups().start_of(*slice));
+                let stored = db
+                    .collection::<Document>(&collection)
+                    .find_one(doc! { "_id": { "s": *s, "p": *slice } })
                     .await
                     .expect("find rollup")
-                    .unwrap_or_else(|| panic!("no rollup {r} of series {s} beside {name}"));
+                    .unwrap_or_else(|| {
+                        panic!("no rollup {r} of series {s} slice {slice} in {collection}")
+                    });
                 let covers: Vec<(i64, i64)> = stored
                     .get_array("v")
                     .expect("v")
@@ -323,7 +329,10 @@ pub async fn assert_rollup_documents_cover(backend: &MongoBackend, kept: &[Resol
                         other => panic!("bad `v` entry {other}"),
                     })
                     .collect();
-                assert_eq!(&covers, versions, "rollup {r} of series {s} beside {name}");
+                assert_eq!(
+                    &covers, versions,
+                    "rollup {r} of series {s} slice {slice} beside {name}"
+                );
                 checked += 1;
             }
         }
