@@ -492,16 +492,8 @@ impl ValueStore for EmbeddedBackend {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
-        let expiry = Expiry {
-            measurement: measurement.to_string(),
-            level: ResolutionOrRaw::Raw,
-            cutoff,
-        };
-        Ok(self
-            .drop_expired(&[expiry], dry_run)
-            .await?
-            .pop()
-            .unwrap_or_default())
+        self.drop_one(measurement, ResolutionOrRaw::Raw, cutoff, dry_run)
+            .await
     }
 
     async fn drop_segment_rollup_before(
@@ -511,16 +503,8 @@ impl ValueStore for EmbeddedBackend {
         cutoff: i64,
         dry_run: bool,
     ) -> Result<Vec<(i64, i64)>> {
-        let expiry = Expiry {
-            measurement: measurement.to_string(),
-            level: ResolutionOrRaw::Rollup(resolution),
-            cutoff,
-        };
-        Ok(self
-            .drop_expired(&[expiry], dry_run)
-            .await?
-            .pop()
-            .unwrap_or_default())
+        let level = ResolutionOrRaw::Rollup(resolution);
+        self.drop_one(measurement, level, cutoff, dry_run).await
     }
 
     /// Every expiry in one background task: each partition rewritten once for all of
@@ -634,5 +618,24 @@ impl NameStore for EmbeddedBackend {
         let tokens = tokens.to_vec();
         self.read(move |db| names::names_of(db, namespace, &tokens))
             .await
+    }
+}
+
+impl EmbeddedBackend {
+    /// One expiry, as [`drop_expired`](ValueStore::drop_expired) drops a pass of them.
+    async fn drop_one(
+        &self,
+        measurement: &str,
+        level: ResolutionOrRaw,
+        cutoff: i64,
+        dry_run: bool,
+    ) -> Result<DroppedPartitions> {
+        let expiry = Expiry {
+            measurement: measurement.to_string(),
+            level,
+            cutoff,
+        };
+        let mut dropped = self.drop_expired(&[expiry], dry_run).await?;
+        Ok(dropped.pop().unwrap_or_default())
     }
 }

@@ -67,14 +67,7 @@ fn shape(query: &str) -> Shape {
     while let Some((at, c)) = chars.next() {
         match c {
             '"' | '\'' | '`' => skip_string(&mut chars, c),
-            '#' => {
-                // A comment, to the end of the line.
-                for (_, c) in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
+            '#' => skip_comment(&mut chars),
             '(' | '[' | '{' => {
                 nesting += 1;
                 deepest = deepest.max(nesting);
@@ -115,6 +108,15 @@ fn shape(query: &str) -> Shape {
     Shape {
         nesting: deepest,
         operators,
+    }
+}
+
+/// Skips a comment, to the end of its line.
+pub(super) fn skip_comment(chars: &mut impl Iterator<Item = (usize, char)>) {
+    for (_, c) in chars {
+        if c == '\n' {
+            return;
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! named `holt_winters` stays as it is), and the parser's messages say the name the
 //! query used.
 
-use super::depth::skip_string;
+use super::depth::{skip_comment, skip_string};
 use std::borrow::Cow;
 
 /// (Prometheus 2.x's name, the parser's name).
@@ -21,13 +21,7 @@ pub(crate) fn current_names(query: &str) -> Cow<'_, str> {
     while let Some((at, c)) = chars.next() {
         match c {
             '"' | '\'' | '`' => skip_string(&mut chars, c),
-            '#' => {
-                for (_, c) in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            }
+            '#' => skip_comment(&mut chars),
             c if c.is_alphanumeric() || c == '_' => {
                 let mut end = at + c.len_utf8();
                 while let Some(&(next, c)) = chars.peek() {

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use tickertape_core::{Point, SeriesKey};
 use tickertape_engine::{Engine, Query};
 
 use super::condition::Filter;
@@ -36,6 +37,31 @@ impl FieldRows<'_> {
 }
 
 impl Plan<'_> {
+    /// Each selected series' raw points of `field` in the statement's range: the series
+    /// the tag conditions keep, each point only if its row passes `rows`.
+    pub(super) async fn kept_points(
+        &self,
+        engine: &Engine,
+        measurement: &str,
+        field: &str,
+        rows: &FieldRows<'_>,
+    ) -> Result<Vec<(SeriesKey, Vec<Point>)>, String> {
+        let range = self.condition.range;
+        let selector = self.condition.selector(measurement, Some(field));
+        let query = Query::raw(selector, range.start, range.end);
+        let answers = engine.query_with(&query, self.budget).await;
+        let mut out = Vec::new();
+        for answer in answers.map_err(engine_error)? {
+            if !self.condition.matches(&answer.key) {
+                continue;
+            }
+            let mut points = answer.points;
+            points.retain(|p| rows.keep(&answer.key.tags, p.time));
+            out.push((answer.key, points));
+        }
+        Ok(out)
+    }
+
     /// The condition's fields read for `measurement` (nothing when it names none).
     pub(super) async fn field_rows(
         &self,

@@ -4,13 +4,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tickertape_core::Point;
-use tickertape_engine::{Engine, Query};
+use tickertape_engine::Engine;
 use tickertape_influxql::{Fill, VarKind};
 
 use super::eval::{join, Eval, Value};
 use super::output::{Cell, Series};
-use super::select::{budget_error, engine_error, FieldData, GroupBy, Node, Plan, RawColumn};
+use super::select::{budget_error, FieldData, GroupBy, Node, Plan, RawColumn};
 use super::show::names_of;
 
 /// The points of one series (its tags), per field.
@@ -149,22 +148,15 @@ impl Plan<'_> {
         fields: &[String],
     ) -> Result<RawGroups, String> {
         let mut groups = RawGroups::new();
-        let range = self.condition.range;
         let field_rows = self.field_rows(engine, measurement).await?;
         let group_by = self.grouping(engine, measurement).await?;
         for field in fields {
-            let selector = self.condition.selector(measurement, Some(field));
-            let query = Query::raw(selector, range.start, range.end);
-            let answers = engine.query_with(&query, self.budget).await;
-            for answer in answers.map_err(engine_error)? {
-                if !self.condition.matches(&answer.key) {
-                    continue;
-                }
-                let mut points: Vec<Point> = answer.points;
-                points.retain(|p| field_rows.keep(&answer.key.tags, p.time));
-                let group = group_by.key(&answer.key);
-                let tagsets = groups.entry(group).or_default();
-                let data = tagsets.entry(answer.key.tags.clone()).or_default();
+            for (key, points) in self
+                .kept_points(engine, measurement, field, &field_rows)
+                .await?
+            {
+                let tagsets = groups.entry(group_by.key(&key)).or_default();
+                let data = tagsets.entry(key.tags).or_default();
                 data.entry(field.clone()).or_default().raw = Some(points);
             }
         }

@@ -5,14 +5,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tickertape_core::Point;
-use tickertape_engine::{Engine, Query};
+use tickertape_engine::Engine;
 use tickertape_influxql::{Expr, Fill, Select, VarKind};
 
 use super::compute::{window_starts, Agg};
 use super::naming::single_selector;
 use super::output::{Cell, Series};
-use super::select::{budget_error, engine_error, GroupBy, Plan};
+use super::select::{budget_error, GroupBy, Plan};
 use super::show::{names_of, MAX_NAMES};
 
 /// How the selector picks its point(s) of a window.
@@ -219,21 +218,16 @@ impl Plan<'_> {
         let range = self.condition.range;
         let field_rows = self.field_rows(engine, measurement).await?;
         for field in &wanted {
-            let selector = self.condition.selector(measurement, Some(field));
-            let query = Query::raw(selector, range.start, range.end);
-            let answers = engine.query_with(&query, self.budget).await;
-            for answer in answers.map_err(engine_error)? {
-                if !self.condition.matches(&answer.key) {
-                    continue;
-                }
-                let mut points: Vec<Point> = answer.points;
-                points.retain(|p| field_rows.keep(&answer.key.tags, p.time));
+            for (key, points) in self
+                .kept_points(engine, measurement, field, &field_rows)
+                .await?
+            {
                 let series = groups
-                    .entry(group_by.key(&answer.key))
+                    .entry(group_by.key(&key))
                     .or_default()
-                    .entry(answer.key.tags.clone())
+                    .entry(key.tags.clone())
                     .or_insert_with(|| SeriesRows {
-                        tags: answer.key.tags.clone(),
+                        tags: key.tags,
                         fields: HashMap::new(),
                     });
                 series
