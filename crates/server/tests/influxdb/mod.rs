@@ -136,6 +136,16 @@ pub fn without_error_text(mut v: Value) -> Value {
 /// Each series' rows sorted by time, then by their text: the order of rows with the same
 /// time left out of the comparison.
 pub fn ties_sorted(mut v: Value) -> Value {
+    each_series(&mut v, |series| {
+        if let Some(rows) = series["values"].as_array_mut() {
+            rows.sort_by_key(|row| (row[0].as_i64(), row.to_string()));
+        }
+    });
+    v
+}
+
+/// Calls `f` with every series of every statement's result of an answer.
+pub fn each_series(v: &mut Value, mut f: impl FnMut(&mut Value)) {
     for result in v
         .get_mut("results")
         .and_then(Value::as_array_mut)
@@ -148,12 +158,9 @@ pub fn ties_sorted(mut v: Value) -> Value {
             .into_iter()
             .flatten()
         {
-            if let Some(rows) = series["values"].as_array_mut() {
-                rows.sort_by_key(|row| (row[0].as_i64(), row.to_string()));
-            }
+            f(series);
         }
     }
-    v
 }
 
 /// An answer's text, cut at 600 characters.

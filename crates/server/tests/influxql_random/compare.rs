@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::statements::Statement;
-use crate::influxdb::{agree, without_error_text};
+use crate::influxdb::{agree, each_series, without_error_text};
 
 /// What a store answered: HTTP status and JSON body.
 pub type Answer = (u16, Value);
@@ -15,26 +15,14 @@ pub type Answer = (u16, Value);
 pub fn normalised(statement: &Statement, answer: Answer) -> Answer {
     let (status, mut json) = answer;
     json = without_error_text(json);
-    for result in json
-        .get_mut("results")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        for series in result
-            .get_mut("series")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            let field_keys = series["columns"] == serde_json::json!(["fieldKey", "fieldType"]);
-            for row in series["values"].as_array_mut().into_iter().flatten() {
-                if field_keys && row[1] == "integer" {
-                    row[1] = Value::String("float".into());
-                }
+    each_series(&mut json, |series| {
+        let field_keys = series["columns"] == serde_json::json!(["fieldKey", "fieldType"]);
+        for row in series["values"].as_array_mut().into_iter().flatten() {
+            if field_keys && row[1] == "integer" {
+                row[1] = Value::String("float".into());
             }
         }
-    }
+    });
     if json.get("error").is_some() {
         json["error"] = Value::Bool(true);
     }
@@ -68,30 +56,18 @@ fn cuts_ties(statement: &Statement) -> bool {
 /// Each series without the rows of its first and last times (where a LIMIT or OFFSET may
 /// cut a run of ties), its row count kept.
 fn without_edges(mut v: Value) -> Value {
-    for result in v
-        .get_mut("results")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        for series in result
-            .get_mut("series")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            let Some(rows) = series["values"].as_array_mut() else {
-                continue;
-            };
-            let count = rows.len();
-            let edges = (
-                rows.first().map(|r| r[0].clone()),
-                rows.last().map(|r| r[0].clone()),
-            );
-            rows.retain(|r| Some(&r[0]) != edges.0.as_ref() && Some(&r[0]) != edges.1.as_ref());
-            series["rows"] = Value::from(count);
-        }
-    }
+    each_series(&mut v, |series| {
+        let Some(rows) = series["values"].as_array_mut() else {
+            return;
+        };
+        let count = rows.len();
+        let edges = (
+            rows.first().map(|r| r[0].clone()),
+            rows.last().map(|r| r[0].clone()),
+        );
+        rows.retain(|r| Some(&r[0]) != edges.0.as_ref() && Some(&r[0]) != edges.1.as_ref());
+        series["rows"] = Value::from(count);
+    });
     v
 }
 
@@ -99,30 +75,18 @@ fn without_edges(mut v: Value) -> Value {
 /// rows of several series at one time come in no order InfluxDB defines (its iterators'
 /// merge order), nor do a window's `distinct()` values.
 fn ties_in_any_order(mut v: Value) -> Value {
-    for result in v
-        .get_mut("results")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        for series in result
-            .get_mut("series")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            let Some(rows) = series["values"].as_array_mut() else {
-                continue;
-            };
-            let mut start = 0;
-            while start < rows.len() {
-                let time = rows[start][0].clone();
-                let end = start + rows[start..].iter().take_while(|r| r[0] == time).count();
-                rows[start..end].sort_by_key(|row| row.to_string());
-                start = end;
-            }
+    each_series(&mut v, |series| {
+        let Some(rows) = series["values"].as_array_mut() else {
+            return;
+        };
+        let mut start = 0;
+        while start < rows.len() {
+            let time = rows[start][0].clone();
+            let end = start + rows[start..].iter().take_while(|r| r[0] == time).count();
+            rows[start..end].sort_by_key(|row| row.to_string());
+            start = end;
         }
-    }
+    });
     v
 }
 
