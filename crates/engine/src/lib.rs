@@ -27,6 +27,7 @@
 pub mod cardinality;
 mod databases;
 mod delete;
+pub mod history;
 pub mod key_limits;
 mod listing;
 pub mod maintenance;
@@ -61,6 +62,7 @@ pub use tickertape_core::{Exhausted, QueryBudget};
 pub use cardinality::Cardinality;
 pub use databases::DEFAULT_DATABASE;
 pub use delete::DeleteReport;
+pub use history::SeriesHistory;
 pub use listing::Listing;
 pub use maintenance::{ExpiredPartition, RebuildReport, RetentionReport};
 pub use query::{CounterDisplay, Query};

@@ -12,7 +12,8 @@
 //!   `@` modifier and `offset`;
 //! - `eval`: the walk over the expression; `range_eval`: range vectors (selectors and
 //!   subqueries) windowed at each step, `sliding` the extremes of a sliding window;
-//!   `subquery`: a subquery's own steps;
+//!   `subquery`: a subquery's own steps; `history`: windows that reach back before a
+//!   series' raw points, read from its rollup slots;
 //!   `binary`, `aggregate`, `functions`, `range_functions`, `histogram`: the operators
 //!   and functions.
 
@@ -23,6 +24,7 @@ mod depth;
 mod eval;
 mod functions;
 mod histogram;
+mod history;
 mod names;
 mod range_eval;
 mod range_functions;
@@ -32,10 +34,11 @@ mod subquery;
 mod value;
 
 pub use depth::{MAX_NESTING, MAX_OPERATORS};
+pub use history::POINT_WINDOW_SLOTS as HISTORY_LEAD_SLOTS;
 pub use promql_parser::parser::Expr;
 pub use select::{matches_all, selections, Fetched, Selection, SelectorId, LOOKBACK_MS};
 pub use subquery::DEFAULT_SUBQUERY_STEP_MS;
-pub use value::{Grid, RawSeries, Series, Value};
+pub use value::{Grid, History, RawSeries, Series, Slot, Value};
 
 use thiserror::Error;
 use tickertape_core::{Exhausted, QueryBudget};

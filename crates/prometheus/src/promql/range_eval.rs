@@ -4,6 +4,7 @@
 
 use super::anchor::Anchor;
 use super::eval::{unwrap_parens, Evaluator};
+use super::history::{from_summaries, summarized, Widening};
 use super::range_functions::{check_args, matrix_arg_index, scalar_arg_indices, RangeFn, Window};
 use super::select::{self, fetched, millis, without_stale};
 use super::sliding::SlidingExtreme;
@@ -100,10 +101,7 @@ impl<'a> Evaluator<'a> {
             if samples.is_empty() {
                 continue;
             }
-            out.push(RawSeries {
-                labels: s.labels.clone(),
-                samples,
-            });
+            out.push(RawSeries::new(s.labels.clone(), samples));
         }
         Ok(Value::Matrix(out))
     }
@@ -117,10 +115,14 @@ impl<'a> Evaluator<'a> {
             self.budget.check()?;
             let samples = input.samples(raw);
             let mut window = select::Window::new(&samples);
+            let widening = Widening::of(raw);
             for (i, p) in present.iter_mut().enumerate() {
-                *p |= !window
-                    .at(input.end(self.grid.time(i)), input.range)
-                    .is_empty();
+                let end = input.end(self.grid.time(i));
+                let range = match widening {
+                    Some(w) if w.reaches(end, input.range) => w.point_range(input.range),
+                    _ => input.range,
+                };
+                *p |= !window.at(end, range).is_empty();
             }
         }
         Ok(super::eval::absent_series(arg, &present))
@@ -149,6 +151,7 @@ impl<'a> Evaluator<'a> {
             self.budget.charge_points(self.steps())?;
             let samples = input.samples(raw);
             let mut window = select::Window::new(&samples);
+            let widening = Widening::of(raw);
             // The same answer as `f`, without a scan of each step's window.
             let mut extreme = match name {
                 "max_over_time" => Some(SlidingExtreme::new(&samples, true)),
@@ -163,13 +166,23 @@ impl<'a> Evaluator<'a> {
                     self.budget.check()?;
                 }
                 let end = input.end(self.grid.time(i));
-                let inside = window.at(end, input.range);
+                // Before the raw points, from the slots (`history`).
+                let mut range = input.range;
+                match (widening, &raw.history) {
+                    (Some(w), Some(h)) if w.reaches(end, range) && from_summaries(name) => {
+                        values.push(summarized(name, h, &samples, end, w.summary_range(range)));
+                        continue;
+                    }
+                    (Some(w), _) if w.reaches(end, range) => range = w.point_range(range),
+                    _ => {}
+                }
+                let inside = window.at(end, range);
                 if inside.is_empty() {
                     values.push(None);
                     continue;
                 }
                 if let Some(extreme) = &mut extreme {
-                    values.push(extreme.at(end, input.range));
+                    values.push(extreme.at(end, range));
                     continue;
                 }
                 for (p, values) in step_params.iter_mut().zip(&params) {
@@ -178,7 +191,7 @@ impl<'a> Evaluator<'a> {
                 check_args(name, &step_params).map_err(PromqlError::Execution)?;
                 let w = Window {
                     samples: inside,
-                    range_start: end.saturating_sub(input.range),
+                    range_start: end.saturating_sub(range),
                     range_end: end,
                     step_time: self.grid.time(i),
                 };

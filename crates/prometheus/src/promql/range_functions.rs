@@ -197,7 +197,7 @@ pub(crate) fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
     (t, c)
 }
 
-fn kahan_sum(values: impl Iterator<Item = f64>) -> f64 {
+pub(crate) fn kahan_sum(values: impl Iterator<Item = f64>) -> f64 {
     let (mut sum, mut c) = (0.0, 0.0);
     for v in values {
         (sum, c) = kahan_inc(v, sum, c);
@@ -232,13 +232,21 @@ fn avg(samples: &[(i64, f64)]) -> f64 {
 
 /// The smallest or largest value (`better(v, current)`), NaN only if all are NaN.
 fn extreme(samples: &[(i64, f64)], better: impl Fn(f64, f64) -> bool) -> f64 {
-    let mut m = samples[0].1;
-    for &(_, v) in samples {
+    extreme_of(samples.iter().map(|s| s.1), better).unwrap_or(f64::NAN)
+}
+
+/// [`extreme`] of any values; `None` for none.
+pub(crate) fn extreme_of(
+    mut values: impl Iterator<Item = f64>,
+    better: impl Fn(f64, f64) -> bool,
+) -> Option<f64> {
+    let mut m = values.next()?;
+    for v in values {
         if better(v, m) || m.is_nan() {
             m = v;
         }
     }
-    m
+    Some(m)
 }
 
 /// The population variance, compensated as Prometheus computes it.

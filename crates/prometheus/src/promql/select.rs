@@ -2,6 +2,7 @@
 //! evaluation, as Prometheus' engine does), and their values at each step.
 
 use super::anchor::Anchor;
+use super::history::Widening;
 use super::value::{Grid, RawSeries, Series};
 use super::PromqlError;
 use promql_parser::label::Matcher;
@@ -141,11 +142,13 @@ pub(crate) fn fetched<'a>(data: &'a Fetched, vs: &VectorSelector) -> &'a [RawSer
 
 /// An instant selector at every step: each series' latest sample in
 /// `[t - lookback, t]`, `t` the time `anchor` looks at for the step, unless that sample
-/// is a stale marker. Series without any value are left out.
+/// is a stale marker. Series without any value are left out. Where the lookback reaches
+/// before a series' raw points, it is one of its rollup slots (`history`).
 pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, anchor: Anchor) -> Vec<Series> {
     raw.iter()
         .filter_map(|s| {
             let mut next = 0; // samples[..next] are at or before the step's time
+            let widening = Widening::of(s);
             let values: Vec<Option<f64>> = (0..grid.len())
                 .map(|i| {
                     let t = anchor.time(grid.time(i));
@@ -153,8 +156,8 @@ pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, anchor: Anchor) -> 
                         next += 1;
                     }
                     let (time, value) = *s.samples.get(next.checked_sub(1)?)?;
-                    (time >= t.saturating_sub(LOOKBACK_MS) && !is_stale_marker(value))
-                        .then_some(value)
+                    let lookback = Widening::lookback(widening, t);
+                    (time >= t.saturating_sub(lookback) && !is_stale_marker(value)).then_some(value)
                 })
                 .collect();
             values.iter().any(Option::is_some).then(|| Series {
@@ -186,6 +189,7 @@ pub(crate) fn sample_times(raw: &[RawSeries], grid: &Grid, anchor: Anchor) -> Ve
                     )
                 })
                 .collect(),
+            history: s.history.clone(),
         })
         .collect();
     instant_vector(&timed, grid, anchor)
@@ -253,6 +257,7 @@ mod tests {
         RawSeries {
             labels: vec![("__name__".into(), "x".into())],
             samples: samples.to_vec(),
+            history: None,
         }
     }
 

@@ -82,6 +82,7 @@ impl Evaluator<'_> {
                     .filter_map(|(i, v)| v.map(|v| (grid.time(i), v)))
                     .collect(),
                 labels: s.labels,
+                history: None,
             })
             .filter(|s| !s.samples.is_empty())
             .collect())

@@ -39,6 +39,7 @@ fn run_with(
                     .copied()
                     .filter(|&(t, _)| t >= sel.start && t <= sel.end)
                     .collect(),
+                history: None,
             })
             .collect();
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
@@ -58,6 +59,7 @@ fn counter(job: &str, instance: &str, per_step: f64) -> RawSeries {
         samples: (0..=240)
             .map(|i| (i * 15_000, i as f64 * per_step))
             .collect(),
+        history: None,
     }
 }
 
@@ -321,6 +323,7 @@ fn topk_and_histogram_quantile() {
     let bucket = |le: &str, n: f64| RawSeries {
         labels: labels(&[("__name__", "d_bucket"), ("le", le)]),
         samples: vec![(0, n)],
+        history: None,
     };
     let h = [bucket("0.1", 10.0), bucket("1", 30.0), bucket("+Inf", 40.0)];
     let out = vector(run(&h, "histogram_quantile(0.5, d_bucket)", Grid::instant(0)).unwrap());

@@ -47,10 +47,73 @@ impl Grid {
 }
 
 /// A selected series as stored: samples in time order, times in ms, stale markers kept.
+///
+/// A series whose raw points the store's retention has dropped before the range ends
+/// also has a [`History`]: its rollup slots there, whose first and last points stand
+/// in `samples` for the dropped ones (see [`RawSeries::with_history`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawSeries {
     pub labels: Labels,
     pub samples: Vec<(i64, f64)>,
+    pub history: Option<History>,
+}
+
+impl RawSeries {
+    /// A series read from raw points throughout, or computed.
+    pub fn new(labels: Labels, samples: Vec<(i64, f64)>) -> Self {
+        Self {
+            labels,
+            samples,
+            history: None,
+        }
+    }
+
+    /// A series whose time before `history.raw_from` is known only from its rollup
+    /// slots, followed by its raw samples (all at or after `raw_from`): the samples are
+    /// each slot's first and last points, then the raw ones. Without slots, the raw
+    /// samples alone.
+    pub fn with_history(labels: Labels, history: History, raw: Vec<(i64, f64)>) -> Self {
+        if history.slots.is_empty() {
+            return Self::new(labels, raw);
+        }
+        let mut samples = Vec::with_capacity(2 * history.slots.len() + raw.len());
+        for slot in &history.slots {
+            samples.push(slot.first);
+            if slot.last.0 != slot.first.0 {
+                samples.push(slot.last);
+            }
+        }
+        samples.extend(raw.into_iter().filter(|&(t, _)| t >= history.raw_from));
+        Self {
+            labels,
+            samples,
+            history: Some(history),
+        }
+    }
+}
+
+/// A series' rollup slots where its raw points are gone: `[start, end)` of each slot
+/// summarised, in time order, every slot ending at or before `raw_from`, where the raw
+/// samples begin.
+#[derive(Clone, Debug, PartialEq)]
+pub struct History {
+    pub slots: Vec<Slot>,
+    pub raw_from: i64,
+}
+
+/// One rollup slot of a series: the summary of its points in `[start, end)` (ms).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slot {
+    pub start: i64,
+    pub end: i64,
+    /// At least 1: a slot without a point is not stored.
+    pub count: u64,
+    pub sum: f64,
+    pub min: f64,
+    pub max: f64,
+    /// The slot's first and last points, `(time, value)`.
+    pub first: (i64, f64),
+    pub last: (i64, f64),
 }
 
 /// One series of a vector: its labels and its value at each step, if it has one.

@@ -7,10 +7,13 @@
 
 use promql_parser::label::{MatchOp as PromOp, Matcher};
 use tickertape_backend::SeriesInfo;
+use tickertape_core::Point;
 use tickertape_core::{MatchOp, SeriesSelector, TagMatcher};
-use tickertape_engine::{Engine, EngineError, QueryBudget};
+use tickertape_engine::{Engine, EngineError, QueryBudget, SeriesHistory};
 use tickertape_prometheus::mapping::{labels_of, metric_name, Labels, METRIC_NAME};
-use tickertape_prometheus::promql::{matches_all, Fetched, RawSeries, Selection};
+use tickertape_prometheus::promql::{
+    matches_all, Fetched, History, RawSeries, Selection, Slot, HISTORY_LEAD_SLOTS,
+};
 
 /// Nanoseconds per millisecond: Prometheus' times are in ms, tickertape's in ns.
 const NS_PER_MS: i64 = 1_000_000;
@@ -110,17 +113,20 @@ pub(crate) async fn fetch(
     Ok(selected
         .into_iter()
         .zip(points)
-        .map(|((labels, _), points)| RawSeries {
-            labels,
-            samples: points
+        .map(|((labels, _), points)| {
+            let samples = points
                 .into_iter()
                 .map(|p| (p.time.div_euclid(NS_PER_MS), p.value))
-                .collect(),
+                .collect();
+            RawSeries::new(labels, samples)
         })
         .collect())
 }
 
-/// Every selection of a query, fetched.
+/// Every selection of a query, fetched for PromQL: where a measurement's raw retention
+/// has dropped the raw points of a selection's range, its rollup slots answer there
+/// (`tickertape_engine::history`), which the evaluator reads as PromQL's `history`
+/// says.
 pub(crate) async fn fetch_all(
     engine: &Engine,
     selections: &[Selection],
@@ -128,10 +134,55 @@ pub(crate) async fn fetch_all(
 ) -> Result<Fetched, EngineError> {
     let mut fetched = Fetched::new();
     for s in selections {
-        let series = fetch(engine, &s.matchers, s.start, s.end, budget).await?;
+        let selected = select_series(engine, &s.matchers).await?;
+        let infos: Vec<SeriesInfo> = selected.iter().map(|(_, i)| i.clone()).collect();
+        let read = engine
+            .read_history_with(
+                &infos,
+                ms_to_ns(s.start),
+                ms_to_ns(s.end),
+                HISTORY_LEAD_SLOTS,
+                budget,
+            )
+            .await?;
+        let series = selected
+            .into_iter()
+            .zip(read)
+            .map(|((labels, _), read)| with_history(labels, read))
+            .collect();
         fetched.insert(s.id, series);
     }
     Ok(fetched)
+}
+
+/// One series' read in PromQL's terms: times in ms.
+fn with_history(labels: Labels, read: SeriesHistory) -> RawSeries {
+    let point = |p: Point| (p.time.div_euclid(NS_PER_MS), p.value);
+    let raw: Vec<(i64, f64)> = read.points.into_iter().map(point).collect();
+    if read.slots.is_empty() {
+        return RawSeries::new(labels, raw);
+    }
+    let slots = read
+        .slots
+        .into_iter()
+        .map(|(resolution, start, s)| Slot {
+            start: start.div_euclid(NS_PER_MS),
+            end: start
+                .saturating_add(resolution.nanos())
+                .div_euclid(NS_PER_MS),
+            count: s.count,
+            sum: s.sum,
+            min: s.min,
+            max: s.max,
+            first: point(s.first),
+            last: point(s.last),
+        })
+        .collect();
+    let history = History {
+        slots,
+        raw_from: read.raw_from.div_euclid(NS_PER_MS),
+    };
+    RawSeries::with_history(labels, history, raw)
 }
 
 pub(crate) fn ms_to_ns(ms: i64) -> i64 {

@@ -59,16 +59,50 @@ impl TestServer {
         Self::launch_with(schema, config, client, QueryLimits::default()).await
     }
 
+    /// A server on a fresh embedded store with the schema `schema`, and a second engine
+    /// over the same store and schema: for the passes `tickertape serve` schedules
+    /// (retention), run when a test says.
+    pub async fn start_sharing(schema: &str) -> (Self, Engine) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend = Arc::new(
+            EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open the store"),
+        );
+        let parsed = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
+        let engine = Engine::new(backend.clone()).with_schema(parsed);
+        let server = Self::serve_backend(
+            dir,
+            backend,
+            schema,
+            ServerConfig::default(),
+            client(),
+            QueryLimits::default(),
+        )
+        .await;
+        (server, engine)
+    }
+
     async fn launch_with(
         schema: &str,
         config: ServerConfig,
         client: reqwest::Client,
         limits: QueryLimits,
     ) -> Self {
-        let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let dir = tempfile::tempdir().expect("temp dir");
-        let backend =
-            EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open the store");
+        let backend = Arc::new(
+            EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open the store"),
+        );
+        Self::serve_backend(dir, backend, schema, config, client, limits).await
+    }
+
+    async fn serve_backend(
+        dir: tempfile::TempDir,
+        backend: Arc<EmbeddedBackend>,
+        schema: &str,
+        config: ServerConfig,
+        client: reqwest::Client,
+        limits: QueryLimits,
+    ) -> Self {
+        let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
@@ -82,7 +116,7 @@ impl TestServer {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(tickertape_server::serve(
             listener,
-            Engine::new(Arc::new(backend))
+            Engine::new(backend)
                 .with_schema(schema)
                 .with_query_limits(limits),
             config,
