@@ -4,6 +4,7 @@
 use crate::StoreFactory;
 use tickertape_backend::{DeleteRange, NameQuery};
 use tickertape_core::database::DatabaseName;
+use tickertape_core::retention_policy::{PolicySpec, RetentionPolicies};
 use tickertape_core::time::Precision;
 use tickertape_core::{Point, SeriesSelector};
 use tickertape_engine::{Engine, EngineError, Query, SeriesRef, SeriesSamples};
@@ -42,6 +43,65 @@ pub async fn databases_are_created_listed_and_dropped(f: &dyn StoreFactory) {
         b.databases().await.expect("list after drop"),
         vec![name("a.b-c_d"), name("telegraf")]
     );
+}
+
+/// Each database's retention policies, the default database's (never listed) too: absent
+/// until set, replaced whole, durable across reopening, kept apart per database, removed
+/// with `None` and with the database; setting them never lists a database.
+pub async fn retention_policies_are_kept_per_database(f: &dyn StoreFactory) {
+    let store = f.create(8).await;
+    let b = store.open().await;
+    let (app, default) = (name("app"), name("tickertape"));
+    assert_eq!(b.retention_policies(&app).await.expect("read"), None);
+    assert!(b.create_database(&app).await.expect("create"));
+    let mut week = RetentionPolicies::autogen(0);
+    let spec = PolicySpec {
+        name: "week".into(),
+        duration_ns: 7 * 86_400_000_000_000,
+        shard_group_duration_ns: None,
+        replica_n: 1,
+    };
+    week.create(&spec, true).expect("a valid policy");
+    let forever = RetentionPolicies::autogen(0);
+    b.set_retention_policies(&app, Some(&forever))
+        .await
+        .expect("set");
+    b.set_retention_policies(&app, Some(&week))
+        .await
+        .expect("replace");
+    b.set_retention_policies(&default, Some(&forever))
+        .await
+        .expect("set the default's");
+    assert_eq!(b.databases().await.expect("list"), vec![app.clone()]);
+    drop(b);
+    let b = store.open().await;
+    assert_eq!(
+        b.retention_policies(&app).await.expect("read"),
+        Some(week.clone())
+    );
+    assert_eq!(
+        b.retention_policies(&default).await.expect("read"),
+        Some(forever)
+    );
+    assert_eq!(
+        b.databases().await.expect("list"),
+        vec![app.clone()],
+        "policies never list a database"
+    );
+    b.set_retention_policies(&default, None)
+        .await
+        .expect("remove");
+    assert!(b.drop_database(&app).await.expect("drop"));
+    drop(b);
+    let b = store.open().await;
+    assert_eq!(b.retention_policies(&default).await.expect("read"), None);
+    assert_eq!(
+        b.retention_policies(&app).await.expect("read"),
+        None,
+        "dropped with the database"
+    );
+    assert!(b.create_database(&app).await.expect("create again"));
+    assert_eq!(b.retention_policies(&app).await.expect("read"), None);
 }
 
 /// Two databases holding a measurement of the same name answer apart through every
