@@ -24,8 +24,8 @@ pub use buckets::{
     raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order,
 };
 pub use databases::{
-    databases_are_created_listed_and_dropped, databases_keep_series_apart,
-    retention_policies_are_kept_per_database,
+    a_databases_default_policy_bounds_its_raw_points, databases_are_created_listed_and_dropped,
+    databases_keep_series_apart, retention_policies_are_kept_per_database,
 };
 pub use deletes::deleted_points_never_come_back;
 pub use derived_rollups::{
