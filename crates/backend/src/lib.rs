@@ -19,7 +19,8 @@
 //! the [`SeriesCatalog`] (which series exist), the [`ValueStore`] (value segments, seed
 //! 000: points, derived rollups, raw retention), the [`BucketStore`] (time buckets with
 //! their partitions, seeds 001/003/004), the [`NameStore`] (seed 002) and the
-//! [`DatabaseCatalog`] (which databases exist); callers take the one they need.
+//! [`DatabaseCatalog`] (which databases exist, and their retention policies); callers take
+//! the one they need.
 //!
 //! Deleting points ([`ValueStore::delete_points`], [`DeleteRange`]) and removing a series
 //! whole ([`SeriesCatalog::remove_series`]) are one contract on every backend too.

@@ -2,8 +2,11 @@
 //! durable), and the engine's namespaces over each backend (series kept apart).
 
 use crate::StoreFactory;
+use std::sync::Arc;
 use tickertape_backend::{DeleteRange, NameQuery};
 use tickertape_core::database::DatabaseName;
+use tickertape_core::retention_policy::{PolicySpec, RetentionPolicies};
+use tickertape_core::time::ManualClock;
 use tickertape_core::time::Precision;
 use tickertape_core::{Point, SeriesSelector};
 use tickertape_engine::{Engine, EngineError, Query, SeriesRef, SeriesSamples};
@@ -42,6 +45,127 @@ pub async fn databases_are_created_listed_and_dropped(f: &dyn StoreFactory) {
         b.databases().await.expect("list after drop"),
         vec![name("a.b-c_d"), name("telegraf")]
     );
+}
+
+/// Each database's retention policies, the default database's (never listed) too: absent
+/// until set, replaced whole, durable across reopening, kept apart per database, removed
+/// with `None` and with the database; setting them never lists a database.
+pub async fn retention_policies_are_kept_per_database(f: &dyn StoreFactory) {
+    let store = f.create(8).await;
+    let b = store.open().await;
+    let (app, default) = (name("app"), name("tickertape"));
+    assert_eq!(b.retention_policies(&app).await.expect("read"), None);
+    assert!(b.create_database(&app).await.expect("create"));
+    let mut week = RetentionPolicies::autogen(0);
+    let spec = PolicySpec {
+        name: "week".into(),
+        duration_ns: 7 * 86_400_000_000_000,
+        shard_group_duration_ns: None,
+        replica_n: 1,
+    };
+    week.create(&spec, true).expect("a valid policy");
+    let forever = RetentionPolicies::autogen(0);
+    b.set_retention_policies(&app, Some(&forever))
+        .await
+        .expect("set");
+    b.set_retention_policies(&app, Some(&week))
+        .await
+        .expect("replace");
+    b.set_retention_policies(&default, Some(&forever))
+        .await
+        .expect("set the default's");
+    assert_eq!(b.databases().await.expect("list"), vec![app.clone()]);
+    drop(b);
+    let b = store.open().await;
+    assert_eq!(
+        b.retention_policies(&app).await.expect("read"),
+        Some(week.clone())
+    );
+    assert_eq!(
+        b.retention_policies(&default).await.expect("read"),
+        Some(forever)
+    );
+    assert_eq!(
+        b.databases().await.expect("list"),
+        vec![app.clone()],
+        "policies never list a database"
+    );
+    b.set_retention_policies(&default, None)
+        .await
+        .expect("remove");
+    assert!(b.drop_database(&app).await.expect("drop"));
+    drop(b);
+    let b = store.open().await;
+    assert_eq!(b.retention_policies(&default).await.expect("read"), None);
+    assert_eq!(
+        b.retention_policies(&app).await.expect("read"),
+        None,
+        "dropped with the database"
+    );
+    assert!(b.create_database(&app).await.expect("create again"));
+    assert_eq!(b.retention_policies(&app).await.expect("read"), None);
+}
+
+const DAY: i64 = 86_400_000_000_000;
+
+/// The default retention policy's duration is its database's raw retention on every
+/// store: the retention pass drops that database's old raw points and keeps another
+/// database's (which has no policy set, and no defaults), and a policy made forever
+/// again drops nothing more.
+pub async fn a_databases_default_policy_bounds_its_raw_points(f: &dyn StoreFactory) {
+    /// The days of `cpu`'s points in `engine`'s database.
+    async fn days(engine: &Engine) -> Vec<i64> {
+        let selector = SeriesSelector {
+            measurement: "cpu".into(),
+            ..SeriesSelector::default()
+        };
+        let answers = engine
+            .query(&Query::raw(selector, 0, 1_000 * DAY))
+            .await
+            .expect("query");
+        answers
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.time / DAY))
+            .collect()
+    }
+    let store = f.create(8).await;
+    let clock = Arc::new(ManualClock::new(100 * DAY));
+    let backend = store.open().await;
+    let root = Engine::with_clock(backend.clone(), clock.clone());
+    assert!(root.create_database("app").await.expect("create"));
+    let app = root.database(Some("app")).await.expect("app exists");
+    let body = format!("cpu,host=a v=1 {}\ncpu,host=a v=2 {}\n", DAY, 99 * DAY);
+    write(&root, &body).await;
+    write(&app, &body).await;
+    let week = PolicySpec {
+        name: "month".into(),
+        duration_ns: 30 * DAY,
+        shard_group_duration_ns: None,
+        replica_n: 1,
+    };
+    app.change_retention_policies(|p| p.create(&week, true))
+        .await
+        .expect("a valid policy");
+    // Retention drops whole partitions of what the store has flushed.
+    backend.compact().await.expect("compact");
+    let report = root.apply_retention(false).await.expect("retention");
+    assert!(
+        report.dropped.iter().all(|p| p.measurement.contains("app")),
+        "{report:?}"
+    );
+    assert_eq!(days(&app).await, vec![99]);
+    assert_eq!(days(&root).await, vec![1, 99]);
+    let forever = tickertape_core::retention_policy::PolicyChange {
+        duration_ns: Some(0),
+        ..Default::default()
+    };
+    app.change_retention_policies(|p| p.alter("month", &forever))
+        .await
+        .expect("forever");
+    clock.advance(365 * DAY);
+    root.apply_retention(false).await.expect("retention");
+    assert_eq!(days(&app).await, vec![99]);
+    assert_eq!(days(&root).await, vec![1, 99]);
 }
 
 /// Two databases holding a measurement of the same name answer apart through every

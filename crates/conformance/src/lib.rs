@@ -23,7 +23,10 @@ pub use buckets::{
     counter_slots_accumulate, partitions_are_listed_and_dropped, preallocated_slots_read_as_absent,
     raw_buckets_set_once_per_slot, raw_totals_sum_in_write_order,
 };
-pub use databases::{databases_are_created_listed_and_dropped, databases_keep_series_apart};
+pub use databases::{
+    a_databases_default_policy_bounds_its_raw_points, databases_are_created_listed_and_dropped,
+    databases_keep_series_apart, retention_policies_are_kept_per_database,
+};
 pub use deletes::deleted_points_never_come_back;
 pub use derived_rollups::{
     derived_rollups_equal_the_raw_slots, one_retention_call_drops_each_expiry,

@@ -27,6 +27,7 @@ pub mod matcher;
 pub mod model;
 pub mod partition;
 pub mod query;
+pub mod retention_policy;
 pub mod rollup;
 pub mod schema;
 pub mod segment;

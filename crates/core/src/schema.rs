@@ -26,6 +26,7 @@
 //! "segments" or "buckets")`), so that a typo fails at start-up rather than silently
 //! storing data some other way.
 
+use crate::retention_policy::PolicyRetention;
 use crate::rollup::{BucketGeometry, Resolution, ResolutionOrRaw, MAX_RESOLUTION_NS};
 use crate::time::{format_duration, parse_duration, TimeError, NANOS_PER_SECOND};
 use serde::de::DeserializeOwned;
@@ -122,6 +123,11 @@ pub struct MeasurementSchema {
     /// Pre-allocate the next period's raw bucket documents (buckets only). Off by
     /// default: measured not to help on either backend (docs/BENCHMARKS.md).
     pub preallocate: bool,
+    /// Whether the raw points' retention is the store's default (`[defaults]`,
+    /// `--retention`) rather than the measurement's own table's: true for a measurement
+    /// not listed, or listed as value segments without a `retention`. Where it is, a
+    /// database's default retention policy replaces it ([`Self::raw_retention_ns_under`]).
+    pub raw_retention_from_defaults: bool,
 }
 
 /// The rollups a value-segment measurement keeps unless its config says otherwise: 1h and
@@ -142,6 +148,7 @@ impl Default for MeasurementSchema {
             retention: BTreeMap::new(),
             change_only: false,
             preallocate: false,
+            raw_retention_from_defaults: true,
         }
     }
 }
@@ -163,6 +170,30 @@ impl MeasurementSchema {
     /// How long `level` is kept, ns; `None`: forever.
     pub fn retention_ns(&self, level: ResolutionOrRaw) -> Option<i64> {
         self.retention.get(&level).copied()
+    }
+
+    /// How long this measurement's raw points are kept in a database whose retention
+    /// policies say `policy`, ns; `None`: forever. The one rule of precedence: a
+    /// measurement's own `retention` in the config comes first, then the database's
+    /// default policy, then the store's defaults (`[defaults]`, `--retention`).
+    pub fn raw_retention_ns_under(&self, policy: PolicyRetention) -> Option<i64> {
+        match policy {
+            PolicyRetention::Keep(duration) if self.raw_retention_from_defaults => duration,
+            _ => self.retention_ns(ResolutionOrRaw::Raw),
+        }
+    }
+
+    /// How long `level` is kept in a database whose policies say `policy`: the raw
+    /// points as [`Self::raw_retention_ns_under`] says, rollups by the config alone.
+    pub fn retention_ns_under(
+        &self,
+        level: ResolutionOrRaw,
+        policy: PolicyRetention,
+    ) -> Option<i64> {
+        match level {
+            ResolutionOrRaw::Raw => self.raw_retention_ns_under(policy),
+            rollup => self.retention_ns(rollup),
+        }
     }
 }
 
@@ -432,6 +463,7 @@ impl RawMeasurement {
                 .change_only
                 .unwrap_or(defaults.change_only && layout == Layout::Segments),
             preallocate: self.preallocate.unwrap_or(false),
+            raw_retention_from_defaults: inherited,
         })
     }
 }

@@ -14,6 +14,7 @@
 //! makes a new namespace. The list is cached and read again after [`KNOWN_FOR`], or at once
 //! when a name is missing from it, so a database another server created is found.
 
+use crate::retention_policies::PolicyCache;
 use crate::series_cache::SeriesCache;
 use crate::{DeleteReport, Engine, EngineError};
 use std::borrow::Cow;
@@ -54,6 +55,8 @@ pub(crate) struct Databases {
     default: Arc<View>,
     views: Mutex<HashMap<DatabaseName, Arc<View>>>,
     known: RwLock<Option<(Instant, BTreeSet<DatabaseName>)>>,
+    /// Each database's retention policies as last read (`retention_policies.rs`).
+    pub(crate) policies: PolicyCache,
 }
 
 impl Databases {
@@ -62,6 +65,7 @@ impl Databases {
             default: View::new(default_name, Namespace::Default),
             views: Mutex::new(HashMap::new()),
             known: RwLock::new(None),
+            policies: PolicyCache::default(),
         }
     }
 
@@ -189,8 +193,13 @@ impl Engine {
             report.series_removed += one.series_removed;
         }
         if *engine.database_name() != *self.default_database() {
+            // The backend drops the database's retention policies with its name.
             self.backend.drop_database(engine.database_name()).await?;
             self.databases.forget();
+            self.databases.policies.forget(engine.database_name());
+        } else {
+            self.forget_retention_policies(engine.database_name())
+                .await?;
         }
         tracing::info!(database = %engine.database_name(), series = report.series_removed, "dropped a database");
         Ok(report)

@@ -13,6 +13,7 @@ use crate::{Engine, EngineError, QueryBudget};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::SeriesInfo;
 use tickertape_core::query::Summary;
+use tickertape_core::retention_policy::PolicyRetention;
 use tickertape_core::rollup::{Resolution, ResolutionOrRaw};
 use tickertape_core::schema::{Layout, MeasurementSchema};
 use tickertape_core::Point;
@@ -41,11 +42,12 @@ pub(crate) struct HistoryPlan {
 }
 
 impl HistoryPlan {
-    /// The plan for one series of a measurement with `schema` at `now` (ns). Slots are
-    /// read from `lead_slots` slots before the one holding `start`, for the reader that
-    /// widens its windows there.
+    /// The plan for one series of a measurement with `schema` whose raw points are kept
+    /// `raw_keep` (ns; `None`: forever) at `now` (ns). Slots are read from `lead_slots`
+    /// slots before the one holding `start`, for the reader that widens its windows there.
     pub(crate) fn new(
         schema: &MeasurementSchema,
+        raw_keep: Option<i64>,
         now: i64,
         start: i64,
         end: i64,
@@ -55,7 +57,7 @@ impl HistoryPlan {
             levels: Vec::new(),
             raw_from: start,
         };
-        let Some(raw_keep) = schema.retention_ns(ResolutionOrRaw::Raw) else {
+        let Some(raw_keep) = raw_keep else {
             return raw_only;
         };
         let mut rollups = schema.rollups.clone();
@@ -142,8 +144,9 @@ impl Engine {
     ) -> Result<Vec<SeriesHistory>, EngineError> {
         self.check_series_limit(series.len())?;
         let now = self.now_nanos();
+        let policy = self.policy_retention().await?;
         let mut reads = stream::iter(series.to_vec())
-            .map(|info| self.read_history_of(info, start, end, now, lead_slots))
+            .map(|info| self.read_history_of(info, start, end, (now, policy), lead_slots))
             .buffered(CONCURRENT_SERIES_READS);
         let mut out = Vec::with_capacity(series.len());
         while let Some(history) = reads.try_next().await? {
@@ -159,11 +162,12 @@ impl Engine {
         info: SeriesInfo,
         start: i64,
         end: i64,
-        now: i64,
+        (now, policy): (i64, PolicyRetention),
         lead_slots: i64,
     ) -> Result<SeriesHistory, EngineError> {
         let schema = self.schema.for_measurement(&info.key.measurement);
-        let plan = HistoryPlan::new(schema, now, start, end, lead_slots);
+        let raw_keep = schema.raw_retention_ns_under(policy);
+        let plan = HistoryPlan::new(schema, raw_keep, now, start, end, lead_slots);
         let mut slots = Vec::new();
         for &(r, from, to) in &plan.levels {
             let read = self.rollup_slots(&info, r, from, to).await?;
@@ -207,16 +211,16 @@ mod tests {
     fn without_a_raw_retention_or_rollups_everything_is_raw() {
         let now = 100 * D;
         let keep_all = schema(&[Resolution::HOUR], &[]);
-        assert!(HistoryPlan::new(&keep_all, now, 0, now, 2)
+        assert!(HistoryPlan::new(&keep_all, None, now, 0, now, 2)
             .levels
             .is_empty());
         let no_rollups = schema(&[], &[(ResolutionOrRaw::Raw, 7 * D)]);
-        assert!(HistoryPlan::new(&no_rollups, now, 0, now, 2)
+        assert!(HistoryPlan::new(&no_rollups, Some(7 * D), now, 0, now, 2)
             .levels
             .is_empty());
         // A read within the raw retention reads raw too.
         let s = schema(&[Resolution::HOUR], &[(ResolutionOrRaw::Raw, 7 * D)]);
-        let plan = HistoryPlan::new(&s, now, now - 6 * D, now, 2);
+        let plan = HistoryPlan::new(&s, Some(7 * D), now, now - 6 * D, now, 2);
         assert_eq!(plan.levels, []);
         assert_eq!(plan.raw_from, now - 6 * D);
     }
@@ -225,7 +229,7 @@ mod tests {
     fn slots_answer_before_the_raw_horizon_and_raw_points_after() {
         let now = 100 * D + 30 * 60_000_000_000; // half past midnight
         let s = schema(&[Resolution::HOUR], &[(ResolutionOrRaw::Raw, 7 * D)]);
-        let plan = HistoryPlan::new(&s, now, 70 * D + 5, now, 2);
+        let plan = HistoryPlan::new(&s, Some(7 * D), now, 70 * D + 5, now, 2);
         // The raw points from the first whole hour after the horizon.
         assert_eq!(plan.raw_from, 93 * D + H);
         assert_eq!(
@@ -244,7 +248,7 @@ mod tests {
                 (ResolutionOrRaw::Rollup(Resolution::HOUR), 30 * D),
             ],
         );
-        let plan = HistoryPlan::new(&s, now, 300 * D, now, 1);
+        let plan = HistoryPlan::new(&s, Some(7 * D), now, 300 * D, now, 1);
         assert_eq!(plan.raw_from, 393 * D);
         assert_eq!(
             plan.levels,
@@ -254,7 +258,7 @@ mod tests {
             ]
         );
         // A read that ends before the raw points reads no slot past its end.
-        let plan = HistoryPlan::new(&s, now, 300 * D, 300 * D + 5 * H, 1);
+        let plan = HistoryPlan::new(&s, Some(7 * D), now, 300 * D, 300 * D + 5 * H, 1);
         assert_eq!(plan.levels, [(Resolution::DAY, 299 * D, 301 * D)]);
         assert_eq!(plan.raw_from, 393 * D);
     }

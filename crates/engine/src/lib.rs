@@ -36,6 +36,7 @@ mod parse;
 mod plan;
 pub mod query;
 pub mod read;
+mod retention_policies;
 mod rollup_source;
 mod samples;
 mod samples_read;
@@ -85,6 +86,10 @@ pub enum EngineError {
     /// A request named a database that does not exist (InfluxDB 1.x's words).
     #[error("database not found: {0:?}")]
     UnknownDatabase(String),
+    /// A retention policy statement refused, or a request naming a policy its database
+    /// does not have (InfluxDB 1.x's words).
+    #[error(transparent)]
+    RetentionPolicy(#[from] tickertape_core::retention_policy::PolicyError),
     /// The query's client went away; its work stopped ([`QueryBudget::cancel_on_drop`]).
     #[error("{}", Exhausted::Cancelled)]
     Cancelled,

@@ -9,8 +9,9 @@ use tickertape_backend::DocumentStart;
 use tickertape_backend::{
     BackendError, BucketFamily, BucketWrite, Expiry, NameSpace, Partition, SeriesInfo,
 };
-use tickertape_core::database::{describe_stored, split_stored};
+use tickertape_core::database::{describe_stored, split_stored, DatabaseName};
 use tickertape_core::query::{select_range, without_stale_markers};
+use tickertape_core::retention_policy::PolicyRetention;
 use tickertape_core::rollup::{rollup_updates, BucketGeometry, Resolution, ResolutionOrRaw};
 use tickertape_core::schema::Layout;
 use tickertape_core::time::window_start;
@@ -59,7 +60,10 @@ impl Engine {
     /// A partition of a measurement or resolution without a retention is kept.
     pub async fn apply_retention(&self, dry_run: bool) -> Result<RetentionReport, EngineError> {
         let now = self.clock.now_nanos();
-        let mut report = self.apply_segment_retention(now, dry_run).await?;
+        let policies = self.policy_retentions().await?;
+        let mut report = self
+            .apply_segment_retention(now, dry_run, &policies)
+            .await?;
         let partitions = self.backend.list_partitions().await?;
         let names = self.measurement_names(&partitions).await?;
         for partition in partitions {
@@ -69,8 +73,7 @@ impl Engine {
             };
             let name = &describe_stored(stored);
             let level = partition.family().resolution();
-            let schema = self.schema.for_measurement(split_stored(stored).1);
-            let retention = schema.retention_ns(level);
+            let retention = self.retention_of_stored(stored, level, &policies);
             let expired = retention.filter(|&keep| partition.end() <= now.saturating_sub(keep));
             let Some(retention) = expired else {
                 report.kept += 1;
@@ -103,6 +106,7 @@ impl Engine {
         &self,
         now: i64,
         dry_run: bool,
+        policies: &HashMap<DatabaseName, PolicyRetention>,
     ) -> Result<RetentionReport, EngineError> {
         let mut kept = Vec::new();
         for stored in self.stored_measurements().await? {
@@ -113,7 +117,7 @@ impl Engine {
             let levels = std::iter::once(ResolutionOrRaw::Raw)
                 .chain(m.rollups.iter().map(|&r| ResolutionOrRaw::Rollup(r)));
             for level in levels {
-                if let Some(retention) = m.retention_ns(level) {
+                if let Some(retention) = self.retention_of_stored(&stored, level, policies) {
                     kept.push((stored.clone(), (level, retention)));
                 }
             }
@@ -147,6 +151,28 @@ impl Engine {
             }
         }
         Ok(report)
+    }
+
+    /// How long `level` of the measurement stored as `stored` is kept, ns (`None`:
+    /// forever): its schema under its database's retention policies
+    /// (`MeasurementSchema::retention_ns_under`, the one rule of precedence).
+    fn retention_of_stored(
+        &self,
+        stored: &str,
+        level: ResolutionOrRaw,
+        policies: &HashMap<DatabaseName, PolicyRetention>,
+    ) -> Option<i64> {
+        let (database, measurement) = split_stored(stored);
+        let database = match database {
+            None => Some(self.default_database().clone()),
+            Some(name) => DatabaseName::of_store(name).ok(),
+        };
+        let policy = database
+            .and_then(|d| policies.get(&d).copied())
+            .unwrap_or(PolicyRetention::Unset);
+        self.schema
+            .for_measurement(measurement)
+            .retention_ns_under(level, policy)
     }
 
     /// Every measurement the store holds series of, by its stored name (every database's).
@@ -309,7 +335,7 @@ impl Engine {
             .await?;
         let token = self.measurement_token(measurement).await?;
         let raw_horizon = schema
-            .retention_ns(ResolutionOrRaw::Raw)
+            .raw_retention_ns_under(self.policy_retention().await?)
             .map(|keep| self.clock.now_nanos().saturating_sub(keep));
         let mut report = RebuildReport {
             series: series.len(),

@@ -59,8 +59,48 @@ pub enum Statement {
         on: Option<String>,
     },
     ShowDatabases,
-    CreateDatabase(String),
+    /// `CREATE DATABASE db [WITH [DURATION d] [REPLICATION n] [SHARD DURATION d] [NAME rp]]`.
+    CreateDatabase {
+        name: String,
+        with: Option<PolicyDefinition>,
+    },
     DropDatabase(String),
+    /// `CREATE RETENTION POLICY rp ON db DURATION d REPLICATION n [SHARD DURATION d] [DEFAULT]`.
+    CreateRetentionPolicy {
+        name: String,
+        database: String,
+        /// ns; 0 is `INF` (forever).
+        duration: i64,
+        replication: u32,
+        shard_duration: Option<i64>,
+        default: bool,
+    },
+    /// `ALTER RETENTION POLICY rp ON db` and at least one of `DURATION d`, `REPLICATION n`,
+    /// `SHARD DURATION d`, `DEFAULT`, in any order.
+    AlterRetentionPolicy {
+        name: String,
+        database: String,
+        duration: Option<i64>,
+        replication: Option<u32>,
+        shard_duration: Option<i64>,
+        default: bool,
+    },
+    /// `DROP RETENTION POLICY rp ON db`.
+    DropRetentionPolicy {
+        name: String,
+        database: String,
+    },
+}
+
+/// `CREATE DATABASE … WITH`'s policy: what is left out takes InfluxDB's defaults
+/// (`INF`, replication 1, the shard duration for the duration, the name `autogen`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PolicyDefinition {
+    /// ns; 0 is `INF`.
+    pub duration: Option<i64>,
+    pub replication: Option<u32>,
+    pub shard_duration: Option<i64>,
+    pub name: Option<String>,
 }
 
 impl Statement {

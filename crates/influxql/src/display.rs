@@ -50,6 +50,18 @@ impl Display for Str<'_> {
 /// A duration in the largest unit that holds it exactly.
 pub struct Duration(pub i64);
 
+/// A retention policy's duration: [`Duration`], `INF` for 0 (forever).
+pub struct PolicyDuration(pub i64);
+
+impl Display for PolicyDuration {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => f.write_str("INF"),
+            ns => write!(f, "{}", Duration(ns)),
+        }
+    }
+}
+
 impl Display for Duration {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         const UNITS: [(i64, &str); 7] = [
@@ -349,8 +361,78 @@ impl Display for Statement {
                 on(f, database)
             }
             Statement::ShowDatabases => f.write_str("SHOW DATABASES"),
-            Statement::CreateDatabase(name) => write!(f, "CREATE DATABASE {}", Ident(name)),
+            Statement::CreateDatabase { name, with } => {
+                write!(f, "CREATE DATABASE {}", Ident(name))?;
+                let Some(with) = with else { return Ok(()) };
+                f.write_str(" WITH")?;
+                if let Some(d) = with.duration {
+                    write!(f, " DURATION {}", PolicyDuration(d))?;
+                }
+                clause(f, "REPLICATION", &with.replication)?;
+                if let Some(d) = with.shard_duration {
+                    write!(f, " SHARD DURATION {}", PolicyDuration(d))?;
+                }
+                match &with.name {
+                    Some(name) => write!(f, " NAME {}", Ident(name)),
+                    None => Ok(()),
+                }
+            }
             Statement::DropDatabase(name) => write!(f, "DROP DATABASE {}", Ident(name)),
+            Statement::CreateRetentionPolicy {
+                name,
+                database,
+                duration,
+                replication,
+                shard_duration,
+                default,
+            } => {
+                write!(
+                    f,
+                    "CREATE RETENTION POLICY {} ON {} DURATION {} REPLICATION {replication}",
+                    Ident(name),
+                    Ident(database),
+                    PolicyDuration(*duration)
+                )?;
+                if let Some(d) = shard_duration {
+                    write!(f, " SHARD DURATION {}", PolicyDuration(*d))?;
+                }
+                if *default {
+                    f.write_str(" DEFAULT")?;
+                }
+                Ok(())
+            }
+            Statement::AlterRetentionPolicy {
+                name,
+                database,
+                duration,
+                replication,
+                shard_duration,
+                default,
+            } => {
+                write!(
+                    f,
+                    "ALTER RETENTION POLICY {} ON {}",
+                    Ident(name),
+                    Ident(database)
+                )?;
+                if let Some(d) = duration {
+                    write!(f, " DURATION {}", PolicyDuration(*d))?;
+                }
+                clause(f, "REPLICATION", replication)?;
+                if let Some(d) = shard_duration {
+                    write!(f, " SHARD DURATION {}", PolicyDuration(*d))?;
+                }
+                if *default {
+                    f.write_str(" DEFAULT")?;
+                }
+                Ok(())
+            }
+            Statement::DropRetentionPolicy { name, database } => write!(
+                f,
+                "DROP RETENTION POLICY {} ON {}",
+                Ident(name),
+                Ident(database)
+            ),
         }
     }
 }

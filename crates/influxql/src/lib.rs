@@ -2,7 +2,8 @@
 //! the subset that Grafana's InfluxDB data source generates and people type into the
 //! `influx` shell — `SELECT` with aggregates, transformations, `WHERE`, `GROUP BY
 //! time()`/tags, `fill()`, `ORDER BY`, `LIMIT`/`SLIMIT`/`OFFSET`, `tz()`; the `SHOW`
-//! statements a data source's pickers send; `CREATE DATABASE`. No I/O: the server runs
+//! statements a data source's pickers send; `CREATE`/`DROP DATABASE`, `CREATE`/`ALTER`/`DROP
+//! RETENTION POLICY`. No I/O: the server runs
 //! what this parses.
 //!
 //! # Why winnow
@@ -34,6 +35,7 @@ mod statement;
 pub use ast::*;
 pub use expr::MAX_DEPTH;
 
+use statement::STATEMENTS;
 use winnow::ascii::multispace0;
 use winnow::combinator::eof;
 use winnow::error::{ContextError, StrContext, StrContextValue};
@@ -56,9 +58,7 @@ pub struct ParseError {
 
 /// Statement keywords of InfluxQL that tickertape does not run: named in the error, so
 /// the user reads "not supported" rather than a syntax complaint.
-const UNSUPPORTED: &[&str] = &[
-    "ALTER", "DELETE", "EXPLAIN", "GRANT", "KILL", "REVOKE", "SET",
-];
+const UNSUPPORTED: &[&str] = &["DELETE", "EXPLAIN", "GRANT", "KILL", "REVOKE", "SET"];
 
 /// Parses `;`-separated statements (blank ones are skipped; none at all is an error).
 pub fn parse(text: &str) -> Result<Query, ParseError> {
@@ -118,9 +118,7 @@ fn error(text: &str, rest: &str, e: Option<ContextError>) -> ParseError {
     let word = first_word(rest.trim_start());
     if rest.len() == text.len() || expected.starts_with("SELECT") {
         if let Some(k) = UNSUPPORTED.iter().find(|k| k.eq_ignore_ascii_case(word)) {
-            expected = format!(
-                "SELECT, SHOW, CREATE DATABASE, DROP DATABASE ({k} is not supported by tickertape)"
-            );
+            expected = format!("{STATEMENTS} ({k} is not supported by tickertape)");
         }
     }
     error_expected(text, rest, expected)

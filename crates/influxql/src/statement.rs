@@ -1,4 +1,5 @@
-//! Statements: `SELECT`, the `SHOW`s of the subset, `CREATE DATABASE`, `DROP DATABASE`.
+//! Statements: `SELECT`, the `SHOW`s of the subset, `CREATE DATABASE`, `DROP DATABASE`,
+//! `CREATE`/`ALTER`/`DROP RETENTION POLICY`.
 
 use winnow::combinator::{alt, cut_err, opt, preceded, separated};
 use winnow::prelude::*;
@@ -10,19 +11,171 @@ use crate::lex::{
     In, Numeric,
 };
 
+/// The statements the parser takes, as its errors name them.
+pub const STATEMENTS: &str =
+    "SELECT, SHOW, CREATE DATABASE, DROP DATABASE, CREATE/ALTER/DROP RETENTION POLICY";
+
 pub fn statement(i: &mut In<'_>) -> ModalResult<Statement> {
     one_of_these(
-        "SELECT, SHOW, CREATE DATABASE, DROP DATABASE",
+        STATEMENTS,
         alt((
             preceded(kw("SELECT"), cut_err(select)).map(|s| Statement::Select(Box::new(s))),
             preceded(kw("SHOW"), cut_err(show)),
-            preceded((kw("CREATE"), cut_err(kw("DATABASE"))), cut_err(ident))
-                .map(Statement::CreateDatabase),
-            preceded((kw("DROP"), cut_err(kw("DATABASE"))), cut_err(ident))
-                .map(Statement::DropDatabase),
+            preceded(
+                kw("CREATE"),
+                cut_err(one_of_these(
+                    "DATABASE, RETENTION",
+                    alt((
+                        preceded(kw("DATABASE"), cut_err(create_database)),
+                        preceded(
+                            (kw("RETENTION"), cut_err(kw("POLICY"))),
+                            cut_err(create_policy),
+                        ),
+                    )),
+                )),
+            ),
+            preceded(
+                kw("DROP"),
+                cut_err(one_of_these(
+                    "DATABASE, RETENTION",
+                    alt((
+                        preceded(kw("DATABASE"), cut_err(ident)).map(Statement::DropDatabase),
+                        preceded((kw("RETENTION"), cut_err(kw("POLICY"))), cut_err(policy_on)).map(
+                            |(name, database)| Statement::DropRetentionPolicy { name, database },
+                        ),
+                    )),
+                )),
+            ),
+            preceded(
+                (kw("ALTER"), cut_err(kw("RETENTION")), cut_err(kw("POLICY"))),
+                cut_err(alter_policy),
+            ),
         )),
     )
     .parse_next(i)
+}
+
+/// `rp ON db`.
+fn policy_on(i: &mut In<'_>) -> ModalResult<(String, String)> {
+    let name = ident(i)?;
+    kw("ON").parse_next(i)?;
+    let database = cut_err(ident).parse_next(i)?;
+    Ok((name, database))
+}
+
+/// A policy's duration: a positive duration literal, `0s`, or `INF` (forever, 0).
+fn policy_duration(i: &mut In<'_>) -> ModalResult<i64> {
+    if opt(kw("INF")).parse_next(i)?.is_some() {
+        return Ok(0);
+    }
+    let start = *i;
+    let ns = duration.parse_next(i)?;
+    if ns < 0 {
+        *i = start;
+        return fail_expected("duration");
+    }
+    Ok(ns)
+}
+
+/// `REPLICATION n`'s n: InfluxDB's 1 to 2³¹ − 1.
+fn replication(i: &mut In<'_>) -> ModalResult<u32> {
+    let start = *i;
+    match count.parse_next(i)? {
+        n @ 1..=0x7fff_ffff => Ok(n as u32),
+        _ => {
+            *i = start;
+            fail_expected("integer from 1 to 2147483647")
+        }
+    }
+}
+
+fn create_database(i: &mut In<'_>) -> ModalResult<Statement> {
+    let name = ident(i)?;
+    if opt(kw("WITH")).parse_next(i)?.is_none() {
+        return Ok(Statement::CreateDatabase { name, with: None });
+    }
+    let mut with = PolicyDefinition::default();
+    let mut any = false;
+    if opt(kw("DURATION")).parse_next(i)?.is_some() {
+        with.duration = Some(cut_err(policy_duration).parse_next(i)?);
+        any = true;
+    }
+    if opt(kw("REPLICATION")).parse_next(i)?.is_some() {
+        with.replication = Some(cut_err(replication).parse_next(i)?);
+        any = true;
+    }
+    if opt(kw("SHARD")).parse_next(i)?.is_some() {
+        cut_err(kw("DURATION")).parse_next(i)?;
+        with.shard_duration = Some(cut_err(policy_duration).parse_next(i)?);
+        any = true;
+    }
+    if opt(kw("NAME")).parse_next(i)?.is_some() {
+        with.name = Some(cut_err(ident).parse_next(i)?);
+        any = true;
+    }
+    if !any {
+        return fail_expected("DURATION, NAME, REPLICATION, SHARD");
+    }
+    Ok(Statement::CreateDatabase {
+        name,
+        with: Some(with),
+    })
+}
+
+fn create_policy(i: &mut In<'_>) -> ModalResult<Statement> {
+    let (name, database) = policy_on(i)?;
+    cut_err(kw("DURATION")).parse_next(i)?;
+    let duration = cut_err(policy_duration).parse_next(i)?;
+    cut_err(kw("REPLICATION")).parse_next(i)?;
+    let replication = cut_err(replication).parse_next(i)?;
+    let shard_duration = opt(preceded(
+        (kw("SHARD"), cut_err(kw("DURATION"))),
+        cut_err(policy_duration),
+    ))
+    .parse_next(i)?;
+    let default = opt(kw("DEFAULT")).parse_next(i)?.is_some();
+    Ok(Statement::CreateRetentionPolicy {
+        name,
+        database,
+        duration,
+        replication,
+        shard_duration,
+        default,
+    })
+}
+
+/// `ALTER RETENTION POLICY rp ON db` and its clauses in any order, each at most once.
+fn alter_policy(i: &mut In<'_>) -> ModalResult<Statement> {
+    let (name, database) = policy_on(i)?;
+    let (mut duration, mut replication_n, mut shard_duration, mut default) =
+        (None, None, None, false);
+    loop {
+        let start = *i;
+        if duration.is_none() && opt(kw("DURATION")).parse_next(i)?.is_some() {
+            duration = Some(cut_err(policy_duration).parse_next(i)?);
+        } else if replication_n.is_none() && opt(kw("REPLICATION")).parse_next(i)?.is_some() {
+            replication_n = Some(cut_err(replication).parse_next(i)?);
+        } else if shard_duration.is_none() && opt(kw("SHARD")).parse_next(i)?.is_some() {
+            cut_err(kw("DURATION")).parse_next(i)?;
+            shard_duration = Some(cut_err(policy_duration).parse_next(i)?);
+        } else if !default && opt(kw("DEFAULT")).parse_next(i)?.is_some() {
+            default = true;
+        }
+        if *i == start {
+            break;
+        }
+    }
+    if duration.is_none() && replication_n.is_none() && shard_duration.is_none() && !default {
+        return fail_expected("DURATION, REPLICATION, SHARD, DEFAULT");
+    }
+    Ok(Statement::AlterRetentionPolicy {
+        name,
+        database,
+        duration,
+        replication: replication_n,
+        shard_duration,
+        default,
+    })
 }
 
 fn select(i: &mut In<'_>) -> ModalResult<Select> {

@@ -368,11 +368,94 @@ fn show_statements_grafana_sends() {
         ("show databases", Statement::ShowDatabases),
         (
             r#"CREATE DATABASE "telegraf""#,
-            Statement::CreateDatabase("telegraf".into()),
+            Statement::CreateDatabase {
+                name: "telegraf".into(),
+                with: None,
+            },
+        ),
+        (
+            "CREATE DATABASE d2 WITH DURATION 3d REPLICATION 1 SHARD DURATION 1h NAME short",
+            Statement::CreateDatabase {
+                name: "d2".into(),
+                with: Some(PolicyDefinition {
+                    duration: Some(3 * 86_400 * S),
+                    replication: Some(1),
+                    shard_duration: Some(3_600 * S),
+                    name: Some("short".into()),
+                }),
+            },
+        ),
+        (
+            "create retention policy \"a b\" on d1 duration inf replication 2 default",
+            Statement::CreateRetentionPolicy {
+                name: "a b".into(),
+                database: "d1".into(),
+                duration: 0,
+                replication: 2,
+                shard_duration: None,
+                default: true,
+            },
+        ),
+        (
+            "ALTER RETENTION POLICY one ON d1 DEFAULT SHARD DURATION 2h DURATION 0s",
+            Statement::AlterRetentionPolicy {
+                name: "one".into(),
+                database: "d1".into(),
+                duration: Some(0),
+                replication: None,
+                shard_duration: Some(7_200 * S),
+                default: true,
+            },
+        ),
+        (
+            "DROP RETENTION POLICY one ON d1",
+            Statement::DropRetentionPolicy {
+                name: "one".into(),
+                database: "d1".into(),
+            },
         ),
     ];
     for (text, expected) in cases {
         assert_eq!(round_trip(text), expected, "{text}");
+    }
+    // Refused as InfluxDB's parser refuses them.
+    for (text, expected) in [
+        (
+            "CREATE RETENTION POLICY x ON d DURATION 1d",
+            "found EOF, expected REPLICATION",
+        ),
+        (
+            "CREATE RETENTION POLICY x DURATION 1d REPLICATION 1",
+            "found DURATION, expected ON",
+        ),
+        (
+            "CREATE RETENTION POLICY x ON d DURATION 1 REPLICATION 1",
+            "found 1, expected duration",
+        ),
+        (
+            "CREATE RETENTION POLICY x ON d DURATION -1h REPLICATION 1",
+            "found -, expected duration",
+        ),
+        (
+            "CREATE RETENTION POLICY x ON d DURATION 1d REPLICATION 0",
+            "found 0, expected integer from 1",
+        ),
+        (
+            "ALTER RETENTION POLICY x ON d",
+            "found EOF, expected DURATION, REPLICATION, SHARD, DEFAULT",
+        ),
+        ("DROP RETENTION POLICY x", "found EOF, expected ON"),
+        (
+            "CREATE DATABASE d WITH",
+            "found EOF, expected DURATION, NAME, REPLICATION, SHARD",
+        ),
+        (
+            "CREATE RETENTION POLICY x ON d DURATION 1d REPLICATION 1 DEFAULT SHARD DURATION 1h",
+            "found SHARD",
+        ),
+    ] {
+        let error = parse(text).expect_err(text).to_string();
+        assert!(error.starts_with(expected), "{text}: {error}");
     }
     for text in [
         r#"SHOW TAG VALUES WITH KEY IN ("host", "region")"#,

@@ -1,11 +1,15 @@
 //! The database list (`DatabaseCatalog`) in the `databases` collection, one document per
-//! database: `{_id: <name>}`. Written through the store's database handle, so with its
-//! write concern: a database `create_database` returned for is as durable as a point.
+//! database: `{_id: <name>}`; and one per database with retention policies, the default
+//! database's included: `{_id: {rp: <name>}, p: [{n, d, sg, r}, …], df: <default>}` (a
+//! document `_id`, so the list, which reads string `_id`s, never sees it). Written through
+//! the store's database handle, so with its write concern: a database `create_database`
+//! returned for is as durable as a point.
 
 use futures::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{BackendError, Result};
 use tickertape_core::database::DatabaseName;
+use tickertape_core::retention_policy::RetentionPolicies;
 
 use crate::error::map_err;
 use crate::Shared;
@@ -25,6 +29,7 @@ impl Shared {
             .map_err(|e| map_err("list databases", e))?;
         documents
             .iter()
+            .filter(|d| !matches!(d.get("_id"), Some(Bson::Document(_))))
             .map(|d| {
                 let name = d.get_str("_id").map_err(|_| {
                     BackendError::Corrupt(format!("{DATABASES} document {d}: no string _id"))
@@ -55,6 +60,55 @@ impl Shared {
             .delete_one(doc! { "_id": name.as_str() })
             .await
             .map_err(|e| map_err("drop a database", e))?;
+        self.set_retention_policies(name, None).await?;
         Ok(result.deleted_count > 0)
     }
+
+    pub(crate) async fn retention_policies(
+        &self,
+        name: &DatabaseName,
+    ) -> Result<Option<RetentionPolicies>> {
+        let found = self
+            .collection(DATABASES)
+            .find_one(policies_id(name))
+            .await
+            .map_err(|e| map_err("read retention policies", e))?;
+        let Some(mut document) = found else {
+            return Ok(None);
+        };
+        document.remove("_id");
+        mongodb::bson::from_document(document)
+            .map(Some)
+            .map_err(|e| BackendError::Corrupt(format!("{DATABASES}, policies of {name}: {e}")))
+    }
+
+    /// One replacing upsert (or a delete): a reader sees the old set or the new one.
+    pub(crate) async fn set_retention_policies(
+        &self,
+        name: &DatabaseName,
+        policies: Option<&RetentionPolicies>,
+    ) -> Result<()> {
+        let collection = self.collection(DATABASES);
+        let Some(policies) = policies else {
+            collection
+                .delete_one(policies_id(name))
+                .await
+                .map_err(|e| map_err("remove retention policies", e))?;
+            return Ok(());
+        };
+        let mut document = mongodb::bson::to_document(policies)
+            .map_err(|e| BackendError::Invalid(format!("retention policies of {name}: {e}")))?;
+        document.insert("_id", doc! { "rp": name.as_str() });
+        collection
+            .replace_one(policies_id(name), document)
+            .upsert(true)
+            .await
+            .map_err(|e| map_err("set retention policies", e))?;
+        Ok(())
+    }
+}
+
+/// The filter of the document holding `name`'s retention policies.
+fn policies_id(name: &DatabaseName) -> Document {
+    doc! { "_id": { "rp": name.as_str() } }
 }

@@ -27,7 +27,8 @@
 //!   collections (seeds 001, 003, 004): names, slot paths, shells, writes, reads.
 //! - `names`: the name store (seed 002).
 //! - `api_tokens`: the API tokens, hashed ([`MongoTokens`]).
-//! - `databases`: the databases created and not dropped (`DatabaseCatalog`).
+//! - `databases`: the databases created and not dropped, and each database's retention
+//!   policies (`DatabaseCatalog`).
 //! - `error`: driver errors mapped to [`BackendError`].
 
 mod admin;
@@ -65,6 +66,7 @@ use tickertape_backend::{
 use tickertape_backend::{BucketStore, DatabaseCatalog, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::database::DatabaseName;
 use tickertape_core::query::Summary;
+use tickertape_core::retention_policy::RetentionPolicies;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::Segment;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -369,6 +371,18 @@ impl DatabaseCatalog for MongoBackend {
 
     async fn drop_database(&self, name: &DatabaseName) -> Result<bool> {
         self.shared.drop_database(name).await
+    }
+
+    async fn retention_policies(&self, name: &DatabaseName) -> Result<Option<RetentionPolicies>> {
+        self.shared.retention_policies(name).await
+    }
+
+    async fn set_retention_policies(
+        &self,
+        name: &DatabaseName,
+        policies: Option<&RetentionPolicies>,
+    ) -> Result<()> {
+        self.shared.set_retention_policies(name, policies).await
     }
 }
 

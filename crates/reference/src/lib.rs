@@ -41,6 +41,7 @@ use tickertape_backend::{BucketStore, DatabaseCatalog, NameStore, SeriesCatalog,
 use tickertape_core::database::DatabaseName;
 use tickertape_core::partition::{Partitioning, DEFAULT_PARTITION_NS};
 use tickertape_core::query::Summary;
+use tickertape_core::retention_policy::RetentionPolicies;
 use tickertape_core::rollup::Resolution;
 use tickertape_core::segment::{Segment, DEFAULT_SEGMENT_CAPACITY};
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};
@@ -60,6 +61,8 @@ struct State {
     names: names::Names,
     /// `DatabaseCatalog`: the databases created and not dropped.
     databases: std::collections::BTreeSet<DatabaseName>,
+    /// `DatabaseCatalog`: each database's retention policies, as last set.
+    retention_policies: std::collections::BTreeMap<DatabaseName, RetentionPolicies>,
 }
 
 impl State {
@@ -138,6 +141,7 @@ impl ReferenceBackend {
                 buckets: Default::default(),
                 names: Default::default(),
                 databases: Default::default(),
+                retention_policies: Default::default(),
             })),
             plan: Arc::new(RollupPlan::default()),
         }
@@ -418,7 +422,30 @@ impl DatabaseCatalog for ReferenceBackend {
 
     /// "Removes `name` from the list … and answers whether it was there."
     async fn drop_database(&self, name: &DatabaseName) -> Result<bool> {
-        Ok(self.state().databases.remove(name))
+        let mut state = self.state();
+        state.retention_policies.remove(name);
+        Ok(state.databases.remove(name))
+    }
+
+    /// "The retention policies last set for database `name` …, `None` if none were set."
+    async fn retention_policies(&self, name: &DatabaseName) -> Result<Option<RetentionPolicies>> {
+        Ok(self.state().retention_policies.get(name).cloned())
+    }
+
+    /// "Replaces the retention policies of `name` (`None` removes them)."
+    async fn set_retention_policies(
+        &self,
+        name: &DatabaseName,
+        policies: Option<&RetentionPolicies>,
+    ) -> Result<()> {
+        let mut state = self.state();
+        match policies {
+            Some(policies) => state
+                .retention_policies
+                .insert(name.clone(), policies.clone()),
+            None => state.retention_policies.remove(name),
+        };
+        Ok(())
     }
 }
 

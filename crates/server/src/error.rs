@@ -99,6 +99,9 @@ impl ApiError {
             Self::Engine(EngineError::OverLimit(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             // InfluxDB 1.x answers a write to a database that does not exist with 404.
             Self::Engine(EngineError::UnknownDatabase(_)) => StatusCode::NOT_FOUND,
+            // InfluxDB 1.x answers a write naming a retention policy its database does
+            // not have with 500 (`retention policy not found: x`); its clients expect it.
+            Self::Engine(EngineError::RetentionPolicy(_)) => StatusCode::INTERNAL_SERVER_ERROR,
             // Nobody reads it: the client went away (nginx's "client closed request").
             Self::Engine(EngineError::Cancelled) => {
                 StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST)
@@ -129,7 +132,9 @@ impl From<Exhausted> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
+        // A missing retention policy is the client's mistake, answered 500 as InfluxDB does.
+        let clients = matches!(self, Self::Engine(EngineError::RetentionPolicy(_)));
+        if status.is_server_error() && !clients {
             tracing::error!(error = %self, "request failed");
         }
         (

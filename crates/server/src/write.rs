@@ -2,7 +2,8 @@
 //! (`crate::body`; another `Content-Encoding` is 415).
 //!
 //! 204 when every line was stored; 400 with the refused lines when some were not (the
-//! others are stored); 413 past the body limit; 503 when the store is unreachable. String
+//! others are stored); 413 past the body limit; 503 when the store is unreachable; 500
+//! `retention policy not found: x` for a policy the database does not have, as InfluxDB. String
 //! field values skipped (the engine's `StringFields`) do not make a line refused: they are
 //! counted in `/metrics`.
 
@@ -44,6 +45,9 @@ pub async fn write(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let (precision, mode) = write_params(&params)?;
+    engine
+        .check_retention_policy(retention_policy(&params))
+        .await?;
     let (text, mut utf8_errors) = decode_utf8_lines(body.into());
     let mut report = engine.write_lines_as(&text, precision, mode).await?;
     if !utf8_errors.is_empty() {
@@ -85,9 +89,27 @@ pub async fn write(
     Ok((StatusCode::BAD_REQUEST, Json(body)).into_response())
 }
 
+/// The retention policy a write names: `rp`, or InfluxDB 2's `bucket=db/rp`; `None`,
+/// the database's default one. It must exist (InfluxDB's 500 `retention policy not
+/// found: x` otherwise); the points go to the database's one store whichever it is.
+fn retention_policy(params: &RequestParams) -> Option<&str> {
+    let from_bucket = || {
+        params
+            .get(crate::params::BUCKET_PARAM)
+            .and_then(|bucket| bucket.split_once('/'))
+            .map(|(_, rp)| rp)
+    };
+    params
+        .get("rp")
+        .filter(|rp| !rp.is_empty())
+        .or_else(from_bucket)
+        .filter(|rp| !rp.is_empty())
+}
+
 /// `precision=ns|us|ms|s` and `mode=set|inc` (`inc`: add to counters). `db` and `bucket`
-/// name the database (`crate::params`); others (InfluxDB's `org`, `u`, `rp` …) are
-/// ignored, so its clients work as they are.
+/// name the database (`crate::params`), `rp` a retention policy of it
+/// ([`retention_policy`]); others (InfluxDB's `org`, `u` …) are ignored, so its clients
+/// work as they are.
 fn write_params(params: &RequestParams) -> Result<(Precision, WriteMode), ApiError> {
     let precision = match params.get("precision") {
         None => Precision::Nanoseconds,

@@ -125,7 +125,7 @@ async fn promql_answers_from_rollups_past_the_raw_retention() {
         .expect("a clock after 1970")
         .as_secs() as i64;
     let end = now / STEP * STEP;
-    let (trimmed, retention) = TestServer::start_sharing(KEEP_RAW_7D).await;
+    let trimmed = TestServer::start_with_schema(KEEP_RAW_7D).await;
     let whole = TestServer::start_with_schema(KEEP_ALL).await;
     for chunk in body(end) {
         trimmed.write_seconds(chunk.clone()).await;
@@ -135,7 +135,11 @@ async fn promql_answers_from_rollups_past_the_raw_retention() {
         let (status, answer) = server.post("/api/v1/admin/compact", "").await;
         assert_eq!(status, 204, "{answer}");
     }
-    let report = retention.apply_retention(false).await.expect("retention");
+    let report = trimmed
+        .engine
+        .apply_retention(false)
+        .await
+        .expect("retention");
     assert!(report.dropped.len() >= 40, "{report:?}");
 
     let start = (end - 30 * DAY) / HOUR * HOUR + HOUR;

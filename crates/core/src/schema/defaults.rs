@@ -49,12 +49,21 @@ pub(super) fn from_config(
              measurements nobody listed)",
         ));
     }
+    // The defaults' retention is the store's default by definition: a database's
+    // retention policy takes its place.
+    let from_defaults = |mut schema: MeasurementSchema| {
+        schema.raw_retention_from_defaults = true;
+        schema
+    };
     let Some(flag) = retention_flag else {
-        return raw.validate(TABLE, &MeasurementSchema::default());
+        return raw
+            .validate(TABLE, &MeasurementSchema::default())
+            .map(from_defaults);
     };
     raw.retention = Some(parse_flag(flag)?);
     // The flag's entries are checked as the table's: name the flag, not the table.
     raw.validate(TABLE, &MeasurementSchema::default())
+        .map(from_defaults)
         .map_err(|e| match e {
             SchemaError::Invalid { path, message } => {
                 let prefix = key_path(&[TABLE], "retention");
@@ -179,6 +188,38 @@ mod tests {
                 .for_measurement("cpu")
                 .retention_ns(ResolutionOrRaw::Raw),
             Some(2 * DAY)
+        );
+    }
+
+    /// The one rule of precedence for raw retention: a measurement's own `retention`,
+    /// then the database's default retention policy, then the defaults.
+    #[test]
+    fn a_databases_policy_takes_the_defaults_place() {
+        use crate::retention_policy::PolicyRetention::{Keep, Unset};
+        let config = "[defaults]\nretention = { raw = \"30d\", \"1h\" = \"1y\" }\n\
+                      [measurements.own]\nretention = { raw = \"365d\" }\n\
+                      [measurements.listed]\nrollups = [\"1h\"]\n\
+                      [measurements.hits]\nlayout = \"buckets\"\ninterval = \"1m\"\n";
+        let schema = Schema::from_toml(config).unwrap();
+        let raw = |m: &str, policy| schema.for_measurement(m).raw_retention_ns_under(policy);
+        for m in ["unlisted", "listed"] {
+            assert_eq!(raw(m, Unset), Some(30 * DAY), "{m}");
+            assert_eq!(raw(m, Keep(Some(7 * DAY))), Some(7 * DAY), "{m}");
+            assert_eq!(raw(m, Keep(None)), None, "{m}: the policy keeps forever");
+        }
+        assert_eq!(raw("own", Keep(Some(7 * DAY))), Some(365 * DAY));
+        assert_eq!(
+            raw("hits", Keep(Some(7 * DAY))),
+            None,
+            "buckets take their own"
+        );
+        let hour = ResolutionOrRaw::Rollup(Resolution::HOUR);
+        assert_eq!(
+            schema
+                .for_measurement("listed")
+                .retention_ns_under(hour, Keep(Some(7 * DAY))),
+            Some(365 * DAY),
+            "rollups keep the config's retention"
         );
     }
 

@@ -12,8 +12,9 @@
 //! A statement runs in the database it names (`ON db`, `FROM "db"."rp"."m"`), else in the
 //! request's `db`, else in the default database; one that does not exist answers
 //! InfluxDB's `database not found: db` for that statement. `CREATE DATABASE`,
-//! `DROP DATABASE` and `SHOW DATABASES` manage the engine's databases; `rp` names nothing
-//! (one retention policy, `autogen`).
+//! `DROP DATABASE` and `SHOW DATABASES` manage the engine's databases; [`policies`] their
+//! retention policies, and refuses a statement naming one its database does not have
+//! (`rp=`, `"rp"."m"`); every policy of a database names the same points.
 
 mod bounds;
 pub mod compute;
@@ -23,6 +24,7 @@ mod field_rows;
 mod naming;
 mod nodes;
 pub mod output;
+mod policies;
 mod raw;
 pub mod regexes;
 mod rows;
@@ -80,7 +82,11 @@ pub async fn query(
     let mut results: Vec<StatementResult> = Vec::new();
     for statement in &parsed.statements {
         let granted = granted.as_ref().map(|Extension(g)| g);
-        results.push(run(&state.engine, db, granted, statement, &budget).await);
+        let context = StatementContext {
+            db,
+            rp: param("rp"),
+        };
+        results.push(run(&state.engine, context, granted, statement, &budget).await);
     }
     let csv = headers
         .get(header::ACCEPT)
@@ -140,28 +146,47 @@ fn bad_request(error: &str) -> Response {
         .into_response()
 }
 
+/// What a statement takes from its request: the `db` and `rp` parameters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StatementContext<'a> {
+    pub db: Option<&'a str>,
+    pub rp: Option<&'a str>,
+}
+
 /// One statement's answer, in the database it names, else `db` (see the module's doc);
-/// `CREATE` and `DROP DATABASE` need the admin scope where `--auth` is on.
+/// the statements that create or drop databases and policies need the admin scope where
+/// `--auth` is on.
 pub async fn run(
     root: &Engine,
-    db: Option<&str>,
+    context: StatementContext<'_>,
     granted: Option<&Granted>,
     statement: &Statement,
     budget: &QueryBudget,
 ) -> StatementResult {
     if matches!(
         statement,
-        Statement::CreateDatabase(_) | Statement::DropDatabase(_)
+        Statement::CreateDatabase { .. }
+            | Statement::DropDatabase(_)
+            | Statement::CreateRetentionPolicy { .. }
+            | Statement::AlterRetentionPolicy { .. }
+            | Statement::DropRetentionPolicy { .. }
     ) {
         Granted::allows(granted, Scope::Admin)?;
     }
     match statement {
-        Statement::CreateDatabase(name) => {
+        Statement::CreateDatabase { name, with: None } => {
             root.create_database(name)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(Vec::new())
         }
+        Statement::CreateDatabase {
+            name,
+            with: Some(with),
+        } => policies::create_database_with(root, name, with).await,
+        Statement::CreateRetentionPolicy { .. }
+        | Statement::AlterRetentionPolicy { .. }
+        | Statement::DropRetentionPolicy { .. } => policies::change(root, statement).await,
         // As in InfluxDB 1.x, dropping a database that does not exist is no error.
         Statement::DropDatabase(name) => match root.drop_database(name).await {
             Ok(_) | Err(EngineError::UnknownDatabase(_)) => Ok(Vec::new()),
@@ -180,15 +205,17 @@ pub async fn run(
             }])
         }
         statement => {
-            let engine = match root.database(statement.database().or(db)).await {
+            let engine = match root.database(statement.database().or(context.db)).await {
                 Ok(engine) => engine,
                 Err(EngineError::UnknownDatabase(name)) => {
                     return Err(format!("database not found: {name}"))
                 }
                 Err(e) => return Err(e.to_string()),
             };
+            policies::check_sources(&engine, statement, context.rp).await?;
             match statement {
                 Statement::Select(select) => select::run(&engine, select, budget).await,
+                Statement::ShowRetentionPolicies { .. } => policies::show(&engine).await,
                 other => show::run(&engine, other).await,
             }
         }

@@ -57,8 +57,11 @@ fn statement_patterns<'a>(statement: &'a Statement, out: &mut Vec<&'a str>) {
         Statement::ShowFieldKeys { from, .. } => (from, None),
         Statement::ShowRetentionPolicies { .. }
         | Statement::ShowDatabases
-        | Statement::CreateDatabase(_)
-        | Statement::DropDatabase(_) => (&[], None),
+        | Statement::CreateDatabase { .. }
+        | Statement::DropDatabase(_)
+        | Statement::CreateRetentionPolicy { .. }
+        | Statement::AlterRetentionPolicy { .. }
+        | Statement::DropRetentionPolicy { .. } => (&[], None),
     };
     for source in from {
         if let Source::Regex(r) = source {

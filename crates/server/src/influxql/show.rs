@@ -108,23 +108,6 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
                 .map(|k| vec![Cell::Text(k)]);
             Ok(non_empty(vec![series("", &["key"], rows.collect())]))
         }
-        Statement::ShowRetentionPolicies { .. } => Ok(vec![series(
-            "",
-            &[
-                "name",
-                "duration",
-                "shardGroupDuration",
-                "replicaN",
-                "default",
-            ],
-            vec![vec![
-                Cell::Text("autogen".into()),
-                Cell::Text("0s".into()),
-                Cell::Text("168h0m0s".into()),
-                Cell::Integer(1),
-                Cell::Bool(true),
-            ]],
-        )]),
         other => Err(format!("statement is not supported by tickertape: {other}")),
     }
 }

@@ -21,10 +21,13 @@ pub struct TestServer {
     /// The address the server listens on (for raw TCP clients).
     pub addr: std::net::SocketAddr,
     pub client: reqwest::Client,
+    /// The engine the server runs (sharing its store), for what no route does: the
+    /// retention pass `serve` runs on its own schedule.
+    pub engine: Engine,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
-    // Dropped last: the store lives in it.
-    _dir: tempfile::TempDir,
+    // Dropped last: the store lives in it (`None`: a directory the test keeps).
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl TestServer {
@@ -59,26 +62,19 @@ impl TestServer {
         Self::launch_with(schema, config, client, QueryLimits::default()).await
     }
 
-    /// A server on a fresh embedded store with the schema `schema`, and a second engine
-    /// over the same store and schema: for the passes `tickertape serve` schedules
-    /// (retention), run when a test says.
-    pub async fn start_sharing(schema: &str) -> (Self, Engine) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend = Arc::new(
-            EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open the store"),
-        );
-        let parsed = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
-        let engine = Engine::new(backend.clone()).with_schema(parsed);
-        let server = Self::serve_backend(
-            dir,
-            backend,
+    /// A server on the embedded store in `store` (kept after [`stop`](Self::stop), so a
+    /// second server can open it again) whose engine uses the TOML schema `schema`.
+    pub async fn start_on(store: &std::path::Path, schema: &str) -> Self {
+        let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
+        Self::launch_on(
+            store,
+            None,
             schema,
             ServerConfig::default(),
             client(),
             QueryLimits::default(),
         )
-        .await;
-        (server, engine)
+        .await
     }
 
     async fn launch_with(
@@ -87,22 +83,21 @@ impl TestServer {
         client: reqwest::Client,
         limits: QueryLimits,
     ) -> Self {
+        let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
         let dir = tempfile::tempdir().expect("temp dir");
-        let backend = Arc::new(
-            EmbeddedBackend::open(EmbeddedOptions::new(dir.path())).expect("open the store"),
-        );
-        Self::serve_backend(dir, backend, schema, config, client, limits).await
+        let path = dir.path().to_path_buf();
+        Self::launch_on(&path, Some(dir), schema, config, client, limits).await
     }
 
-    async fn serve_backend(
-        dir: tempfile::TempDir,
-        backend: Arc<EmbeddedBackend>,
-        schema: &str,
+    async fn launch_on(
+        store: &std::path::Path,
+        dir: Option<tempfile::TempDir>,
+        schema: tickertape_core::schema::Schema,
         config: ServerConfig,
         client: reqwest::Client,
         limits: QueryLimits,
     ) -> Self {
-        let schema = tickertape_core::schema::Schema::from_toml(schema).expect("schema");
+        let backend = EmbeddedBackend::open(EmbeddedOptions::new(store)).expect("open the store");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
@@ -114,11 +109,12 @@ impl TestServer {
         };
         let url = format!("{scheme}://{addr}");
         let (stop, stopped) = oneshot::channel::<()>();
+        let engine = Engine::new(Arc::new(backend))
+            .with_schema(schema)
+            .with_query_limits(limits);
         let task = tokio::spawn(tickertape_server::serve(
             listener,
-            Engine::new(backend)
-                .with_schema(schema)
-                .with_query_limits(limits),
+            engine.clone(),
             config,
             async {
                 let _ = stopped.await;
@@ -128,6 +124,7 @@ impl TestServer {
             url,
             addr,
             client,
+            engine,
             stop: Some(stop),
             task: Some(task),
             _dir: dir,
