@@ -144,7 +144,7 @@ macro_rules! suite {
                 series_lookup_and_count_register_nothing, fields_listed_once_each,
                 tag_keys_and_values_listed, stale_markers_come_back_bit_for_bit,
                 deleted_points_never_come_back, databases_are_created_listed_and_dropped,
-                databases_keep_series_apart);
+                databases_keep_series_apart, many_series_are_read_at_once);
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn model_check() {
