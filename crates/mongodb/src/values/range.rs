@@ -262,7 +262,7 @@ impl Shared {
         projection: Document,
     ) -> Result<Vec<Document>> {
         let name = super::names::value_collection(collection);
-        crate::find::find_all(
+        crate::find::find_all_at_once(
             self.read_db
                 .collection::<Document>(&name)
                 .find(filter)

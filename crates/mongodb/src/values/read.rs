@@ -21,7 +21,7 @@ use super::doc::need_value;
 use super::merge::Written;
 use super::names::value_collection;
 use crate::error::corrupt;
-use crate::find::find_all;
+use crate::find::find_all_at_once;
 use crate::layout::{get_i64, need_i64, sid, SERIES};
 use crate::Shared;
 
@@ -51,7 +51,7 @@ impl Shared {
         let slices = self.layout.partitioning;
         let mut out = HashMap::new();
         for chunk in series.chunks(1000) {
-            let docs = find_all(
+            let docs = find_all_at_once(
                 db.collection::<Document>(SERIES)
                     .find(doc! { "_id": { "$in": chunk.to_vec() }, "tl": { "$exists": true } })
                     .projection(doc! { "tf": 1, "tl": 1, "k.m": 1 }),
@@ -118,7 +118,7 @@ impl Shared {
             for (c, (from, mut wanted)) in by_step {
                 wanted.sort_unstable();
                 for chunk in wanted.chunks(1000) {
-                    let docs = find_all(
+                    let docs = find_all_at_once(
                         self.collection(&value_collection(c))
                             .find(doc! {
                                 "s": { "$in": chunk.to_vec() },
@@ -179,6 +179,6 @@ impl Shared {
         if let Some(limit) = limit {
             find = find.limit(limit);
         }
-        find_all(find, "read values").await
+        find_all_at_once(find, "read values").await
     }
 }

@@ -16,7 +16,7 @@ use super::range::SERIES_PER_FIND;
 use super::read::Span;
 use super::rollup_doc::{rollup_id, RollupDoc};
 use crate::error::map_err;
-use crate::find::find_all;
+use crate::find::find_all_at_once;
 use crate::layout::sid;
 use crate::Shared;
 
@@ -111,7 +111,7 @@ impl Shared {
                     .iter()
                     .map(|&s| doc! { "_id": { "$gte": rollup_id(s, first_slice), "$lte": rollup_id(s, last_slice) } })
                     .collect();
-                let docs = find_all(
+                let docs = find_all_at_once(
                     self.read_db
                         .collection::<Document>(&collection)
                         .find(doc! { "s": { "$in": chunk.to_vec() }, "$or": ranges }),
@@ -130,7 +130,7 @@ impl Shared {
         let mut live: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
         for &c in &values {
             for chunk in wanted.chunks(SERIES_PER_FIND) {
-                let docs = find_all(
+                let docs = find_all_at_once(
                     self.read_db
                         .collection::<Document>(&value_collection(c))
                         .find(doc! { "s": { "$in": chunk.to_vec() }, "hi": whole(first_slice, last_slice) })
