@@ -52,8 +52,8 @@ impl Check {
             return;
         };
         let (start, end) = self.range_around(&times, &SEGMENT_ANCHORS);
-        // `end == i64::MIN` has no neighbour after it on a store that keeps seed 000's
-        // chain (see `read_segments`): left to that check.
+        // `end == i64::MIN` has no neighbour after it on a store that keeps a chain of
+        // segments (see `read_segments`): left to that check.
         if end == i64::MIN {
             return;
         }
