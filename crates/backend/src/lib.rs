@@ -33,6 +33,7 @@ pub mod delete;
 pub mod listing;
 pub mod names;
 pub mod partitions;
+pub mod range_points;
 pub mod snapshot;
 pub mod tokens;
 pub mod value_store;
@@ -51,6 +52,7 @@ pub use buckets::{
 pub use listing::{FirstNames, NameQuery};
 pub use names::{NameSpace, NameStore, TokenRequest, NAMES_PER_DOCUMENT};
 pub use partitions::DocumentSpan;
+pub use range_points::{PointsRange, RangePoints};
 pub use snapshot::{SnapshotReport, SnapshotTarget, SNAPSHOTS_DIR};
 
 use async_trait::async_trait;

@@ -4,12 +4,14 @@
 use async_trait::async_trait;
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{Resolution, ResolutionOrRaw};
-use tickertape_core::segment::Segment;
+use tickertape_core::segment::{collect_points, Segment};
 use tickertape_core::SeriesId;
 
 #[allow(unused_imports)] // named in the docs
 use crate::{BackendError, StorageStats};
-use crate::{DeleteRange, Result, SegmentRollupPlan, SeriesAppend, SeriesHead};
+use crate::{
+    DeleteRange, PointsRange, RangePoints, Result, SegmentRollupPlan, SeriesAppend, SeriesHead,
+};
 
 /// What a retention pass drops of one measurement: its raw points, or its derived rollup at
 /// one resolution, in the whole time partitions that end at or before `cutoff`.
@@ -46,6 +48,33 @@ pub trait ValueStore: Send + Sync {
     /// sorted by `prev_end`. `start == end` reads just the two neighbours of `start`.
     async fn read_segments(&self, series: SeriesId, start: i64, end: i64) -> Result<Vec<Segment>>;
 
+    /// The points of each of `series` in `range` (and its neighbours when it asks for
+    /// them): one answer per series, in the order given; a series that holds no point
+    /// there, or is not registered, answers an empty [`RangePoints`]. The points are what
+    /// [`read_segments`](Self::read_segments) gives for each series, without the segments:
+    /// this is the read of a query, which names all its series at once so that a store
+    /// can read many series with one request per partition instead of one per series.
+    ///
+    /// This default reads one series at a time, which is as fast as it gets on a store
+    /// whose reads are local (the embedded store, the reference); a remote store
+    /// overrides it.
+    async fn read_points(
+        &self,
+        series: &[SeriesId],
+        range: PointsRange,
+    ) -> Result<Vec<RangePoints>> {
+        let mut out = Vec::with_capacity(series.len());
+        // An empty or reversed range reads the neighbours of `start`.
+        let end = range.end.max(range.start);
+        for &s in series {
+            let segments = self.read_segments(s, range.start, end).await?;
+            let all = collect_points(&segments)
+                .map_err(|e| BackendError::Corrupt(format!("series {s}: {e}")))?;
+            out.push(RangePoints::from_sorted(&all, range));
+        }
+        Ok(out)
+    }
+
     /// The latest stored point of each series (`None` for a series with no point yet).
     async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>>;
 
@@ -72,6 +101,23 @@ pub trait ValueStore: Send + Sync {
         start: i64,
         end: i64,
     ) -> Result<Vec<(i64, Summary)>>;
+
+    /// [`read_segment_rollup`](Self::read_segment_rollup) of each of `series` over the same
+    /// range, in the order given: the rollup read of a query, all its series at once.
+    /// This default reads one series at a time (see [`read_points`](Self::read_points)).
+    async fn read_segment_rollups(
+        &self,
+        series: &[SeriesId],
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<Vec<(i64, Summary)>>> {
+        let mut out = Vec::with_capacity(series.len());
+        for &s in series {
+            out.push(self.read_segment_rollup(s, resolution, start, end).await?);
+        }
+        Ok(out)
+    }
 
     /// Drops the derived rollup slots at `resolution` of `measurement` (see
     /// [`derive_segment_rollups`](Self::derive_segment_rollups)) in whole time partitions
@@ -131,8 +177,8 @@ pub trait ValueStore: Send + Sync {
     /// returns `Ok`, the delete is durable, like an append: the deleted points never come
     /// back — not after a restart or a crash, a merge, compaction or fold, a write of other
     /// points into the same partitions, or a rebuild of rollups — and every read answers
-    /// from the points that remain: [`read_segments`](Self::read_segments) and its
-    /// neighbours, [`heads`](Self::heads), and
+    /// from the points that remain: [`read_segments`](Self::read_segments) and
+    /// [`read_points`](Self::read_points) with their neighbours, [`heads`](Self::heads), and
     /// [`read_segment_rollup`](Self::read_segment_rollup), whose slots over the range are
     /// those of the remaining points, bit for bit. A point appended at a deleted time after
     /// `Ok` is stored as any other (a delete is not a filter on later writes); an append

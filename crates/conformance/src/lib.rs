@@ -5,6 +5,7 @@
 //! A test gets a [`StoreFactory`], creates a fresh store with the segment capacity it wants
 //! and may reopen it to check persistence. Failures panic with a message saying what broke.
 
+mod batched_reads;
 mod bucket_ranges;
 mod buckets;
 mod databases;
@@ -18,6 +19,7 @@ mod series;
 mod stale_markers;
 mod tokens;
 
+pub use batched_reads::many_series_are_read_at_once;
 pub use bucket_ranges::bucket_reads_select_documents_overlapping_the_range;
 pub use buckets::{
     counter_slots_accumulate, partitions_are_listed_and_dropped, preallocated_slots_read_as_absent,

@@ -145,7 +145,7 @@ macro_rules! suite {
                 tag_keys_and_values_listed, stale_markers_come_back_bit_for_bit,
                 deleted_points_never_come_back, databases_are_created_listed_and_dropped,
                 databases_keep_series_apart, retention_policies_are_kept_per_database,
-                a_databases_default_policy_bounds_its_raw_points);
+                a_databases_default_policy_bounds_its_raw_points, many_series_are_read_at_once);
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn model_check() {

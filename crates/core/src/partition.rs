@@ -30,10 +30,12 @@ impl Partitioning {
         start.max(i128::from(i64::MIN)) as i64
     }
 
-    /// The (exclusive) end of the partition starting at `start`, as `i128` so that the
-    /// last partition can end after `i64::MAX`.
-    pub fn end_of(&self, start: i64) -> i128 {
-        i128::from(self.start_of(start)) + i128::from(self.width)
+    /// The (exclusive) end of the partition holding `time` (its start, or any time in
+    /// it), as `i128` so that the last partition can end after `i64::MAX`. The first
+    /// partition starts at `i64::MIN` but ends where the next multiple of the width
+    /// begins, not a whole width later, so that consecutive partitions tile time.
+    pub fn end_of(&self, time: i64) -> i128 {
+        i128::from(time) - i128::from(time.rem_euclid(self.width)) + i128::from(self.width)
     }
 
     /// [`end_of`](Self::end_of) clamped to `i64::MAX` (the last partition's end).
@@ -64,6 +66,21 @@ mod tests {
         for t in [i64::MIN, -11, -10, -1, 0, 5, i64::MAX] {
             let s = by.start_of(t);
             assert!(s <= t && i128::from(t) < by.end_of(s), "{t}");
+        }
+    }
+
+    /// Walking from one partition's end to the next visits every partition once, the
+    /// first (cut short by `i64::MIN`) included, whatever the width.
+    #[test]
+    fn the_first_partition_ends_where_the_second_begins() {
+        for width in [10, 16, 224, 86_400_000_000_000] {
+            let by = Partitioning::new(width).unwrap();
+            let first_end = by.end_of(i64::MIN);
+            assert!(first_end - i128::from(i64::MIN) <= i128::from(width));
+            let second = by.start_of(first_end as i64);
+            assert_eq!(i128::from(second), first_end, "width {width}");
+            assert_eq!(by.start_of(second - 1), i64::MIN, "width {width}");
+            assert_eq!(by.end_of(second - 1), first_end, "width {width}");
         }
     }
 }

@@ -24,6 +24,7 @@
 //! - `databases`: the database an engine works in (a namespace of measurement names),
 //!   the others, creating and dropping them.
 
+mod batch_read;
 pub mod cardinality;
 mod databases;
 mod delete;

@@ -1,5 +1,6 @@
 //! Queries: which series, which range, and the read plan executed for each series.
 
+use crate::batch_read::SERIES_PER_BATCH;
 use crate::plan::{ReadPlan, Reduction};
 use crate::query::Query;
 use crate::{Engine, EngineError, OverLimit, QueryBudget};
@@ -68,6 +69,11 @@ impl Engine {
             heads,
             latest_spans,
         } = self.query_reads(query, plan, &series).await?;
+        if plan.batches(schema) {
+            return self
+                .query_batches(query, schema, plan, &series, &heads, budget)
+                .await;
+        }
         let mut answers = stream::iter(series.into_iter().zip(heads))
             .map(|(info, head)| self.query_series(query, schema, plan, info, head, &latest_spans))
             .buffered(CONCURRENT_SERIES_READS);
@@ -77,6 +83,33 @@ impl Engine {
         while let Some(answer) = answers.try_next().await? {
             budget.check()?;
             if let Some(answer) = answer {
+                budget.charge_points(answer.points.len())?;
+                out.push(answer);
+            }
+            crate::checkpoint(budget).await;
+        }
+        Ok(out)
+    }
+
+    /// The answers of a plan read in batches of series ([`ReadPlan::batches`]), charged
+    /// to `budget` batch by batch, with a checkpoint between batches.
+    async fn query_batches(
+        &self,
+        query: &Query,
+        schema: &MeasurementSchema,
+        plan: ReadPlan,
+        series: &[SeriesInfo],
+        heads: &[Option<SeriesHead>],
+        budget: &QueryBudget,
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
+        let mut out = Vec::new();
+        for (infos, heads) in series
+            .chunks(SERIES_PER_BATCH)
+            .zip(heads.chunks(SERIES_PER_BATCH))
+        {
+            let answers = self.query_batch(query, schema, plan, infos, heads).await?;
+            budget.check()?;
+            for answer in answers.into_iter().flatten() {
                 budget.charge_points(answer.points.len())?;
                 out.push(answer);
             }
@@ -185,7 +218,7 @@ impl Engine {
     /// when it lies in the range; before the range, the value a change-only series still
     /// holds at `start` (`core::hold`), else nothing. `None` when the head is past the
     /// range and the range must be read.
-    fn head_answer(
+    pub(crate) fn head_answer(
         &self,
         query: &Query,
         head: SeriesHead,

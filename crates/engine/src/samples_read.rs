@@ -1,12 +1,14 @@
 //! Raw reads for Prometheus' API: the points of many series over a closed range, stale
 //! markers kept (PromQL's lookback needs them; tickertape's own API hides them).
 
+use crate::batch_read::SERIES_PER_BATCH;
 use crate::{Engine, EngineError, QueryBudget};
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tickertape_backend::SeriesInfo;
-use tickertape_core::{Point, SeriesSelector};
+use tickertape_backend::{PointsRange, SeriesInfo};
+use tickertape_core::schema::Layout;
+use tickertape_core::{Point, SeriesId, SeriesSelector};
 
-/// Series read at once, as for the engine's own queries.
+/// Bucket series read at once, as for the engine's own queries.
 const CONCURRENT_SERIES_READS: usize = 16;
 
 impl Engine {
@@ -52,7 +54,10 @@ impl Engine {
         self.read_raw_with(series, start, end, &self.budget()).await
     }
 
-    /// [`Engine::read_raw`], its points charged to `budget` as each series comes.
+    /// [`Engine::read_raw`], its points charged to `budget` as each batch of series
+    /// comes. Value-segment series are read [`SERIES_PER_BATCH`] at a time with one
+    /// backend call (one request per partition on MongoDB, not one per series); bucket
+    /// series one by one.
     pub async fn read_raw_with(
         &self,
         series: &[SeriesInfo],
@@ -61,16 +66,64 @@ impl Engine {
         budget: &QueryBudget,
     ) -> Result<Vec<Vec<Point>>, EngineError> {
         self.check_series_limit(series.len())?;
+        let mut out = Vec::with_capacity(series.len());
+        for batch in series.chunks(SERIES_PER_BATCH) {
+            let mut answers = self.read_raw_batch(batch, start, end).await?;
+            for points in answers.iter_mut() {
+                budget.charge_points(points.len())?;
+                out.push(std::mem::take(points));
+            }
+            crate::checkpoint(budget).await;
+        }
+        Ok(out)
+    }
+
+    /// The points in `[start, end]` of each series of `batch`, in order: the value-segment
+    /// series in one `read_points`, the others (buckets) `CONCURRENT_SERIES_READS` at a
+    /// time.
+    async fn read_raw_batch(
+        &self,
+        batch: &[SeriesInfo],
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<Vec<Point>>, EngineError> {
+        let segments = |info: &SeriesInfo| {
+            self.schema.for_measurement(&info.key.measurement).layout == Layout::Segments
+        };
+        let ids: Vec<SeriesId> = batch
+            .iter()
+            .filter(|info| segments(info))
+            .map(|info| info.id)
+            .collect();
+        // `[start, end]` is `[start, end + 1)`; a point at `i64::MAX` is the neighbour
+        // after `[start, i64::MAX)`.
+        let range = PointsRange {
+            start,
+            end: end.saturating_add(1),
+            neighbors: end == i64::MAX,
+        };
+        let mut read = match ids.is_empty() {
+            true => Vec::new(),
+            false => self.backend.read_points(&ids, range).await?,
+        }
+        .into_iter();
         // Owned infos: a stream of futures over borrowed ones does not satisfy the
         // handlers' `Send` bounds (a higher-ranked lifetime the compiler cannot prove).
-        let mut reads = stream::iter(series.to_vec())
+        let others: Vec<SeriesInfo> = batch.iter().filter(|i| !segments(i)).cloned().collect();
+        let mut others = stream::iter(others)
             .map(|info| self.read_one(info, start, end))
             .buffered(CONCURRENT_SERIES_READS);
-        let mut out = Vec::with_capacity(series.len());
-        while let Some(points) = reads.try_next().await? {
-            budget.charge_points(points.len())?;
+        let mut out = Vec::with_capacity(batch.len());
+        for info in batch {
+            let points = match segments(info) {
+                true => {
+                    let mut points = read.next().unwrap_or_default().into_all();
+                    points.retain(|p| p.time >= start && p.time <= end);
+                    points
+                }
+                false => others.try_next().await?.unwrap_or_default(),
+            };
             out.push(points);
-            crate::checkpoint(budget).await;
         }
         Ok(out)
     }

@@ -18,7 +18,7 @@ use tickertape_core::Point;
 
 /// What a [`Source`] gives over a range, in time order: raw points, or slot summaries
 /// (a rollup's stored slots with its ragged edges, or raw points summarised per slot).
-enum Summaries {
+pub(crate) enum Summaries {
     Points(Vec<Point>),
     Slots(Vec<(i64, Summary)>),
 }
@@ -68,6 +68,21 @@ impl Engine {
             true => Some(self.held_at(info, schema, start).await?),
             false => None,
         };
+        self.reduced(query, step, reduction, summaries, held)
+    }
+
+    /// [`Engine::reduce`] of what was read: a series' `summaries` over the query's range
+    /// and, for a change-only measurement (`reduction.hold`), the value it holds at
+    /// `start` (`Some(None)`: none).
+    pub(crate) fn reduced(
+        &self,
+        query: &Query,
+        step: Option<i64>,
+        reduction: Reduction,
+        summaries: Summaries,
+        held: Option<Option<f64>>,
+    ) -> Result<Vec<Point>, EngineError> {
+        let (start, end) = (query.start, query.end);
         let until = self.hold_until(query);
         let points = match step {
             None => {

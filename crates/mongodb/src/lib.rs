@@ -59,9 +59,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
-    DocumentStart, NameQuery, NameSpace, Partition, Result, SegmentRollupPlan, SeriesAppend,
-    SeriesCount, SeriesHead, SeriesInfo, SnapshotReport, SnapshotTarget, StorageStats,
-    StoredBucket,
+    DocumentStart, NameQuery, NameSpace, Partition, PointsRange, RangePoints, Result,
+    SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, SnapshotReport,
+    SnapshotTarget, StorageStats, StoredBucket,
 };
 use tickertape_backend::{BucketStore, DatabaseCatalog, NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::database::DatabaseName;
@@ -279,6 +279,14 @@ impl ValueStore for MongoBackend {
         self.shared.read_values(series, start, end).await
     }
 
+    async fn read_points(
+        &self,
+        series: &[SeriesId],
+        range: PointsRange,
+    ) -> Result<Vec<RangePoints>> {
+        self.shared.read_ranges(series, range).await
+    }
+
     async fn heads(&self, series: &[SeriesId]) -> Result<Vec<Option<SeriesHead>>> {
         self.shared.value_heads(series).await
     }
@@ -298,8 +306,22 @@ impl ValueStore for MongoBackend {
         start: i64,
         end: i64,
     ) -> Result<Vec<(i64, Summary)>> {
+        let mut answers = self
+            .shared
+            .read_rollups(&[series], resolution, start, end)
+            .await?;
+        Ok(answers.pop().unwrap_or_default())
+    }
+
+    async fn read_segment_rollups(
+        &self,
+        series: &[SeriesId],
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<Vec<(i64, Summary)>>> {
         self.shared
-            .read_rollup(series, resolution, start, end)
+            .read_rollups(series, resolution, start, end)
             .await
     }
 

@@ -137,8 +137,9 @@ const SCATTERS: &[(&str, &str, &str, &str)] = &[
         "count",
         "sv",
         "-",
-        "stats(): the collection's metadata count (estimatedDocumentCount, no query, no \
-         scan); mongos sums every shard's",
+        "stats(): a collection's metadata count (estimatedDocumentCount, no query, no \
+         scan), when a collection went between the listing and the one aggregate of \
+         every count ($collStats in $unionWith, sent on the unsharded series collection)",
     ),
 ];
 

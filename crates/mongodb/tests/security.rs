@@ -22,7 +22,7 @@ const ADMIN_PASSWORD: &str = "s3cret:p@ss/word";
 /// Short, so that the failures below come back quickly; ample for a server on loopback.
 /// The actions on its database that `docs/format/mongodb.md`, "Security", lists as all
 /// tickertape needs outside `admin shard` (and `drop_database`, for tests and benchmarks).
-const LEAST_ACTIONS: [&str; 9] = [
+const LEAST_ACTIONS: [&str; 10] = [
     "find",
     "insert",
     "update",
@@ -32,6 +32,7 @@ const LEAST_ACTIONS: [&str; 9] = [
     "dropCollection",
     "listCollections",
     "dbStats",
+    "collStats",
 ];
 const SELECTION_TIMEOUT: Duration = Duration::from_secs(3);
 

@@ -1,13 +1,15 @@
 //! The commands the store sends on the shapes users run, counted with the driver's command
 //! monitoring (`common::counter`): a Telegraf body of 60 measurements, the reads a chart
-//! of 100 series over 30 days makes, a raw read of one series, a host that stopped weeks
+//! of 100 series over 30 days makes (through the engine), a PromQL selector's 7 days of
+//! 45 series, a raw read of one series, a host that stopped weeks
 //! ago, an idle store, and the collections and indexes 90 days of 60 measurements leave.
 //! The counts are printed (run with `--nocapture`) and go into `docs/BENCHMARKS.md`; the
-//! asserts hold the layout to its targets where the `Backend` trait allows (a read is of
-//! one series, so a chart of 100 series is 100 reads).
+//! asserts hold the layout to its targets: a query reads all its series at once
+//! (`read_points`, `read_segment_rollups`), one `find` per collection of its range.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,8 +19,10 @@ use futures::TryStreamExt;
 use mongodb::bson::Document;
 use tickertape_backend::{Backend, SeriesAppend, SeriesCatalog, ValueStore};
 use tickertape_core::partition::DEFAULT_PARTITION_NS;
-use tickertape_core::rollup::Resolution;
-use tickertape_core::{Point, SeriesId, SeriesKey};
+use tickertape_core::query::Aggregate;
+use tickertape_core::rollup::{Resolution, ResolutionOrRaw};
+use tickertape_core::{Point, SeriesId, SeriesKey, SeriesSelector};
+use tickertape_engine::{Engine, Query};
 use tickertape_mongodb::{MongoBackend, MongoOptions};
 
 const DAY: i64 = DEFAULT_PARTITION_NS;
@@ -26,6 +30,8 @@ const HOUR: i64 = 3_600_000_000_000;
 const SECOND: i64 = 1_000_000_000;
 /// 2024-01-01T00:00:00Z.
 const DAY0: i64 = 19_723 * DAY;
+/// Points a day of each series in the month of reads.
+const POINTS_A_DAY: i64 = 4;
 
 /// A handle on a fresh database counting its commands, with the default layout and the
 /// engine's default rollups (1h, 1d) for every measurement.
@@ -123,78 +129,173 @@ async fn a_body_of_sixty_measurements_is_a_few_commands() {
     b.drop_database().await.expect("drop");
 }
 
-/// Waits (bounded) until the background passes have derived the rollups of everything
-/// written: on the slow test server, the passes' own pace, not `compact`'s full fold.
-async fn caught_up(b: &MongoBackend) {
-    for _ in 0..1_800 {
-        if b.stats().await.expect("stats").rollup_lag_points == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-    panic!("the rollups did not catch up within an hour");
+/// Folds everything written into its final documents with their rollups (`compact`, the
+/// same work the background passes do, done now rather than waited for on the slow test
+/// server), and checks the rollups cover every point.
+async fn folded(b: &MongoBackend) {
+    b.compact().await.expect("compact");
+    let lag = b.stats().await.expect("stats").rollup_lag_points;
+    assert_eq!(lag, 0, "compact leaves every point covered by the rollups");
 }
 
-/// 100 series of `cpu`, one point every 30 minutes over 35 days up to `now`; the last
-/// series stopped 28 days before `now`. Their rollups derived by the background passes.
+/// The times series `i` of the month of reads holds points at: 4 a day, every sixth day
+/// over 35 days up to `now` (the counts are per collection and series, not per point or
+/// day, and every day written is a slice the test server folds at its slow pace); the
+/// last series stopped 28 days before `now`.
+fn month_times(i: usize, now: i64) -> Vec<i64> {
+    (0..35)
+        .step_by(6)
+        .map(|day| now - (35 - day) * DAY)
+        .filter(|&from| i < 99 || from < now - 28 * DAY)
+        .flat_map(|from| (0..POINTS_A_DAY).map(move |k| from + k * DAY / POINTS_A_DAY))
+        .collect()
+}
+
+/// How many of `times` lie in `[start, end)`.
+fn within(times: &[i64], start: i64, end: i64) -> usize {
+    times.iter().filter(|&&t| t >= start && t < end).count()
+}
+
+/// 100 series of `cpu` holding `month_times`; the first 45 in rack `r1`, the others in
+/// `r2`. Folded, with their rollups.
 async fn a_month_of_a_hundred_series(b: &MongoBackend, now: i64) -> Vec<SeriesId> {
     let keys: Vec<SeriesKey> = (0..100)
-        .map(|i| key("cpu", &format!("host_{i:03}"), "usage"))
+        .map(|i| {
+            let rack = if i < RACK_R1 { "r1" } else { "r2" };
+            SeriesKey::new(
+                "cpu",
+                vec![
+                    ("host".into(), format!("host_{i:03}")),
+                    ("rack".into(), rack.into()),
+                ],
+                "usage",
+            )
+        })
         .collect();
     let series = b.resolve_series(&keys).await.expect("register");
-    let stopped = now - 28 * DAY;
-    for day in 0..35 {
-        let from = now - (35 - day) * DAY;
-        let appends: Vec<SeriesAppend> = series
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i < 99 || from < stopped)
-            .map(|(i, &s)| {
-                let points = (0..48)
-                    .map(|k| Point::new(from + k * HOUR / 2, (i as i64 + k) as f64 * 0.5))
-                    .collect();
-                SeriesAppend::new(s, points).expect("increasing")
-            })
-            .collect();
+    // One append a day written, as a collector's bodies would come.
+    let mut by_day: BTreeMap<i64, Vec<SeriesAppend>> = BTreeMap::new();
+    for (i, &s) in series.iter().enumerate() {
+        let mut days: BTreeMap<i64, Vec<Point>> = BTreeMap::new();
+        for (k, t) in month_times(i, now).into_iter().enumerate() {
+            let value = (i + k) as f64 * 0.5;
+            days.entry(t.div_euclid(DAY))
+                .or_default()
+                .push(Point::new(t, value));
+        }
+        for (day, points) in days {
+            let append = SeriesAppend::new(s, points).expect("increasing");
+            by_day.entry(day).or_default().push(append);
+        }
+    }
+    for (_, appends) in by_day {
         b.append(appends).await.expect("append");
     }
-    caught_up(b).await;
+    folded(b).await;
     series
 }
 
+/// The series of rack `r1`: what one PromQL selector (`cpu_usage{rack="r1"}`) picks.
+const RACK_R1: usize = 45;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_name_only_the_collections_of_their_series() {
-    let (b, counter) = counted("shape_reads", Duration::from_secs(1)).await;
+    let (b, counter) = counted("shape_reads", Duration::from_secs(3600)).await;
+    let b = Arc::new(b);
+    // The engine offers its default rollups (1h, 1d) before anything is written.
+    let engine = Engine::new(b.clone());
     let now = DAY0 + 40 * DAY;
     let series = a_month_of_a_hundred_series(&b, now).await;
     let month = now - 30 * DAY;
 
-    let (slots, seen) = counter
-        .count(async {
-            let mut n = 0;
-            for &s in &series {
-                n += b
-                    .read_segment_rollup(s, Resolution::HOUR, month, now)
-                    .await
-                    .expect("rollup")
-                    .len();
-            }
-            n
-        })
-        .await;
-    assert!(slots > 0);
+    // A chart of every series: the engine's query, its rollup read one call for all.
+    let mut chart = Query::raw(
+        SeriesSelector {
+            measurement: "cpu".into(),
+            field: Some("usage".into()),
+            ..Default::default()
+        },
+        month,
+        now,
+    );
+    chart.step = Some(HOUR);
+    chart.agg = Some(Aggregate::Avg);
+    let (answer, seen) = counter.count(engine.query(&chart)).await;
+    let answer = answer.expect("chart");
+    assert_eq!(answer.len(), 100, "every series has points in the month");
+    // Every point in its own hour: a window each.
+    let windows: usize = answer.iter().map(|a| a.points.len()).sum();
+    let points_in_month: usize = (0..100)
+        .map(|i| within(&month_times(i, now), month, now))
+        .sum();
+    assert_eq!(windows, points_in_month);
     println!(
-        "step=1h avg over 30 days of 100 series (read_segment_rollup 1h per series): {} \
-         commands, {:.1} per series ({})",
+        "step=1h avg over 30 days of 100 series (Engine::query): {} commands ({})",
         seen.len(),
-        seen.len() as f64 / 100.0,
         breakdown(&seen)
     );
+    assert!(seen.len() <= 40, "{}", breakdown(&seen));
+    // The rollups answered it: the raw answer is the same, bit for bit.
+    let mut raw = chart.clone();
+    raw.resolution = Some(ResolutionOrRaw::Raw);
+    let raw = engine.query(&raw).await.expect("raw chart");
+    let bits = |a: &[tickertape_engine::SeriesPoints]| -> Vec<Vec<(i64, u64)>> {
+        a.iter()
+            .map(|s| {
+                s.points
+                    .iter()
+                    .map(|p| (p.time, p.value.to_bits()))
+                    .collect()
+            })
+            .collect()
+    };
+    assert_eq!(bits(&answer), bits(&raw), "rollup and raw answers");
+
+    let (slots, seen) = counter
+        .count(b.read_segment_rollups(&series, Resolution::HOUR, month, now))
+        .await;
+    let slots = slots.expect("rollups");
+    assert_eq!(slots.iter().map(Vec::len).sum::<usize>(), windows);
+    println!(
+        "read_segment_rollups 1h, 30 days, 100 series: {} commands ({})",
+        seen.len(),
+        breakdown(&seen)
+    );
+
+    // What a PromQL `query_range` over 7 days of one selector reads: the selector's
+    // series, then their points over the closed range.
+    let week = now - 7 * DAY;
+    let rack = SeriesSelector {
+        measurement: "cpu".into(),
+        field: Some("usage".into()),
+        tags: vec![("rack".into(), "r1".into())],
+        ..Default::default()
+    };
+    let (read, seen) = counter
+        .count(async {
+            let picked = engine.find_series_limited(&rack).await.expect("find");
+            engine.read_raw(&picked, week, now).await.expect("read_raw")
+        })
+        .await;
+    assert_eq!(read.len(), RACK_R1);
+    let in_week = within(&month_times(0, now), week, now.saturating_add(1));
+    assert!(in_week > 0);
+    assert!(
+        read.iter().all(|p| p.len() == in_week),
+        "each series' points of the closed week"
+    );
+    println!(
+        "PromQL-shaped raw read, 7 days of {RACK_R1} series of one selector \
+         (find_series_limited + read_raw): {} commands ({})",
+        seen.len(),
+        breakdown(&seen)
+    );
+    assert!(seen.len() <= 20, "{}", breakdown(&seen));
 
     let (points, seen) = counter.count(read_range(&b, series[0], month, now)).await;
     assert_eq!(
         points.len(),
-        30 * 48 + 1,
+        within(&month_times(0, now), month, now) + 1,
         "30 days and the neighbour before"
     );
     println!(
@@ -214,6 +315,23 @@ async fn reads_name_only_the_collections_of_their_series() {
         breakdown(&seen)
     );
     assert!(seen.len() <= 8, "{}", breakdown(&seen));
+
+    // What `/metrics` asks of the store.
+    let (stats, seen) = counter.count(b.stats()).await;
+    let stats = stats.expect("stats");
+    assert_eq!(stats.series, 100);
+    let days_written: usize =
+        (0..100).map(|i| month_times(i, now).len()).sum::<usize>() / POINTS_A_DAY as usize;
+    assert!(
+        stats.segments >= days_written as u64,
+        "a document per series and day written at least"
+    );
+    println!(
+        "stats (/metrics) over 3 value collections: {} commands ({})",
+        seen.len(),
+        breakdown(&seen)
+    );
+    assert!(seen.len() <= 5, "{}", breakdown(&seen));
 
     let (heads, seen) = counter.count(b.heads(&series)).await;
     assert!(heads.expect("heads").iter().all(Option::is_some));
@@ -249,22 +367,24 @@ async fn an_idle_store_sends_almost_nothing() {
     b.drop_database().await.expect("drop");
 }
 
-/// 20 days of 60 measurements (one series each, a point every 6 hours) from day 11 of a
-/// value collection, so across two of them, with their 1h and 1d rollups: the collections
+/// Two days of 60 measurements (one series each, a point every 6 hours): day 11 of a
+/// value collection and day 0 of the next, with their 1h and 1d rollups: the collections
 /// and indexes in the database are exactly those the naming code (which
-/// `tickertape-bench year` counts a year with) says.
+/// `tickertape-bench year` counts a year with) says. (The names depend on the days
+/// written only, not on their points or measurements, and every day written is a slice
+/// the slow test server folds.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_catalog_is_what_the_naming_code_says() {
     use tickertape_mongodb::naming::{
         rollup_collection, rollup_indexes, value_collection, value_indexes, FIXED_COLLECTIONS,
     };
-    const DAYS: i64 = 20;
-    let (b, _) = counted("shape_catalog", Duration::from_secs(1)).await;
+    const DAYS: [i64; 2] = [0, 3];
+    let (b, _) = counted("shape_catalog", Duration::from_secs(3600)).await;
     let keys: Vec<SeriesKey> = (0..60)
         .map(|m| key(&format!("m{m:02}"), "h", "v"))
         .collect();
     let series = b.resolve_series(&keys).await.expect("register");
-    for day in 0..DAYS {
+    for day in DAYS {
         let from = DAY0 + day * DAY;
         let appends = series
             .iter()
@@ -272,7 +392,7 @@ async fn the_catalog_is_what_the_naming_code_says() {
             .collect();
         b.append(appends).await.expect("append");
     }
-    caught_up(&b).await;
+    folded(&b).await;
     let db = mongodb::Client::with_uri_str(uri_with_db(b.database_name()))
         .await
         .expect("client")
@@ -295,7 +415,7 @@ async fn the_catalog_is_what_the_naming_code_says() {
     let periods = b.periods();
     let mut want: Vec<String> = Vec::new();
     let mut want_indexes = 0;
-    for day in 0..DAYS {
+    for day in DAYS {
         let t = DAY0 + day * DAY;
         let mut of_day = vec![(
             value_collection(periods.values().start_of(t)),
@@ -333,7 +453,7 @@ async fn the_catalog_is_what_the_naming_code_says() {
         want_indexes += 1 + secondary;
     }
     println!(
-        "{DAYS} days of 60 measurements, rollups 1h and 1d: {} collections ({} of them \
+        "days {DAYS:?} of 60 measurements, rollups 1h and 1d: {} collections ({} of them \
          sv./sr.), {indexes} indexes, {} in all",
         names.len(),
         present.len(),

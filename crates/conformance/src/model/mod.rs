@@ -16,9 +16,11 @@
 //! `i64::MAX`) and start at [`MIN_BUCKET_TIME`] for buckets. Sizes are small: one seed of
 //! a few hundred steps must stay quick on the MongoDB test server.
 //!
-//! Deletes of points (`delete_points`) are among the operations; removing series is not
+//! Reads of many series at once (`read_points`, `read_segment_rollups`) are compared
+//! series by series (`batched.rs`). Deletes of points (`delete_points`) are among the operations; removing series is not
 //! (it would retire ids the check maps): `deletes.rs` tests it.
 
+mod batched;
 mod buckets;
 mod rollups;
 
@@ -138,7 +140,8 @@ pub async fn matches_the_reference(f: &dyn StoreFactory, seed: u64, steps: usize
         match check.rng.gen_range(0..34) {
             0..=1 => check.resolve().await,
             2..=6 => check.append().await,
-            7..=10 => check.read_segments().await,
+            7..=9 => check.read_segments().await,
+            10 => check.read_points().await,
             11..=12 => check.heads().await,
             13..=16 => check.write_buckets().await,
             17..=20 => check.read_buckets().await,
@@ -147,7 +150,8 @@ pub async fn matches_the_reference(f: &dyn StoreFactory, seed: u64, steps: usize
             24..=25 => check.partitions().await,
             26..=27 => check.names().await,
             28 => check.unknown_series().await,
-            29..=30 => check.read_segment_rollup().await,
+            29 => check.read_segment_rollup().await,
+            30 => check.read_segment_rollups().await,
             31 => check.compact().await,
             32 => check.delete_points().await,
             _ => {

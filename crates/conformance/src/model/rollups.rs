@@ -14,7 +14,7 @@ use tickertape_core::segment::collect_points;
 
 /// The resolutions read: 4 and 8 ns divide the suite's 16 ns partitions, 5 ns does not,
 /// and 1 m is wider than a partition; the plan keeps all but 8 ns.
-fn resolutions() -> [Resolution; 4] {
+pub(super) fn resolutions() -> [Resolution; 4] {
     [4, 8, 5, 60_000_000_000].map(|ns| Resolution::new(ns).expect("a valid resolution"))
 }
 
@@ -79,7 +79,7 @@ impl Check {
 }
 
 /// `t` rounded down to a multiple of `r`, if that is an `i64`.
-fn align(t: i64, r: Resolution) -> Option<i64> {
+pub(super) fn align(t: i64, r: Resolution) -> Option<i64> {
     t.checked_sub(t.rem_euclid(r.nanos()))
 }
 

@@ -16,10 +16,13 @@
 //! - `merge`: the last write of each time, from any set of documents (pure).
 //! - `measurements`: the ids of measurements (`m` in every document).
 //! - `write`: `append`, three requests for a body in one slice whatever its measurements.
-//! - `read`: `read_segments` (the points of a range and their neighbours) and `heads`.
+//! - `read`: the series' bounds every read starts from, and `heads`.
+//! - `range`: `read_points` and `read_segments`: the points of a range and their
+//!   neighbours, for many series with one `find` per collection.
 //! - `pass`: a fold pass: the slices it looks at, its marks, its rounds.
 //! - `fold`: merging a series' documents and deriving its rollups, off the write path.
-//! - `rollup_doc`, `rollups`: the rollup documents; `read_segment_rollup`.
+//! - `rollup_doc`, `rollups`: the rollup documents; `read_segment_rollups` (many series
+//!   with one `find` per collection).
 //! - `retention`: `drop_raw_before` and `drop_segment_rollup_before`: one measurement's
 //!   slices deleted by ranges, a collection dropped once retention has emptied it.
 //! - `background`: the task that folds every few seconds.
@@ -33,6 +36,7 @@ mod measurements;
 mod merge;
 mod names;
 mod pass;
+mod range;
 mod read;
 mod retention;
 mod rollup_doc;

@@ -1,10 +1,10 @@
-//! `read_segment_rollup`: slots from a rollup document where it covers exactly the points
-//! the slice holds, summaries of raw points everywhere else.
+//! `read_segment_rollups`: slots from a rollup document where it covers exactly the
+//! points the slice holds, summaries of raw points everywhere else; many series at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use mongodb::bson::{doc, Document};
-use tickertape_backend::Result;
+use tickertape_backend::{PointsRange, Result};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::SeriesId;
@@ -12,145 +12,204 @@ use tickertape_core::SeriesId;
 use super::doc::{merge_documents, meta_projection, parse_meta};
 use super::merge::points;
 use super::names::{rollup_collection, value_collection, PartitionName};
+use super::range::SERIES_PER_FIND;
+use super::read::Span;
 use super::rollup_doc::{rollup_id, RollupDoc};
 use crate::error::map_err;
-use crate::find::find_all;
+use crate::find::find_all_at_once;
 use crate::layout::sid;
 use crate::Shared;
 
 impl Shared {
-    /// Per slice the range touches (within the series' span): its rollup document where
-    /// it covers exactly the slice's live documents (or the slice holds none: retention
-    /// deleted its points), else the slice's raw points summarised. One `find` per rollup
-    /// collection and per value collection of the range, for the documents' versions
-    /// (not their points), and one more per value collection holding slices to summarise.
-    pub(crate) async fn read_rollup(
+    /// `read_segment_rollups`: per series and slice the range touches (within the
+    /// series' span), its rollup document where it covers exactly the slice's live
+    /// documents (or the slice holds none: retention deleted its points), else the slice's
+    /// raw points summarised. For all the series at once: the bounds (one `find`), one
+    /// `find` per rollup collection and per value collection of the range for the
+    /// documents' versions (not their points), and one more per value collection holding
+    /// slices to summarise — each by chunks of [`SERIES_PER_FIND`] series.
+    pub(crate) async fn read_rollups(
         &self,
-        series: SeriesId,
+        series: &[SeriesId],
         resolution: Resolution,
         start: i64,
         end: i64,
-    ) -> Result<Vec<(i64, Summary)>> {
+    ) -> Result<Vec<Vec<(i64, Summary)>>> {
+        let ids: Vec<i64> = series.iter().map(|&s| sid(s)).collect::<Result<_>>()?;
         if end <= start {
-            return Ok(Vec::new());
+            return Ok(vec![Vec::new(); ids.len()]);
         }
-        let s = sid(series)?;
-        let Some(span) = self.spans_of(&[s], false).await?.remove(&s) else {
-            return Ok(Vec::new());
-        };
-        let (lo, hi) = (start.max(span.first), (end - 1).min(span.last));
-        if lo > hi {
-            return Ok(Vec::new());
-        }
-        // The measurement comes with the bounds: no lookup of its id.
-        let kept = self
-            .rollups
-            .kept(&span.measurement, self.layout.partitioning)
-            .contains(&resolution);
-        let mut catalog = self.catalog();
-        let values = catalog.values_between(lo, hi).await?;
-        if !kept {
-            // Not derived (its slots may span slices): from the raw points alone.
-            let merged = self.points_between(s, start, end, &values).await?;
-            return Ok(summarize_slots(&points(&merged), start, end, resolution));
-        }
+        let spans = self.spans_of(&ids, false).await?;
         let slices = self.layout.partitioning;
-        let (first_slice, last_slice) = (slices.start_of(lo), slices.start_of(hi));
+        // The series that hold points in the range, by whether their measurement's
+        // rollups are kept at this resolution (the measurement comes with the bounds).
+        let (mut kept, mut not_kept) = (HashMap::new(), HashMap::new());
+        for (s, span) in spans {
+            if start.max(span.first) > (end - 1).min(span.last) {
+                continue;
+            }
+            let derived = self
+                .rollups
+                .kept(&span.measurement, slices)
+                .contains(&resolution);
+            match derived {
+                true => kept.insert(s, span),
+                false => not_kept.insert(s, span),
+            };
+        }
+        let mut answered: HashMap<i64, Vec<(i64, Summary)>> = HashMap::new();
+        if !not_kept.is_empty() {
+            // Not derived (its slots may span slices): from the raw points alone.
+            let raw = self
+                .ranges_in(&not_kept, PointsRange::new(start, end))
+                .await?;
+            for (s, read) in raw {
+                answered.insert(s, summarize_slots(&read.points, start, end, resolution));
+            }
+        }
+        if !kept.is_empty() {
+            answered.extend(self.derived_slots(&kept, resolution, start, end).await?);
+        }
+        // A series asked twice answers twice.
+        Ok(ids
+            .iter()
+            .map(|s| answered.get(s).cloned().unwrap_or_default())
+            .collect())
+    }
+
+    /// The slots of the series of `spans` (each holding points in `[start, end)`), whose
+    /// measurements keep rollups at `resolution`.
+    async fn derived_slots(
+        &self,
+        spans: &HashMap<i64, Span>,
+        resolution: Resolution,
+        start: i64,
+        end: i64,
+    ) -> Result<HashMap<i64, Vec<(i64, Summary)>>> {
+        let slices = self.layout.partitioning;
+        let (first_slice, last_slice) = (slices.start_of(start), slices.start_of(end - 1));
         let whole = |first: i64, last: i64| match slices.end_of(last) > i128::from(i64::MAX) {
             true => doc! { "$gte": first },
             false => doc! { "$gte": first, "$lt": slices.end_of(last) as i64 },
         };
-        let mut stored: BTreeMap<i64, RollupDoc> = BTreeMap::new();
+        let (lo, hi) = spans.values().fold((i64::MAX, i64::MIN), |(lo, hi), span| {
+            (
+                lo.min(start.max(span.first)),
+                hi.max((end - 1).min(span.last)),
+            )
+        });
+        let mut wanted: Vec<i64> = spans.keys().copied().collect();
+        wanted.sort_unstable();
+        let mut catalog = self.catalog();
+        // Each series' rollup documents of the slices the range touches: a range of its
+        // `_id`s (the built-in index), one per series, `s` named for routing.
+        let mut stored: HashMap<(i64, i64), RollupDoc> = HashMap::new();
         for c in catalog.rollups_between(resolution.nanos(), lo, hi).await? {
             let collection = rollup_collection(resolution.nanos(), c);
-            let docs = find_all(
-                self.read_db.collection::<Document>(&collection).find(doc! {
-                    "s": s,
-                    "_id": { "$gte": rollup_id(s, first_slice), "$lte": rollup_id(s, last_slice) },
-                }),
-                "read rollups",
-            )
-            .await?;
-            for d in &docs {
-                let r = RollupDoc::parse(d)?;
-                stored.insert(r.slice, r);
-            }
-        }
-        // The live documents' versions per slice, of every slice the range touches whole.
-        let mut live: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
-        for &c in &values {
-            let docs = find_all(
-                self.read_db
-                    .collection::<Document>(&value_collection(c))
-                    .find(doc! { "s": s, "hi": whole(first_slice, last_slice) })
-                    .projection(meta_projection()),
-                "read value versions",
-            )
-            .await?;
-            for d in &docs {
-                let meta = parse_meta(d)?;
-                if meta.superseded.is_none() {
-                    live.entry(slices.start_of(meta.hi))
-                        .or_default()
-                        .push(meta.version());
+            for chunk in wanted.chunks(SERIES_PER_FIND) {
+                let ranges: Vec<Document> = chunk
+                    .iter()
+                    .map(|&s| doc! { "_id": { "$gte": rollup_id(s, first_slice), "$lte": rollup_id(s, last_slice) } })
+                    .collect();
+                let docs = find_all_at_once(
+                    self.read_db
+                        .collection::<Document>(&collection)
+                        .find(doc! { "s": { "$in": chunk.to_vec() }, "$or": ranges }),
+                    "read rollups",
+                )
+                .await?;
+                for d in &docs {
+                    let r = RollupDoc::parse(d)?;
+                    stored.insert((r.series, r.slice), r);
                 }
             }
         }
-        let mut touched: Vec<i64> = stored.keys().chain(live.keys()).copied().collect();
+        // The live documents' versions per series and slice, of every slice the range
+        // touches whole.
+        let values = catalog.values_between(lo, hi).await?;
+        let mut live: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
+        for &c in &values {
+            for chunk in wanted.chunks(SERIES_PER_FIND) {
+                let docs = find_all_at_once(
+                    self.read_db
+                        .collection::<Document>(&value_collection(c))
+                        .find(doc! { "s": { "$in": chunk.to_vec() }, "hi": whole(first_slice, last_slice) })
+                        .projection(meta_projection()),
+                    "read value versions",
+                )
+                .await?;
+                for d in &docs {
+                    let meta = parse_meta(d)?;
+                    if meta.superseded.is_none() {
+                        live.entry((meta.series, slices.start_of(meta.hi)))
+                            .or_default()
+                            .push(meta.version());
+                    }
+                }
+            }
+        }
+        let mut touched: Vec<(i64, i64)> = stored.keys().chain(live.keys()).copied().collect();
         touched.sort_unstable();
         touched.dedup();
-        let mut answered: BTreeMap<i64, Vec<(i64, Summary)>> = BTreeMap::new();
-        let mut raw: Vec<i64> = Vec::new();
-        for slice in touched {
-            let versions = live.get_mut(&slice).map(|v| {
+        let mut answered: BTreeMap<(i64, i64), Vec<(i64, Summary)>> = BTreeMap::new();
+        // Per value collection, the (series, slice) pairs summarised from raw points.
+        let mut raw: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+        for key in touched {
+            let versions = live.get_mut(&key).map(|v| {
                 v.sort_unstable();
                 v.clone()
             });
-            match (stored.remove(&slice), versions) {
+            match (stored.remove(&key), versions) {
                 (Some(r), Some(v)) if v == r.covers => {
-                    answered.insert(slice, r.slots);
+                    answered.insert(key, r.slots);
                 }
                 (Some(r), None) => {
-                    answered.insert(slice, r.slots);
+                    answered.insert(key, r.slots);
                 }
-                (_, Some(_)) => raw.push(slice),
+                (_, Some(_)) => raw
+                    .entry(self.layout.periods.values().start_of(key.1))
+                    .or_default()
+                    .push(key),
                 (None, None) => {}
             }
         }
-        if !raw.is_empty() {
-            let mut by_collection: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
-            for &slice in &raw {
-                by_collection
-                    .entry(self.layout.periods.values().start_of(slice))
-                    .or_default()
-                    .push(slice);
-            }
-            for (c, wanted) in by_collection {
-                let (lo_slice, hi_slice) = (wanted[0], wanted[wanted.len() - 1]);
-                let filter = doc! { "s": s, "lo": { "$lt": end }, "hi": whole(lo_slice, hi_slice) };
+        for (c, keys) in raw {
+            let (lo_slice, hi_slice) =
+                keys.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &(_, p)| {
+                    (lo.min(p), hi.max(p))
+                });
+            let mut series: Vec<i64> = keys.iter().map(|&(s, _)| s).collect();
+            series.dedup();
+            for chunk in series.chunks(SERIES_PER_FIND) {
+                let filter = doc! {
+                    "s": { "$in": chunk.to_vec() },
+                    "lo": { "$lt": end },
+                    "hi": whole(lo_slice, hi_slice),
+                };
                 let docs = self.find_values(c, filter, None, None).await?;
-                let mut per_slice: BTreeMap<i64, Vec<Document>> = BTreeMap::new();
+                let mut per_slice: BTreeMap<(i64, i64), Vec<Document>> = BTreeMap::new();
                 for d in docs {
-                    let slice = slices.start_of(parse_meta(&d)?.hi);
-                    if wanted.binary_search(&slice).is_ok() {
-                        per_slice.entry(slice).or_default().push(d);
+                    let meta = parse_meta(&d)?;
+                    let key = (meta.series, slices.start_of(meta.hi));
+                    if keys.binary_search(&key).is_ok() {
+                        per_slice.entry(key).or_default().push(d);
                     }
                 }
-                for (slice, docs) in per_slice {
+                for (key, docs) in per_slice {
+                    let slice = key.1;
                     let range = (start.max(slice), end.min(slices.clamped_end_of(slice)));
                     let merged = points(&merge_documents(&docs)?);
-                    answered.insert(
-                        slice,
-                        summarize_slots(&merged, range.0, range.1, resolution),
-                    );
+                    answered.insert(key, summarize_slots(&merged, range.0, range.1, resolution));
                 }
             }
         }
-        Ok(answered
-            .into_values()
-            .flatten()
-            .filter(|(t, _)| *t >= start && *t < end)
-            .collect())
+        let mut out: HashMap<i64, Vec<(i64, Summary)>> = HashMap::new();
+        for ((s, _), slots) in answered {
+            out.entry(s)
+                .or_default()
+                .extend(slots.into_iter().filter(|(t, _)| *t >= start && *t < end));
+        }
+        Ok(out)
     }
 
     pub(crate) async fn drop_collection(&self, p: &PartitionName) -> Result<()> {
