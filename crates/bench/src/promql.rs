@@ -9,9 +9,10 @@
 //! Prometheus' text format), compacted into part files as a day of data would be, then
 //! queried `--runs` times; every answer is checked (series and steps).
 
-use crate::store::serve_new_store;
+use crate::store::{open_engine, serve_engine};
 use anyhow::{bail, ensure, Context, Result};
 use std::time::{Duration, Instant};
+use tickertape_engine::QueryLimits;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -38,14 +39,30 @@ pub struct Args {
     /// data being older than its default month, and on an empty `-storageDataPath`).
     #[arg(long)]
     vm_url: Option<String>,
+    /// The store's schema (TOML, as `serve --config`): e.g. a raw retention, applied
+    /// once after loading (end the data near now with `--end`, or it all expires).
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+    /// A query to time instead of the default three (repeatable).
+    #[arg(long = "query")]
+    queries: Vec<String>,
+    /// Also time the own API's `step=1h&agg=avg` over the same range and series.
+    #[arg(long)]
+    own_api: bool,
+    /// The server's `--max-query-points` (a query over more raw points is refused).
+    #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_POINTS)]
+    max_query_points: usize,
 }
 
-/// The queries timed, each asked of every store.
+/// The queries timed unless `--query` names others, each asked of every store.
 const QUERIES: [&str; 3] = [
     "rate(bench_requests_total[5m])",
     "sum(rate(bench_requests_total[5m]))",
     "max_over_time(rate(bench_requests_total[5m])[1h:1m])",
 ];
+
+/// The own API's query `--own-api` times beside PromQL's.
+const OWN_API: &str = "own API step=1h&agg=avg";
 
 /// A store that answers Prometheus' `query_range`.
 struct Target {
@@ -56,7 +73,13 @@ struct Target {
 
 pub async fn run(args: Args) -> Result<()> {
     let dir = tempfile::tempdir().context("a temporary store directory")?;
-    let url = serve_new_store(dir.path()).await?;
+    let engine = open_engine(dir.path(), args.config.as_deref())
+        .await?
+        .with_query_limits(QueryLimits {
+            max_points: args.max_query_points,
+            ..QueryLimits::default()
+        });
+    let url = serve_engine(engine.clone()).await?;
     let client = reqwest::Client::new();
     let start = args.end - args.hours * 3600;
     let written = load(&client, &url, &args, start).await?;
@@ -65,8 +88,9 @@ pub async fn run(args: Args) -> Result<()> {
         .send()
         .await?;
     ensure!(r.status().is_success(), "compact answered {}", r.status());
+    let dropped = engine.apply_retention(false).await?.dropped.len();
     println!(
-        "loaded {written} points in {} series; compacted",
+        "loaded {written} points in {} series; compacted; retention dropped {dropped} partitions",
         args.series
     );
     let mut targets = vec![Target {
@@ -81,23 +105,80 @@ pub async fn run(args: Args) -> Result<()> {
             query_range: format!("{vm}/api/v1/query_range"),
         });
     }
-    for query in QUERIES {
-        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(args.runs); targets.len()];
+    let mut queries: Vec<String> = match args.queries.is_empty() {
+        true => QUERIES.iter().map(|q| q.to_string()).collect(),
+        false => args.queries.clone(),
+    };
+    if args.own_api {
+        queries.insert(0, OWN_API.to_string());
+    }
+    for query in &queries {
+        // The own API is tickertape's alone.
+        let asked = match query == OWN_API {
+            true => &targets[..1],
+            false => &targets[..],
+        };
+        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(args.runs); asked.len()];
         // One untimed warm-up each, then the stores in turn, so that the machine's load
         // falls on both alike.
         for run in 0..=args.runs {
-            for (target, times) in targets.iter().zip(&mut times) {
-                let took = time_query(&client, target, query, start, &args).await?;
+            for (target, times) in asked.iter().zip(&mut times) {
+                let took = match query == OWN_API {
+                    true => time_own_api(&client, &url, start, &args).await?,
+                    false => time_query(&client, target, query, start, &args).await?,
+                };
                 if run > 0 {
                     times.push(took);
                 }
             }
         }
-        for (target, times) in targets.iter().zip(&times) {
+        for (target, times) in asked.iter().zip(&times) {
             report(target.name, query, times);
         }
     }
     Ok(())
+}
+
+/// The own API's hourly means of every series over the range, checked; the time until
+/// the whole body has arrived.
+async fn time_own_api(
+    client: &reqwest::Client,
+    url: &str,
+    start: i64,
+    args: &Args,
+) -> Result<Duration> {
+    let began = Instant::now();
+    let response = client
+        .get(format!("{url}/api/v1/query"))
+        .query(&[
+            ("measurement", "bench_requests_total".to_string()),
+            ("field", "value".to_string()),
+            ("start", (start * 1_000_000_000).to_string()),
+            ("end", (args.end * 1_000_000_000).to_string()),
+            ("step", "1h".to_string()),
+            ("agg", "avg".to_string()),
+        ])
+        .send()
+        .await?;
+    let status = response.status();
+    let bytes = response.bytes().await?;
+    let took = began.elapsed();
+    let body: serde_json::Value = serde_json::from_slice(&bytes)?;
+    ensure!(status.is_success(), "the own API answered {status}: {body}");
+    let series = body["series"].as_array().context("no series")?;
+    ensure!(
+        series.len() == args.series,
+        "the own API: {} series, expected {}",
+        series.len(),
+        args.series
+    );
+    let points = series[0]["points"].as_array().map_or(0, Vec::len);
+    ensure!(
+        points as i64 + 1 >= args.hours,
+        "the own API: {points} points of {}",
+        args.hours
+    );
+    Ok(took)
 }
 
 /// The counters of [`load`] into VictoriaMetrics as Prometheus text with timestamps
@@ -194,7 +275,7 @@ async fn time_query(
     args: &Args,
 ) -> Result<Duration> {
     let steps = ((args.end - start) / args.step + 1) as usize;
-    let expected_series = if query.starts_with("sum") {
+    let expected_series = if query.starts_with("sum(") {
         1
     } else {
         args.series

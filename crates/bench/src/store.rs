@@ -30,6 +30,12 @@ pub async fn open_engine(dir: &Path, config: Option<&Path>) -> Result<Engine> {
 /// until the bench ends; its base URL.
 pub async fn serve_new_store(dir: &Path) -> Result<String> {
     let engine = open_engine(dir, None).await?;
+    serve_engine(engine).await
+}
+
+/// `engine` served on a free loopback port with the default settings until the bench
+/// ends; its base URL.
+pub async fn serve_engine(engine: Engine) -> Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(tickertape_server::serve(

@@ -9,17 +9,14 @@
 //! measurement without a raw retention, without rollups, or not in value segments is
 //! read raw throughout, as before.
 
+use crate::batch_read::SERIES_PER_BATCH;
 use crate::{Engine, EngineError, QueryBudget};
-use futures::stream::{self, StreamExt, TryStreamExt};
+use std::collections::HashMap;
 use tickertape_backend::SeriesInfo;
 use tickertape_core::query::Summary;
-use tickertape_core::retention_policy::PolicyRetention;
 use tickertape_core::rollup::{Resolution, ResolutionOrRaw};
 use tickertape_core::schema::{Layout, MeasurementSchema};
-use tickertape_core::Point;
-
-/// Series read at once, as for raw reads.
-const CONCURRENT_SERIES_READS: usize = 16;
+use tickertape_core::{Point, SeriesId};
 
 /// One series' samples over a read: its rollup slots before `raw_from`, then its raw
 /// points (stale markers kept) from `raw_from` on.
@@ -33,7 +30,7 @@ pub struct SeriesHistory {
 }
 
 /// Where a read of `[start, end]` is answered from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct HistoryPlan {
     /// `(resolution, from, to)`: slots starting in `[from, to)`, earliest level first.
     pub(crate) levels: Vec<(Resolution, i64, i64)>,
@@ -133,7 +130,9 @@ impl Engine {
     /// Each series' samples in `[start, end]` (ns, both ends included) as a
     /// [`SeriesHistory`]: rollup slots where the raw retention has dropped the raw points
     /// (read from `lead_slots` slots earlier), raw points, stale markers kept, after.
-    /// Refused past `--max-query-series`; slots and points charged to `budget`.
+    /// Series of one plan (a selector's usually share their measurement's) are read
+    /// [`SERIES_PER_BATCH`] at a time, one backend call per level. Refused past
+    /// `--max-query-series`; slots and points charged to `budget` as each batch comes.
     pub async fn read_history_with(
         &self,
         series: &[SeriesInfo],
@@ -145,49 +144,62 @@ impl Engine {
         self.check_series_limit(series.len())?;
         let now = self.now_nanos();
         let policy = self.policy_retention().await?;
-        let mut reads = stream::iter(series.to_vec())
-            .map(|info| self.read_history_of(info, start, end, (now, policy), lead_slots))
-            .buffered(CONCURRENT_SERIES_READS);
-        let mut out = Vec::with_capacity(series.len());
-        while let Some(history) = reads.try_next().await? {
-            budget.charge_points(history.slots.len() + history.points.len())?;
-            out.push(history);
-            crate::checkpoint(budget).await;
+        let mut by_plan: HashMap<HistoryPlan, Vec<usize>> = HashMap::new();
+        for (i, info) in series.iter().enumerate() {
+            let schema = self.schema.for_measurement(&info.key.measurement);
+            let raw_keep = schema.raw_retention_ns_under(policy);
+            let plan = HistoryPlan::new(schema, raw_keep, now, start, end, lead_slots);
+            by_plan.entry(plan).or_default().push(i);
+        }
+        let mut out = vec![SeriesHistory::default(); series.len()];
+        for (plan, indices) in by_plan {
+            for chunk in indices.chunks(SERIES_PER_BATCH) {
+                let batch: Vec<SeriesInfo> = chunk.iter().map(|&i| series[i].clone()).collect();
+                let read = self.read_history_batch(&batch, &plan, start, end).await?;
+                for (&i, history) in chunk.iter().zip(read) {
+                    budget.charge_points(history.slots.len() + history.points.len())?;
+                    out[i] = history;
+                }
+                crate::checkpoint(budget).await;
+            }
         }
         Ok(out)
     }
 
-    async fn read_history_of(
+    /// `plan` executed for every series of `batch`: one rollup read per level (levels
+    /// are planned for value segments only), one raw read.
+    async fn read_history_batch(
         &self,
-        info: SeriesInfo,
+        batch: &[SeriesInfo],
+        plan: &HistoryPlan,
         start: i64,
         end: i64,
-        (now, policy): (i64, PolicyRetention),
-        lead_slots: i64,
-    ) -> Result<SeriesHistory, EngineError> {
-        let schema = self.schema.for_measurement(&info.key.measurement);
-        let raw_keep = schema.raw_retention_ns_under(policy);
-        let plan = HistoryPlan::new(schema, raw_keep, now, start, end, lead_slots);
-        let mut slots = Vec::new();
+    ) -> Result<Vec<SeriesHistory>, EngineError> {
+        let mut out = vec![
+            SeriesHistory {
+                raw_from: plan.raw_from,
+                ..SeriesHistory::default()
+            };
+            batch.len()
+        ];
+        let ids: Vec<SeriesId> = batch.iter().map(|info| info.id).collect();
         for &(r, from, to) in &plan.levels {
-            let read = self.rollup_slots(&info, r, from, to).await?;
-            slots.extend(read.into_iter().map(|(t, summary)| (r, t, summary)));
-        }
-        let points = match plan.raw_from <= end {
-            true => {
-                let mut points = self
-                    .raw_points(&info, schema, plan.raw_from, end.saturating_add(1))
-                    .await?;
-                points.retain(|p| p.time >= plan.raw_from.max(start) && p.time <= end);
-                points
+            let read = self.backend.read_segment_rollups(&ids, r, from, to).await?;
+            for (history, slots) in out.iter_mut().zip(read) {
+                history
+                    .slots
+                    .extend(slots.into_iter().map(|(t, summary)| (r, t, summary)));
             }
-            false => Vec::new(),
-        };
-        Ok(SeriesHistory {
-            slots,
-            raw_from: plan.raw_from,
-            points,
-        })
+        }
+        if plan.raw_from <= end {
+            let raw = self
+                .read_raw_batch(batch, plan.raw_from.max(start), end)
+                .await?;
+            for (history, points) in out.iter_mut().zip(raw) {
+                history.points = points;
+            }
+        }
+        Ok(out)
     }
 }
 

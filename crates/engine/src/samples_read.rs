@@ -81,7 +81,7 @@ impl Engine {
     /// The points in `[start, end]` of each series of `batch`, in order: the value-segment
     /// series in one `read_points`, the others (buckets) `CONCURRENT_SERIES_READS` at a
     /// time.
-    async fn read_raw_batch(
+    pub(crate) async fn read_raw_batch(
         &self,
         batch: &[SeriesInfo],
         start: i64,
