@@ -9,7 +9,7 @@
 //! of `n` and `sum`, `$min`/`$max`, upsert.
 //!
 //! Why `{s, t}` fields and an index rather than an `_id: {s, t}` like the product's
-//! buckets: that is the seed's shape, and secantusdb answers an equality on a
+//! buckets: that is the page-view pattern's shape, and secantusdb answers an equality on a
 //! document-valued `_id` with a collection scan (its `explain` says `COLLSCAN`; a scalar
 //! `_id` or the `{s, t}` index gets `IXSCAN`), so every upsert would cost time in
 //! proportion to the collection — a server artifact, not the layout's cost. For the same
