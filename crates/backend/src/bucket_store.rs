@@ -1,5 +1,5 @@
-//! Time buckets (seeds 001, 003, 004): documents of slots per series and period, in time
-//! partitions that retention drops whole.
+//! Time buckets (`docs/design.md#bucket-documents-and-in-place-updates`): documents of
+//! slots per series and period, in time partitions that retention drops whole.
 
 use async_trait::async_trait;
 use tickertape_core::SeriesId;

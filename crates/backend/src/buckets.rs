@@ -1,6 +1,6 @@
-//! Time buckets (DESIGN §3, seeds 001, 003, 004): what the backend stores for a
-//! measurement with `layout = "buckets"` and for every rollup, and the time partitions
-//! those documents live in.
+//! Time buckets (`docs/design.md#bucket-documents-and-in-place-updates`): what the backend
+//! stores for a measurement with `layout = "buckets"` and for every rollup, and the time
+//! partitions those documents live in.
 //!
 //! A bucket is one document per (series, family, period); its geometry — period, slot
 //! width, which slot holds a time — is [`BucketGeometry`], computed in core, so both
@@ -368,11 +368,12 @@ pub enum SlotChange {
     /// Raw counter (`mode=inc`): add `value` to the slot (an absent slot counts as 0) and
     /// to the document's `sum`; `n` counts increments, `min`/`max` are of the increments.
     Add(f64),
-    /// Rollup: the slot becomes [`RollupUpdate::apply_to`](tickertape_core::rollup::RollupUpdate::apply_to)
-    /// of what it held: a never-written slot takes `summary`; otherwise count, min, max,
-    /// first and last merge as [`Summary::merge`] and the sum continues the stored sum
-    /// with `values` added one at a time, left to right (`(stored + v₁) + v₂ …`).
-    /// `values` are the points' values that `summary` summarises, in time order.
+    /// Rollup: the slot becomes
+    /// [`RollupUpdate::apply_to`](tickertape_core::rollup::RollupUpdate::apply_to) of what
+    /// it held: a never-written slot takes `summary`; otherwise count, min, max, first and
+    /// last merge as [`Summary::merge`] and the sum continues the stored sum with `values`
+    /// added one at a time, left to right (`(stored + v₁) + v₂ …`). `values` are the
+    /// points' values that `summary` summarises, in time order.
     Merge { summary: Summary, values: Vec<f64> },
 }
 

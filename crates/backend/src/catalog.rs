@@ -1,5 +1,5 @@
 //! The series catalog: which series exist, by key and by tags, and the names the pickers
-//! list. Seed 000's series documents; the embedded store's catalog.
+//! list. MongoDB's `series` collection; the embedded store's catalog.
 
 use async_trait::async_trait;
 use tickertape_core::{SeriesId, SeriesKey, SeriesSelector};

@@ -1,4 +1,4 @@
-//! The name store (DESIGN §3, seed 002): user names as small integer tokens.
+//! The name store (`docs/design.md#the-name-store`): user names as small integer tokens.
 //!
 //! Names are kept in capped documents `{ns, lv, l: [names…]}`; a name's token is the
 //! document's `lv` (least value) plus its index in `l`. Tokens are issued once and never

@@ -1,4 +1,4 @@
-//! `tickertape-bench cardinality`: issue 10's load — many new series of one point each —
+//! `tickertape-bench cardinality`: the many-series load — many new series of one point each —
 //! against the release server in its own process, so that its resident memory is the
 //! server's alone.
 //!

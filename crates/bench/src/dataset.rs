@@ -1,4 +1,4 @@
-//! The devops "cpu" dataset of `shared/bench/` (TSBS cpu-only shape): generated here or
+//! The devops "cpu" dataset (TSBS cpu-only shape): generated here or
 //! loaded from a file written by `gen.py`, held in memory as ready-to-send bodies, with
 //! what the checks need to know about it.
 //!
@@ -432,8 +432,8 @@ impl Walk {
     }
 
     /// Advances every host one step, in host order, and hands `row` the host's index, its
-    /// line prefix (`cpu,tags `) and its values as the dataset holds them (rounded if the shape says so; the
-    /// walk itself goes on unrounded).
+    /// line prefix (`cpu,tags `) and its values as the dataset holds them (rounded if the
+    /// shape says so; the walk itself goes on unrounded).
     fn step(&mut self, mut row: impl FnMut(usize, &str, &[f64; 10])) {
         for (host, values) in self.state.iter_mut().enumerate() {
             let mut shown = [0.0; 10];

@@ -36,9 +36,9 @@ pub struct Args {
     /// Seed of the generated dataset.
     #[arg(long, default_value_t = 123)]
     pub seed: u64,
-    /// Send this file instead of generating (written by shared/bench/gen.py); the way to
-    /// give every store compared the very same bytes. --hosts/--hours/--round/--seed are
-    /// then ignored.
+    /// Send this file instead of generating (line protocol of the same shape, e.g. from the
+    /// TSBS-like gen.py); the way to give every store compared the very same bytes.
+    /// --hosts/--hours/--round/--seed are then ignored.
     #[arg(long)]
     pub file: Option<PathBuf>,
     /// Concurrent HTTP clients, one keep-alive connection each. Hosts are dealt round-robin

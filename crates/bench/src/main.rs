@@ -1,23 +1,23 @@
-//! `tickertape-bench`: benchmarks as programs (DESIGN §6), with their results and commands
-//! recorded in `docs/BENCHMARKS.md`. A binary of its own, so that the shipped `tickertape`
-//! carries none of it (nor rand, nor direct use of the MongoDB driver).
+//! `tickertape-bench`: benchmarks as programs, never timed tests, with their results and
+//! commands recorded in `docs/BENCHMARKS.md`. A binary of its own, so that the shipped
+//! `tickertape` carries none of it (nor rand, nor direct use of the MongoDB driver).
 //!
 //! # Layout
 //! - `ingest.rs`: the command, the concurrent write clients and the report.
 //! - `store.rs`: the in-process embedded store `ingest` writes to.
-//! - `dataset.rs`: the devops cpu dataset of `shared/bench/` (generated, or a gen.py file).
+//! - `dataset.rs`: the devops cpu dataset, TSBS-like (generated, or read from a file).
 //! - `queries.rs`: the four reference queries and the bit-for-bit read-back.
 //! - `remote_write.rs`: the dataset as Prometheus remote-write bodies, ingested
-//!   alternately with line protocol (issue 11).
+//!   alternately with line protocol.
 //! - `send.rs`: the concurrent write clients (HTTP or HTTPS, a token or none).
-//! - `security.rs`: ingest over plain HTTP, with a token, over HTTPS, alternated (issue 24).
+//! - `security.rs`: ingest over plain HTTP, with a token, over HTTPS, alternated.
 //! - `disk.rs`: allocated bytes of a directory.
-//! - `shards.rs`: a simulated sharded MongoDB cluster under an MMS-sized load (issue 23).
+//! - `shards.rs`: a simulated sharded MongoDB cluster under an MMS-sized load.
 //! - `year.rs`: a year of a MongoDB store as collections, indexes and chunks, from the
 //!   product's naming code, for a Telegraf-shaped and a Prometheus-shaped load.
-//! - `layouts/`: seed 003's schema simulator (`tickertape-bench layouts`), one file per
+//! - `layouts/`: the schema simulator (`tickertape-bench layouts`), one file per
 //!   family of layouts.
-//! - `candidates/`: storage designs for the embedded engine's part files (issue 9): own
+//! - `candidates/`: storage designs for the embedded engine's part files: own
 //!   part files, pco, fjall, on the same per-series columns.
 
 mod candidates;
@@ -54,7 +54,7 @@ enum Command {
     /// Ingest the devops cpu dataset over HTTP, then report points/s, bytes on disk per
     /// point, the median latency of the four reference queries and a bit-for-bit read-back.
     ///
-    /// The dataset is either generated here, with the shape of shared/bench/gen.py (same
+    /// The dataset is either generated here, with the shape of the TSBS-like gen.py (same
     /// tags, fields and vocabulary, time-major rows, random walks from U[0,100] with steps
     /// U[-1,1] clamped to [0,100]) but NOT the same bytes, or read from a gen.py file with
     /// --file: the way to give every store compared identical data. The whole dataset is cut
@@ -71,7 +71,7 @@ enum Command {
     /// each on a fresh store, alternated over --rounds; each mode's median points/s and its
     /// ratio to plain HTTP. Makes its certificates with the openssl CLI (or --tls-dir).
     Security(security::Args),
-    /// Seed 003's schema simulator: the same small dataset written in several layouts,
+    /// A schema simulator: the same small dataset written in several layouts,
     /// each into a fresh store, with points/s, request latencies, what the store takes,
     /// round trips and the four reference queries per layout.
     ///
@@ -84,7 +84,7 @@ enum Command {
     /// pre-allocation (h, i). Pre-allocation is timed apart from the writes.
     #[command(verbatim_doc_comment)]
     Layouts(layouts::Args),
-    /// Storage candidates for the embedded engine's part files (issue 9), measured on the
+    /// Storage candidates for the embedded engine's part files, measured on the
     /// same data: the devops dataset generated as one column per series (host × field),
     /// at full precision and rounded to --round decimals.
     ///
@@ -96,7 +96,7 @@ enum Command {
     /// bit for bit.
     #[command(verbatim_doc_comment)]
     Candidates(candidates::Args),
-    /// Issue 10's load: --series new series of one point each (1,000,000 by default),
+    /// Many new series: --series new series of one point each (1,000,000 by default),
     /// written by one client in 10,000-line bodies to the release `tickertape` server in
     /// its own process. Prints new series registered per second, the server's resident
     /// memory per series, the median latency of a one-series-by-tag query and of agg=sum
@@ -111,12 +111,12 @@ enum Command {
     /// samples, alternately. Prints the median, p90 and fastest of --runs queries.
     #[command(verbatim_doc_comment)]
     Promql(promql::Args),
-    /// Issue 25's InfluxQL target: Grafana's SELECT mean(...) GROUP BY time(1m) over 24
+    /// InfluxQL's speed target: Grafana's SELECT mean(...) GROUP BY time(1m) over 24
     /// hours of one host against the own API's same windows (and, with --influx-url, an
     /// InfluxDB 1.x loaded with the same points), alternated; medians and ratios.
     #[command(verbatim_doc_comment)]
     Influxql(influxql::Args),
-    /// Issue 11's ingest target: the devops dataset as line protocol and as Prometheus
+    /// Remote write's ingest target: the devops dataset as line protocol and as Prometheus
     /// remote-write bodies (each line-protocol body converted into one WriteRequest with
     /// the same points: one TimeSeries per series, metric <measurement>_<field>, the tags
     /// as labels), ingested alternately (LP, RW, LP, RW …) into fresh embedded stores
@@ -124,7 +124,7 @@ enum Command {
     /// the ratio; every point is counted back after each ingest.
     #[command(verbatim_doc_comment)]
     RemoteWrite(remote_write::Args),
-    /// Issue 23's scale-out check: a simulated sharded MongoDB cluster (--shards) under an
+    /// The scale-out check: a simulated sharded MongoDB cluster (--shards) under an
     /// MMS-sized load (25,000 hosts × 100 metrics every 10 s for two days, 5% of the hosts
     /// replaced every 6 hours), fed with the store's own partition names, shard keys
     /// (`shard_key_of`: {s: "hashed"}) and MongoDB's md5-based hash of each series id.

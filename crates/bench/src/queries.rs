@@ -1,5 +1,6 @@
-//! The four reference queries of `shared/bench/README.md` and the losslessness check, over
-//! HTTP against `GET /api/v1/query`, with every answer checked against the dataset.
+//! The four reference queries (docs/BENCHMARKS.md, "What `tickertape-bench ingest`
+//! measures") and the losslessness check, over HTTP against `GET /api/v1/query`, with every
+//! answer checked against the dataset.
 //!
 //! Values in answers are read with Rust's own f64 parser from the JSON text (see
 //! [`scan_points`]), not through serde_json, whose default float parsing may be one ulp
@@ -435,9 +436,9 @@ fn check(
     outcome
 }
 
-/// What the query must answer for one series, computed from the dataset (DESIGN §5:
-/// windows aligned to multiples of `step` since the epoch, reported at their start; `last`
-/// without step reported at the point's own time).
+/// What the query must answer for one series, computed from the dataset (the query API's
+/// rule: windows aligned to multiples of `step` since the epoch, reported at their start;
+/// `last` without step reported at the point's own time).
 fn expected(points: &[(i64, f64)], spec: &Spec) -> Vec<(i64, f64)> {
     let mut inside = points
         .iter()

@@ -1,5 +1,5 @@
-//! `tickertape-bench remote-write`: issue 11's ingest target — Prometheus remote write at
-//! least as fast as line protocol — measured on the same data in one run.
+//! `tickertape-bench remote-write`: the ingest target of the Prometheus path — Prometheus
+//! remote write at least as fast as line protocol — measured on the same data in one run.
 //!
 //! The devops dataset is built as for `ingest` (the same streams of line-protocol bodies,
 //! hosts dealt to the clients), then every body is converted into one remote-write body

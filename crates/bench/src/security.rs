@@ -1,4 +1,5 @@
-//! `tickertape-bench security`: what `--auth` and `--tls-cert` cost on ingest (issue 24).
+//! `tickertape-bench security`: what `--auth` and `--tls-cert` cost on ingest, modes
+//! alternated.
 //!
 //! The same bodies go to an in-process server four ways — plain HTTP, HTTP with a token
 //! (`Authorization: Bearer`, checked against the store's tokens on every request), HTTPS,

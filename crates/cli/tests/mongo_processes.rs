@@ -1,4 +1,4 @@
-//! Several writer *processes* on the same MongoDB series at once (issue 3): each runs
+//! Several writer *processes* on the same MongoDB series at once: each runs
 //! `tickertape import` one line per batch, so their appends interleave. Whatever each one
 //! was told was accepted must be readable exactly once, in time order.
 
@@ -80,11 +80,11 @@ fn concurrent_import_processes_lose_and_duplicate_nothing() {
     }
 }
 
-/// The name store across processes (seed 002): three import processes register the same
-/// new names at once (a measurement with `$`, `.` and unicode, tag values with spaces)
-/// and write bucket slots of the same series. Every process must get the same tokens:
-/// the measurement's token names the partitions, so a process with another token would
-/// put its points where the query does not look.
+/// The name store across processes (its conditional `$push`): three import processes
+/// register the same new names at once (a measurement with `$`, `.` and unicode, tag values
+/// with spaces) and write bucket slots of the same series. Every process must get the same
+/// tokens: the measurement's token names the partitions, so a process with another token
+/// would put its points where the query does not look.
 #[test]
 fn concurrent_processes_agree_on_name_tokens() {
     const WRITERS: i64 = 3;

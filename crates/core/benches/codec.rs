@@ -1,5 +1,5 @@
 //! Encode and decode speed of the segment block codec on one sealed segment (160 points,
-//! seed 000's capacity) of the devops workload, rounded to 2 decimals and at full
+//! the default segment capacity) of the devops workload, rounded to 2 decimals and at full
 //! precision.
 //!
 //!     cargo bench -p tickertape-core --bench codec
@@ -10,11 +10,12 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use tickertape_core::codec::{decode_block, encode_block};
 use tickertape_core::Point;
 
-/// Seed 000's segment capacity.
+/// The default segment capacity: the most points that fit 4 KiB of BSON.
 const SEGMENT_POINTS: usize = 160;
 
-/// The devops "cpu" random walk of `shared/bench/gen.py` (start uniform in [0, 100], steps
-/// uniform in [-1, 1], clamped, 10 s apart), from a seeded splitmix64 so runs compare.
+/// The devops "cpu" random walk (TSBS-like, as `tickertape-bench` generates it; start
+/// uniform in [0, 100], steps uniform in [-1, 1], clamped, 10 s apart), from a seeded
+/// splitmix64 so runs compare.
 fn devops_walk(seed: u64, n: usize, round_to_cents: bool) -> Vec<Point> {
     let mut state = seed;
     let mut uniform = move || {

@@ -1,4 +1,5 @@
-//! Reading a change-only series (seed 000's input filter, `change_only = true`).
+//! Reading a change-only series (`change_only = true`: a value equal to the previous one
+//! is not stored).
 //!
 //! Such a series stores a point only when its value changes, so a stored point means "from
 //! here on the value is v". Read as it was written, a chart of it would have holes

@@ -5,7 +5,8 @@
 //! - [`time`]: timestamps, precisions, durations and window alignment.
 //! - [`lineproto`]: the InfluxDB line-protocol parser.
 //! - [`codec`]: the compressed block a full value segment is sealed into.
-//! - [`segment`]: value segments (seed 000) and the pure rules for appending to them.
+//! - [`segment`]: value segments (`docs/design.md#value-segments`) and the pure rules for
+//!   appending to them.
 //! - [`partition`]: time partitions, the unit of retention.
 //! - [`query`]: neighbor selection and windowed aggregation over sorted points.
 //! - [`hold`]: how a change-only series answers (the value holds until the next change).

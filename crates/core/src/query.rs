@@ -369,9 +369,9 @@ mod tests {
 /// The times of a merge and each series' value at each of them.
 pub type TimeAxis = (Vec<i64>, Vec<Vec<Option<f64>>>);
 
-/// Several series on one time axis (`merge=true`, the question under seed 004): the sorted
-/// union of their times, and for each series its value at each of those times, `None`
-/// where it has no point. Each input must be sorted by time with unique times.
+/// Several series on one time axis (`merge=true`, for charting several series together):
+/// the sorted union of their times, and for each series its value at each of those times,
+/// `None` where it has no point. Each input must be sorted by time with unique times.
 pub fn merge_on_time_axis(series: &[Vec<Point>]) -> TimeAxis {
     match merge_on_time_axis_within(series, &QueryBudget::unlimited()) {
         Ok(merged) => merged,

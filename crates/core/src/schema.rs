@@ -1,4 +1,4 @@
-//! The per-measurement schema (issue 4): how each measurement is stored — value segments
+//! The per-measurement schema: how each measurement is stored — value segments
 //! or periodic time buckets — whether it is a gauge or a counter, which rollups it keeps
 //! and for how long, and whether repeated values are skipped on write.
 //!
@@ -17,7 +17,8 @@
 //!
 //! Durations take the units of [`parse_duration`] (`ns us ms s m h d w`); retentions also
 //! take years, `y` = 365 days (`2y`, `1y30d`). A measurement not listed gets the
-//! `[defaults]` table's schema (`defaults.rs`; without one, [`MeasurementSchema::default`]). Retention is a lower bound: data is dropped a whole
+//! `[defaults]` table's schema (`defaults.rs`; without one,
+//! [`MeasurementSchema::default`]). Retention is a lower bound: data is dropped a whole
 //! time partition at a time, once the newest point a partition can hold is older than the
 //! retention.
 //!
@@ -68,12 +69,12 @@ pub(crate) fn invalid(path: &str, message: impl Into<String>) -> SchemaError {
     }
 }
 
-/// How a measurement's raw points are stored (DESIGN §3).
+/// How a measurement's raw points are stored (`docs/design.md#two-layouts-per-measurement`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
-    /// Value segments (seed 000): any timestamps, each stored with its point.
+    /// Value segments: any timestamps, each stored with its point.
     Segments,
-    /// Time buckets (seeds 001, 003): one slot per `interval_ns`, the time implied by the
+    /// Time buckets: one slot per `interval_ns`, the time implied by the
     /// slot; a point's time is rounded down to its slot.
     Buckets { interval_ns: i64 },
 }
@@ -134,7 +135,8 @@ pub struct MeasurementSchema {
 /// 1d. A 30-day chart (`max_points=1000`, a 1h step) still reads a rollup, and shorter
 /// ranges read raw points, which the embedded store keeps in day-long compressed blocks.
 /// The finer 1m and 5m rollups cost more than the raw points themselves: one slot per 6
-/// and per 30 points of a 10 s series, and a merge per body (docs/BENCHMARKS.md, issue 9).
+/// and per 30 points of a 10 s series, and a merge per body (docs/BENCHMARKS.md, "The
+/// rebuilt embedded engine against VictoriaMetrics").
 pub const SEGMENT_ROLLUPS: [Resolution; 2] = [Resolution::HOUR, Resolution::DAY];
 
 impl Default for MeasurementSchema {

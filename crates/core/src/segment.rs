@@ -1,6 +1,6 @@
-//! Value segments (seed 000): a series' points in fixed-capacity chunks, chained by the
-//! time of the neighbouring chunks so that one range read also yields the points just
-//! outside the range.
+//! Value segments (`docs/design.md#value-segments`): a series' points in fixed-capacity
+//! chunks, chained by the time of the neighbouring chunks so that one range read also
+//! yields the points just outside the range.
 //!
 //! Invariants, for one series with segments `S0, S1, …, Sk` (Sk the active one):
 //! - times are strictly increasing across the whole chain;
@@ -11,7 +11,8 @@
 use crate::codec::{self, CodecError};
 use crate::model::{Point, SeriesId};
 
-/// Seed 000's capacity: the most (time, value) pairs that fit 4 KiB once BSON-encoded.
+/// The most (time, value) pairs that fit 4 KiB once BSON-encoded: a memory page, and the
+/// unit MongoDB's old power-of-two allocator handed out, so a full segment wastes nothing.
 pub const DEFAULT_SEGMENT_CAPACITY: usize = 160;
 
 /// `prev_end` of a series' first segment: nothing comes before it.
@@ -57,8 +58,8 @@ impl Segment {
     /// just before `start` lives in a segment with `prev_end < start <= next_start`; the
     /// first point at or after `end` in one with `prev_end < end`, since `prev_end` is a
     /// point before it. Both, and every segment with points in range, satisfy
-    /// `prev_end < end && next_start >= start`. (Seed 000 prints this query, with both
-    /// bounds inclusive, with the bounds swapped.)
+    /// `prev_end < end && next_start >= start`. (The article the layout comes from prints
+    /// this query with both bounds inclusive and the bounds swapped.)
     pub fn may_overlap(prev_end: i64, next_start: i64, start: i64, end: i64) -> bool {
         prev_end < end && next_start >= start
     }

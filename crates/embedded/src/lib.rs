@@ -1,11 +1,11 @@
 //! The embedded backend, in a store directory:
 //!
-//! - raw points of value-segment measurements (seed 000's series, read as one sorted
-//!   series) in a write-ahead log, an in-memory head and immutable, time-partitioned part
-//!   files merged in the background (`values`); any point may arrive in any order and the
-//!   last write of a time wins ([`AppendRule::LastWriteWins`]);
-//! - the series catalog, time buckets (seeds 001, 003, 004), rollups, the name store
-//!   (seed 002) and the part manifest in one redb file (`tickertape.redb`).
+//! - raw points of value-segment measurements (the value segments of `docs/design.md`, read
+//!   as one sorted series) in a write-ahead log, an in-memory head and immutable,
+//!   time-partitioned part files merged in the background (`values`); any point may arrive
+//!   in any order and the last write of a time wins ([`AppendRule::LastWriteWins`]);
+//! - the series catalog, time buckets, rollups, the name store and the part manifest in one
+//!   redb file (`tickertape.redb`).
 //!
 //! One writer thread applies every change as groups (see `writer`): a group's log frames
 //! are fsynced before anyone is answered.
@@ -444,8 +444,8 @@ impl ValueStore for EmbeddedBackend {
     }
 
     /// One open segment holding the points of `[start, end)` and both neighbours: the
-    /// store keeps points in parts and the head, not in seed 000's chain, so the segment
-    /// is made for the read.
+    /// store keeps points in parts and the head, not in a chain of fixed-size segments, so
+    /// the segment is made for the read.
     ///
     /// Reads run on the caller's thread, not `spawn_blocking`: one series' read is a few
     /// block reads from the page cache and their decoding, and a query reads up to a few

@@ -1,10 +1,10 @@
-//! The name store (DESIGN §3, seed 002) in the embedded store: two tables, one per
+//! The name store (`docs/design.md#the-name-store`) in the embedded store: two tables, one per
 //! direction, and a counter per namespace in `meta`.
 //!
-//! Seed 002's capped documents (`lv` + index) exist so that MongoDB can add a name with
-//! one atomic `$push`; a redb transaction is atomic already, so here a token is simply
-//! the namespace's next counter value. The tokens come out the same: from 0 upward, in
-//! the order names were first seen, never reused.
+//! The MongoDB name store's capped documents (`lv` + index) exist so that MongoDB can add a
+//! name with one atomic `$push`; a redb transaction is atomic already, so here a token is
+//! simply the namespace's next counter value. The tokens come out the same: from 0 upward,
+//! in the order names were first seen, never reused.
 //!
 //! Names are stored as redb `&str` keys, never spliced into anything, so `$`, `.`, spaces
 //! and any Unicode are ordinary text here.

@@ -17,7 +17,7 @@
 //!   `--max-tag-value-bytes`: what one line and one new series may be.
 //! - [`string_fields`]: `--string-fields`: string values skipped (counted, logged once per
 //!   series) or refusing their line.
-//! - [`names`]: the name store's tokens, cached (seed 002).
+//! - [`names`]: the name store's tokens, cached (a token never changes once issued).
 //! - [`cardinality`]: series counts by measurement, field, tag key and tag pair.
 //! - [`maintenance`]: retention by whole partitions and bucket pre-allocation.
 //! - `delete`: a selection's points deleted over a range, emptied series removed.

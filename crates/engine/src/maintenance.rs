@@ -1,7 +1,7 @@
 //! Background work on bucket documents: retention (drop whole time partitions once they
 //! are older than their resolution's retention) and pre-allocation (write the next
-//! period's empty documents ahead of the writes, seed 004). Both read time from the
-//! engine's clock, so tests move time instead of sleeping.
+//! period's empty documents ahead of the writes, `docs/design.md#pre-allocation`). Both
+//! read time from the engine's clock, so tests move time instead of sleeping.
 
 use crate::{Engine, EngineError};
 use std::collections::HashMap;

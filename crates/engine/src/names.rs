@@ -1,5 +1,6 @@
-//! The client side of the name store (seed 002): tokens are issued once and never change,
-//! so each engine keeps every token it has seen and asks the backend only for new names.
+//! The client side of the name store (`docs/design.md#the-name-store`): tokens are issued
+//! once and never change, so each engine keeps every token it has seen and asks the backend
+//! only for new names.
 
 use std::collections::HashMap;
 use std::sync::RwLock;

@@ -29,7 +29,7 @@ use tickertape_core::time::{format_rfc3339, Precision};
 use tickertape_core::{Point, SeriesId, SeriesKey};
 
 /// How a body's values apply: `POST /write` sets points, `POST /write?mode=inc` adds each
-/// value to the slot of its time in a counter measurement (seed 003).
+/// value to the slot of its time in a counter measurement (a page-view counter's `$inc`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WriteMode {
     #[default]

@@ -65,7 +65,7 @@ interval = "10s"
 rollups = ["1m", "1h"]
 "#;
 
-/// The property of issue 4: a windowed query read from the rollups answers exactly — bit
+/// Rollups are exact: a windowed query read from the rollups answers exactly — bit
 /// for bit — what the same query computed from raw points answers, on random data, for
 /// value segments and buckets, every aggregate, steps the rollups divide and ranges that
 /// cut slots.
@@ -223,7 +223,7 @@ kind = "counter"
 rollups = ["1m", "1h"]
 "#;
 
-/// Counters (seed 003): `mode=inc` adds into the slot; plain writes to a counter and
+/// Counters: `mode=inc` adds into the slot; plain writes to a counter and
 /// increments to a gauge are refused per line; `display` shows totals or rates.
 #[tokio::test]
 async fn counters_add_and_display() {

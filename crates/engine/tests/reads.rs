@@ -121,11 +121,11 @@ fn assert_same(got: &[Point], expected: &[Point], label: &str) {
     assert_eq!(got.len(), expected.len(), "{label}: number of points");
 }
 
-/// DESIGN §5: with `step` (or `max_points`) every window is reported at its start, as
-/// InfluxDB's `GROUP BY time()` does, `first` and `last` included; only `agg` without a
-/// step reports the chosen point's own time. 26 hours of 10 s data, value segments (at
-/// :03, :13 …) and buckets (each point at its slot's start), through the rollups and
-/// through `resolution=raw`, which agree bit for bit.
+/// The query API's rule: with `step` (or `max_points`) every window is reported at its
+/// start, as InfluxDB's `GROUP BY time()` does, `first` and `last` included; only `agg`
+/// without a step reports the chosen point's own time. 26 hours of 10 s data, value
+/// segments (at :03, :13 …) and buckets (each point at its slot's start), through the
+/// rollups and through `resolution=raw`, which agree bit for bit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windowed_first_and_last_are_reported_at_the_window_start() {
     let e = engine(WINDOWED);

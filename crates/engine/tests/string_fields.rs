@@ -11,7 +11,7 @@ use tickertape_core::SeriesSelector;
 use tickertape_engine::{Engine, Query, StringFields};
 use tickertape_reference::ReferenceBackend;
 
-/// Telegraf's `system` input, as the issue quotes it, and its `http_response` input.
+/// Telegraf's `system` input, string field included, and its `http_response` input.
 const SYSTEM: &str = r#"system,host=h1 load1=0.5,load5=0.4,n_cpus=2i,uptime_format="1 day, 2:03" 1700000000000000000"#;
 const HTTP_RESPONSE: &str = r#"http_response,server=http://127.0.0.1,method=GET response_time=0.012,http_response_code=200i,result_code=0i,result="success",content_length=612i 1700000000000000000"#;
 

@@ -1,4 +1,4 @@
-//! Time buckets (seeds 001, 003, 004): documents in partitions, slot writes, reads,
+//! Time buckets: documents in partitions, slot writes, reads,
 //! shells and partition drops, each as the backend crate's docs state it.
 
 use std::collections::{btree_map, BTreeMap};

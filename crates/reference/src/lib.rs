@@ -99,7 +99,7 @@ pub struct ReferenceBackend {
 }
 
 impl Default for ReferenceBackend {
-    /// An empty store with seed 000's segment capacity.
+    /// An empty store with the default segment capacity (160 points, 4 KiB of BSON).
     fn default() -> Self {
         Self::from_state(DEFAULT_SEGMENT_CAPACITY)
     }

@@ -1,13 +1,13 @@
-//! The name store (seed 002): names ↔ tokens, numbered per namespace.
+//! The name store (`docs/design.md#the-name-store`): names ↔ tokens, numbered per namespace.
 
 use std::collections::BTreeMap;
 use tickertape_backend::NameSpace;
 
 /// Each namespace's names in the order their tokens were issued: a name's token is its
-/// index. That is what seed 002's capped documents give (a document's `lv` plus the index
-/// in its `l`, documents filled one after the other from `lv = 0`), and what the embedded
-/// and MongoDB backends issue: from 0 upward, in the order names were first seen, never
-/// reused.
+/// index. That is what the MongoDB name store's capped documents give (a document's `lv`
+/// plus the index in its `l`, documents filled one after the other from `lv = 0`), and what
+/// the embedded and MongoDB backends issue: from 0 upward, in the order names were first
+/// seen, never reused.
 #[derive(Clone, Debug, Default)]
 pub struct Names {
     issued: BTreeMap<NameSpace, Vec<String>>,

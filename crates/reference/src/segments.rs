@@ -1,5 +1,5 @@
-//! Value segments (seed 000), kept as one sorted list of points per series; segments are
-//! derived from it on every read.
+//! Value segments (`docs/design.md#value-segments`), kept as one sorted list of points per
+//! series; segments are derived from it on every read.
 //!
 //! Storing points rather than segments makes the rules visible: an append puts each point
 //! at its time, replacing the value held there (the last write wins), and the chain

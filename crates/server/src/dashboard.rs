@@ -1,4 +1,4 @@
-//! The built-in dashboard at `GET /` (issue 12): one HTML page, its JavaScript modules and
+//! The built-in dashboard at `GET /`: one HTML page, its JavaScript modules and
 //! its stylesheet, all in `assets/dashboard/` and embedded in the binary, so that it works
 //! with no network and no front-end build.
 //!

@@ -359,7 +359,7 @@ async fn merge_puts_series_on_one_time_axis() {
 }
 
 /// Windows are reported at their start for every aggregate, `first` and `last`
-/// included (DESIGN §5, as InfluxDB's `GROUP BY time()`), so series merged on one time
+/// included (the API's rule, as InfluxDB's `GROUP BY time()`), so series merged on one time
 /// axis share the rows of the windows they have points in.
 #[tokio::test]
 async fn merged_first_and_last_windows_share_the_window_start_rows() {

@@ -1,9 +1,9 @@
-//! The round trip with a real Prometheus (Debian's 2.42, issue 11): a Prometheus scrapes
-//! itself every second and remote-writes to tickertape; once tickertape holds ~40 s of it,
-//! the same `query_range` queries — the kinds Grafana dashboards send — are asked of both
-//! over a window that ended 15 s ago, and must agree: labels exact, values within 1e-9
-//! relative. Then a second Prometheus that only remote-reads from tickertape must answer
-//! them the same.
+//! The round trip with a real Prometheus (Debian's 2.42, the version whose semantics the
+//! PromQL support follows): a Prometheus scrapes itself every second and remote-writes to
+//! tickertape; once tickertape holds ~40 s of it, the same `query_range` queries — the
+//! kinds Grafana dashboards send — are asked of both over a window that ended 15 s ago, and
+//! must agree: labels exact, values within 1e-9 relative. Then a second Prometheus that
+//! only remote-reads from tickertape must answer them the same.
 //!
 //! Skipped (with a message) when `/usr/bin/prometheus` is absent; `scripts/test` installs it
 //! where it can. The Prometheus processes are this test's children, killed by PID when it

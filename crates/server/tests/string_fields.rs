@@ -8,7 +8,7 @@ mod support;
 use serde_json::{json, Value};
 use support::TestServer;
 
-/// Telegraf's `system` input, as issue 25 quotes it.
+/// A line of Telegraf's `system` input, string field included, as Telegraf sends it.
 const SYSTEM: &str =
     r#"system,host=h1 load1=0.5,load5=0.4,n_cpus=2i,uptime_format="1 day, 2:03" 1700000000"#;
 

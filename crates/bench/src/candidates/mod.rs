@@ -1,4 +1,4 @@
-//! `tickertape-bench candidates` (issue 9): storage designs for the embedded engine's
+//! `tickertape-bench candidates`: storage designs for the embedded engine's
 //! immutable part files, measured on the same data before one is committed to.
 //!
 //! The devops dataset is generated straight into one column per series (host × field),
@@ -26,7 +26,7 @@ use tickertape_core::Point;
 
 /// Points of one series in one day: one row every 10 s.
 const DAY_POINTS: usize = 24 * 360;
-/// Block sizes of the own codec: a day, a middle size, and seed 000's value segment.
+/// Block sizes of the own codec: a day, a middle size, and a 160-point value segment.
 const OWN_BLOCK_SIZES: [usize; 3] = [DAY_POINTS, 1024, 160];
 /// pco encodes at a few Mpts/s and needs long blocks to pay for its headers; 160-point
 /// blocks would take most of the run's minute and are not a part-file design anyway.

@@ -1,6 +1,6 @@
 //! One document per point, written with the driver: `{m: {h, f}, t, v}` with an index on
 //! `{m.h, m.f, t}` — batched (row a), in a native time-series collection (row d), and one
-//! point per request (row e, seed 000's comparison).
+//! point per request (row e, the naive layout value segments replace).
 
 use anyhow::{Context, Result};
 use futures::TryStreamExt;

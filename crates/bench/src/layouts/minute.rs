@@ -1,15 +1,15 @@
-//! Per-minute buckets `v.S` (seed 003's page-view buckets, seed 001's update), written with
+//! Per-minute buckets `v.S` (the page-view buckets, with MMS's update), written with
 //! the driver (rows f, g): the product's geometry never makes minute documents for 10 s
-//! data (it picks hour documents of 360 slots), so this row is the seed's layout itself.
+//! data (it picks hour documents of 360 slots), so this row is the page-view layout itself.
 //!
 //! A document per series per minute, in collection `minutes`:
 //! `{s: series, t: minute start ns, n, sum, mn, mx, v: {"0".."5": value}}` — six slots of
-//! 10 s — with seed 003's one index, `{s: 1, t: 1}`. A point is one statement of an
-//! `update` command (one command per request) on `{s, t}`: `$set` of its slot, `$inc` of
-//! `n` and `sum`, `$min`/`$max`, upsert.
+//! 10 s — with the page-view pattern's one index, `{s: 1, t: 1}`. A point is one statement
+//! of an `update` command (one command per request) on `{s, t}`: `$set` of its slot, `$inc`
+//! of `n` and `sum`, `$min`/`$max`, upsert.
 //!
 //! Why `{s, t}` fields and an index rather than an `_id: {s, t}` like the product's
-//! buckets: that is the seed's shape, and secantusdb answers an equality on a
+//! buckets: that is the page-view pattern's shape, and secantusdb answers an equality on a
 //! document-valued `_id` with a collection scan (its `explain` says `COLLSCAN`; a scalar
 //! `_id` or the `{s, t}` index gets `IXSCAN`), so every upsert would cost time in
 //! proportion to the collection — a server artifact, not the layout's cost. For the same
@@ -70,12 +70,13 @@ fn minute_of(time: i64) -> (i64, i64) {
     (start, (time - start) / INTERVAL_NS)
 }
 
-/// The key of a document: seed 003's `{page, timestamp}`.
+/// The key of a document: the page-view pattern's `{page, timestamp}`.
 fn key(series: usize, minute: i64) -> Document {
     doc! { "s": series as i64, "t": minute }
 }
 
-/// Seed 001's update of one slot, as a statement of an `update` command.
+/// MMS's update of one slot (`$set` of the slot, `$inc` of the totals), as a statement of
+/// an `update` command.
 fn statement(r: &Row) -> Document {
     let (minute, slot) = minute_of(r.time);
     doc! {

@@ -1,9 +1,9 @@
-//! `tickertape-bench layouts`: seed 003's schema simulator. The same small devops-like
-//! dataset is written in several layouts, each into its own fresh store (a MongoDB
-//! database, or an embedded store directory, removed afterwards), and each is measured the
-//! same way: write throughput and per-request latency, what it takes on the server or on
-//! disk, round trips (MongoDB), and the four reference queries of `shared/bench/README.md`
-//! scaled to the data.
+//! `tickertape-bench layouts`: a schema simulator, as the page-view counter pattern's. The
+//! same small devops-like dataset is written in several layouts, each into its own fresh
+//! store (a MongoDB database, or an embedded store directory, removed afterwards), and each
+//! is measured the same way: write throughput and per-request latency, what it takes on the
+//! server or on disk, round trips (MongoDB), and the four reference queries of the ingest
+//! benchmark scaled to the data.
 //!
 //! # Layout
 //! - `mongo.rs` / `embedded.rs`: the rows each backend runs, a fresh store per row, and
@@ -52,7 +52,7 @@ use tickertape_core::SeriesKey;
 
 use crate::dataset::FIELDS;
 
-/// 2016-01-01T00:00:00Z, the start of `shared/bench/gen.py`'s data, in nanoseconds.
+/// 2016-01-01T00:00:00Z, the start of the devops dataset, in nanoseconds.
 /// A whole hour (and minute), so the data starts at a bucket boundary.
 const START_NS: i64 = 1_451_606_400_000_000_000;
 /// One row every 10 s, as gen.py writes them.
@@ -79,8 +79,8 @@ pub struct Args {
     /// one timestamp, then the next), as a line-protocol body would carry them.
     #[arg(long, default_value_t = 50)]
     pub batch: usize,
-    /// Points written one request each in the one-point-per-request layout (seed 000's
-    /// comparison): the first ones of the stream.
+    /// Points written one request each in the one-point-per-request layout (the
+    /// naive layout value segments replace): the first ones of the stream.
     #[arg(long, default_value_t = 300)]
     pub single_points: usize,
     /// Late points of rows b, c and s: re-sends of earlier times with new values, as a
@@ -175,11 +175,11 @@ enum Layout {
     PushDocs,
     Native,
     SinglePoints,
-    /// Per-minute documents `v.S` (seed 003), written with the driver.
+    /// Per-minute documents `v.S` (the page-view counter pattern), written with the driver.
     MinuteBuckets {
         preallocated: bool,
     },
-    /// Per-hour documents `v.M.S` (seeds 001, 004) through `Backend::write_buckets`.
+    /// Per-hour documents `v.M.S` (the MMS schema) through `Backend::write_buckets`.
     HourBuckets {
         preallocated: bool,
     },

@@ -1,4 +1,4 @@
-//! The four reference queries of `shared/bench/README.md`, scaled to the data: Q1 all
+//! The four reference queries of the ingest benchmark, scaled to the data: Q1 all
 //! fields of host_0 over the first half of the span; Q2 max of usage_user (host_0) per
 //! minute over all of it; Q3 the last point of every series; Q4 max of every field of
 //! host_0 per hour over all of it. Each runs `--query-runs` times; the median is reported.

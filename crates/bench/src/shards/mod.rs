@@ -1,5 +1,5 @@
-//! `tickertape-bench shards`: a simulated sharded MongoDB cluster under an MMS-sized load
-//! (issue 23), fed with the collection names and shard-key values the store writes.
+//! `tickertape-bench shards`: a simulated sharded MongoDB cluster under an MMS-sized load,
+//! fed with the collection names and shard-key values the store writes.
 //!
 //! What is simulated, and what is not:
 //! - **Names and keys from the product.** Value documents of every measurement on day `d`

@@ -21,19 +21,19 @@
 //! code when they are all alike (jitter, random walks). A group's width is written as one
 //! bit `1` when it equals the previous group's (the first group's "previous" is 0), else
 //! `0` and the 7-bit width ([`Widths::Repeated`], block version 2); version 1 blocks wrote
-//! the 7-bit width before every group ([`Widths::EveryGroup`]), 0.22 bit per code. **Buckets** (Gorilla's
-//! prefix code, see [`bucket_of`]) cost 1 bit per zero and spend bits only on the codes
-//! that are not, so they win when a few outliers would widen whole groups (a regular series
-//! with one late point). **Bounded** (version 3) writes the largest code `M` once, then
-//! every code in a truncated binary code over the `M + 1` values `0..=M`: `k =
-//! floor(log2(M + 1))` bits for the `2^(k+1) - (M + 1)` smallest codes, `k + 1` for the
-//! rest. It wins on codes spread evenly below a bound that is not a power of two — the
-//! steps of a random walk rounded to 2 decimals fall in `0..=202` and take 7.74 bits
-//! where groups take 8.03. The encoder computes every mode's size and writes the
-//! smallest (groups, then buckets, then bounded on a tie).
+//! the 7-bit width before every group ([`Widths::EveryGroup`]), 0.22 bit per code.
+//! **Buckets** (Gorilla's prefix code, see [`bucket_of`]) cost 1 bit per zero and spend
+//! bits only on the codes that are not, so they win when a few outliers would widen whole
+//! groups (a regular series with one late point). **Bounded** (version 3) writes the
+//! largest code `M` once, then every code in a truncated binary code over the `M + 1`
+//! values `0..=M`: `k = floor(log2(M + 1))` bits for the `2^(k+1) - (M + 1)` smallest
+//! codes, `k + 1` for the rest. It wins on codes spread evenly below a bound that is not a
+//! power of two — the steps of a random walk rounded to 2 decimals fall in `0..=202` and
+//! take 7.74 bits where groups take 8.03. The encoder computes every mode's size and writes
+//! the smallest (groups, then buckets, then bounded on a tie).
 //!
 //! Why the gcd: timestamps written with `precision=s` or `ms` are multiples of 10^9 or
-//! 10^6 ns, and non-periodic series (seed 000) have irregular differences that are still
+//! 10^6 ns, and non-periodic series have irregular differences that are still
 //! multiples of those; floats converted from `f32` differ by multiples of 2^29 ulps.
 
 use super::bits::{bit_width, unzigzag, zigzag, BitReader, BitWriter, WIDTH_FIELD_BITS};

@@ -4,10 +4,10 @@
 use super::*;
 use proptest::prelude::*;
 
-/// The devops "cpu" workload of `shared/bench/gen.py`: a random walk started uniformly in
-/// [0, 100], steps uniform in [-1, 1], clamped to [0, 100], one point every 10 s from
-/// 2016-01-01. `decimals` rounds the emitted values (the walk itself stays unrounded), as
-/// `gen.py --round` does.
+/// The devops "cpu" workload `tickertape-bench` generates (TSBS-like): a random walk
+/// started uniformly in [0, 100], steps uniform in [-1, 1], clamped to [0, 100], one point
+/// every 10 s from 2016-01-01. `decimals` rounds the emitted values (the walk itself stays
+/// unrounded), as `gen.py --round` does.
 pub(super) fn devops_walk(seed: u64, n: usize, decimals: Option<i32>) -> Vec<Point> {
     const START_NS: i64 = 1_451_606_400_000_000_000;
     const INTERVAL_NS: i64 = 10_000_000_000;

@@ -21,13 +21,13 @@ const SPANS: [i64; 5] = [HOUR, DAY, 7 * DAY, 28 * DAY, 364 * DAY];
 const SHORT_SPANS: [i64; 2] = [MINUTE, SECOND];
 
 /// Fewest slots a document should hold: below this a chart at the document's resolution
-/// reads more documents than it gets points from each (seed 001: going from one document
-/// per reading to one per minute of readings is what cut reads sixty-fold).
+/// reads more documents than it gets points from each (one document per minute of
+/// readings instead of one per reading is what cuts a read sixty-fold).
 const MIN_SLOTS: i64 = 60;
 
-/// Most slots a document should hold: an hour of one-second values (`v.M.S`, seeds 001
-/// and 003). Seed 004's advice is to stay away from thousands of elements per document,
-/// since every in-place update walks the document and every read ships all of it.
+/// Most slots a document should hold: an hour of one-second values (`v.M.S`). More
+/// elements than that cost on every write and read, since every in-place update walks
+/// the document and every read ships all of it.
 const MAX_SLOTS: i64 = 3_600;
 
 /// The longest document any geometry produces: 60 slots of the longest resolution.

@@ -1,8 +1,9 @@
-//! Rollup arithmetic (DESIGN §3, seeds 001 and 004): resolutions, the geometry of bucket
-//! documents (which document and slot hold a timestamp), the per-slot summaries a write
-//! adds to each rollup, the choice of resolution and step for a query, and the answer of a
-//! windowed query from rollup slots. No I/O: backends store what [`rollup_updates`]
-//! computes, the engine reads with [`aligned_span`] and [`rollup_window_summaries`].
+//! Rollup arithmetic (`docs/design.md#rollups-at-several-resolutions`): resolutions, the
+//! geometry of bucket documents (which document and slot hold a timestamp), the per-slot
+//! summaries a write adds to each rollup, the choice of resolution and step for a query,
+//! and the answer of a windowed query from rollup slots. No I/O: backends store what
+//! [`rollup_updates`] computes, the engine reads with [`aligned_span`] and
+//! [`rollup_window_summaries`].
 //!
 //! All times are `i64` ns since the Unix epoch; ranges are `[start, end)`. Slots,
 //! documents and query windows are all aligned to multiples of their width since the

@@ -1,5 +1,5 @@
 //! Picking the resolution a query reads, and the step a chart of at most N points gets
-//! (seed 001's zoom levels).
+//! (zoom levels, as MMS picks a granularity per chart range).
 
 use super::resolution::Resolution;
 use crate::time::NANOS_PER_SECOND;

@@ -40,8 +40,9 @@ impl Resolution {
     pub const HOUR: Self = Self(HOUR_NS);
     pub const DAY: Self = Self(DAY_NS);
 
-    /// The rollups every measurement gets unless its schema says otherwise (DESIGN §3, the
-    /// copies MMS keeps for its zoom levels), finest first.
+    /// The rollups every measurement gets unless its schema says otherwise (the
+    /// copies MMS keeps for its zoom levels, `docs/design.md#rollups-at-several-resolutions`),
+    /// finest first.
     pub const STANDARD: [Self; 4] = [Self::MINUTE, Self::FIVE_MINUTES, Self::HOUR, Self::DAY];
 
     /// `None` unless `0 < nanos <= MAX_RESOLUTION_NS`.

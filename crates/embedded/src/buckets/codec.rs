@@ -4,10 +4,10 @@
 //! row each (see [`super::rows`]).
 //!
 //! Why a bitmap rather than a dense array: a pre-allocated shell must tell "never written"
-//! from a written 0 (DESIGN §3), and most documents are sparse for most of their life (the
-//! current hour is being filled). The bitmap costs one bit per slot — 450 bytes for the
-//! largest document, 3600 slots — and an unwritten slot costs nothing else, where a dense
-//! array would spend 8 bytes on it.
+//! from a written 0 (a pre-allocated slot reads as absent, never as 0), and most documents
+//! are sparse for most of their life (the current hour is being filled). The bitmap costs
+//! one bit per slot — 450 bytes for the largest document, 3600 slots — and an unwritten
+//! slot costs nothing else, where a dense array would spend 8 bytes on it.
 //!
 //! Decoding never panics: every length is checked against the bytes present and every
 //! inconsistency is a [`FormatError`], which callers report as corrupt data.

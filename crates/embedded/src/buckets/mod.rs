@@ -1,4 +1,5 @@
-//! Time buckets (DESIGN §3, seeds 001, 003, 004) in the embedded store.
+//! Time buckets (`docs/design.md#bucket-documents-and-in-place-updates`) in the embedded
+//! store.
 //!
 //! Each partition of each family is one redb table, named after what it holds —
 //! `bk.<measurement token>.<raw|roll>.<slot ns>.<partition start ns>` — so that the table

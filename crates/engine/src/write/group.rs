@@ -20,9 +20,10 @@ pub(super) struct Group<'s> {
 }
 
 impl Engine {
-    /// Seed 000's change-only filter, for measurements whose schema asks for it: drops a
-    /// point whose value equals (bit for bit) the value before it in its series — the last
-    /// stored one or the previous point of this body. Returns how many were dropped.
+    /// The change-only filter (a value that did not change is not stored again), for
+    /// measurements whose schema asks for it: drops a point whose value equals (bit for
+    /// bit) the value before it in its series — the last stored one or the previous point
+    /// of this body. Returns how many were dropped.
     ///
     /// A point that is not after the stored last time is kept (it may replace another
     /// value at its time, or fall between two changes): the filter only drops repeats at

@@ -1,4 +1,4 @@
-// The Series view (issue 24): what makes the store's series count. Totals, then the
+// The Series view: what makes the store's series count. Totals, then the
 // largest measurements, fields, tag keys and tag pairs, the top TOP of each
 // (`GET /api/v1/status/cardinality`), as small tables with a bar for each row's size
 // beside the list's largest. All of the chosen database (the view's `db`); where the

@@ -1,4 +1,4 @@
-// The dashboard's JavaScript in a real browser (issue 12, item 4): Debian's chromium driven
+// The dashboard's JavaScript in a real browser: Debian's chromium driven
 // by playwright-core against a tickertape server that crates/server/tests/dashboard_browser.rs
 // started and filled (see there for the data).
 //

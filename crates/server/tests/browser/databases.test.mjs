@@ -1,4 +1,4 @@
-// The dashboard's databases (issue 25, item 3) in a real browser, against a server that
+// The dashboard's databases picker in a real browser, against a server that
 // crates/server/tests/dashboard_browser.rs started and filled (see there for the data):
 //
 //   node databases.test.mjs http://127.0.0.1:PORT single  # only the default database

@@ -1,5 +1,5 @@
-// The dashboard's Series view (issue 24, item 6) and the dashboard behind `serve --auth`
-// (item 1) in a real browser, against a server that crates/server/tests/dashboard_browser.rs
+// The dashboard's Series view and the dashboard behind `serve --auth`
+// in a real browser, against a server that crates/server/tests/dashboard_browser.rs
 // started and filled (see there for the data):
 //
 //   node series-view.test.mjs http://127.0.0.1:PORT             # the view, every click
