@@ -2,7 +2,7 @@
 //!
 //! The engine speaks only to [`Backend`]; the embedded store and MongoDB implement it side by
 //! side. Each backend gets the atomicity it needs its own way (one transaction per batch for
-//! the embedded store, the seeds' conditional single-document updates on MongoDB), but both
+//! the embedded store, conditional single-document updates on MongoDB), but both
 //! give the guarantees written on each method, and both pass the conformance suite in
 //! `crates/conformance`.
 //!
@@ -18,7 +18,7 @@
 //! [`Backend`] is five narrow stores in one handle, each trait's method docs its contract:
 //! the [`SeriesCatalog`] (which series exist), the [`ValueStore`] (value segments, seed
 //! 000: points, derived rollups, raw retention), the [`BucketStore`] (time buckets with
-//! their partitions, seeds 001/003/004), the [`NameStore`] (seed 002) and the
+//! their partitions, docs/design.md#bucket-documents-and-in-place-updates), the [`NameStore`] (docs/design.md#the-name-store) and the
 //! [`DatabaseCatalog`] (which databases exist, and their retention policies); callers take
 //! the one they need.
 //!
@@ -118,7 +118,7 @@ pub struct SeriesInfo {
     pub key: SeriesKey,
 }
 
-/// A series' latest stored point (the seed's `lastDate`/`lastValue` on the series head).
+/// A series' latest stored point (what a chart's "now" and `agg=last` read first).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SeriesHead {
     pub last: Point,
@@ -282,7 +282,7 @@ pub trait Backend:
     /// everything mergeable is merged.
     async fn compact(&self) -> Result<()>;
 
-    // Snapshots (issue 24, item 4).
+    // Snapshots: a consistent copy of the store while it serves (docs/backup.md).
 
     /// Copies the store, while it keeps serving, into a new directory at `target`, as a
     /// store of its own that holds every write answered `Ok` before this call began; `Ok`

@@ -1,4 +1,4 @@
-//! Value segments (seed 000): the points of each series, under one rule (the last write of
+//! Value segments (docs/design.md#value-segments): the points of each series, under one rule (the last write of
 //! a time wins), with the rollups the store derives from them and raw retention.
 
 use async_trait::async_trait;

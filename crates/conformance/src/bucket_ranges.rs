@@ -1,4 +1,4 @@
-//! Bucket reads over ranges (DESIGN §3): a read of `[start, end)` returns every document
+//! Bucket reads over ranges (the `BucketStore` contract): a read of `[start, end)` returns every document
 //! whose period overlaps it, by start, however far apart their partitions are — far
 //! before and after the epoch, more partitions than a read addresses by name — and
 //! nothing for an empty range, a range beyond the data, or a series or family never

@@ -1,4 +1,4 @@
-//! Raw time buckets and their partitions (DESIGN §3, seeds 001, 003, 004): `Set` once per
+//! Raw time buckets and their partitions (docs/design.md#bucket-documents-and-in-place-updates): `Set` once per
 //! slot, `Add` for counters, pre-allocated shells, totals, partition listing and dropping.
 //! Reads over ranges are in [`crate::bucket_ranges`], rollup merges in
 //! [`crate::rollup_merges`].
@@ -175,7 +175,7 @@ pub async fn raw_buckets_set_once_per_slot(f: &dyn StoreFactory) {
     assert_eq!(read(&*b, raw(), s1, 0, 2 * H).await, got, "after reopen");
 }
 
-/// Add accumulates into a slot (counters, seed 003), across calls and into pre-allocated
+/// Add accumulates into a slot (counters), across calls and into pre-allocated
 /// slots; an absent slot counts as 0; `n` counts increments and `min`/`max` are theirs.
 pub async fn counter_slots_accumulate(f: &dyn StoreFactory) {
     let store = f.create(8).await;

@@ -1,4 +1,4 @@
-//! The backend conformance suite: every rule of DESIGN §3 that a backend must keep, as one
+//! The backend conformance suite: every rule of the backend trait's contract (crates/backend) that a backend must keep, as one
 //! async function per rule, run against each backend by `tests/conformance.rs` (a list of
 //! factories, as Prometheus runs one chunk test over every encoding).
 //!

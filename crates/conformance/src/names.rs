@@ -1,4 +1,4 @@
-//! The name store (DESIGN §3, seed 002): tokens per namespace, dense from 0, stable across
+//! The name store (docs/design.md#the-name-store): tokens per namespace, dense from 0, stable across
 //! reopen and callers, for any name.
 
 use crate::StoreFactory;

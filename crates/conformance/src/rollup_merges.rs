@@ -1,4 +1,4 @@
-//! Rollup slots through the store (DESIGN §3, seed 001): after any sequence of `Merge`
+//! Rollup slots through the store (docs/design.md#rollups-at-several-resolutions): after any sequence of `Merge`
 //! writes a slot holds exactly what `RollupUpdate::apply_to` computes, bit for bit —
 //! however a series' points are split into batches and calls, with several merges to one
 //! document or one slot in a call, into pre-allocated shells, and with signed zeros.

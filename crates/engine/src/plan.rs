@@ -42,7 +42,7 @@ pub(crate) enum ReadPlan {
 
 /// Windows of one raw bucket document each (`step` = the document's period) for `avg`,
 /// `sum`, `count`, `min` and `max`: whole documents answer from their `n`/`sum`/`min`/
-/// `max` without shipping their slots (seed 001); the documents the range cuts are read
+/// `max` without shipping their slots (docs/design.md#summaries); the documents the range cuts are read
 /// as raw points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Totals {

@@ -1,4 +1,4 @@
-//! Time buckets on MongoDB (seeds 001, 003, 004): partition collection names, document
+//! Time buckets on MongoDB (docs/design.md#bucket-documents-and-in-place-updates): partition collection names, document
 //! `_id`s, slot paths, shell documents, and the parsing of stored buckets.
 //! `docs/format/mongodb.md`, "Time buckets", is the reference for every shape here.
 //!
@@ -29,7 +29,7 @@ use crate::layout::{get_f64, get_i64, need_i64};
 /// Prefix of every bucket partition collection; nothing else starts with it.
 pub(crate) const BUCKET_PREFIX: &str = Partition::NAME_PREFIX;
 
-/// Slots per "minute" level of the slot path: slot `i` is `<i / 60>.<i % 60>`, seed 001's
+/// Slots per "minute" level of the slot path: slot `i` is `<i / 60>.<i % 60>`, the minute-and-second nesting of the bucket documents
 /// `values.M.S`. Two levels keep every sub-document at 60 fields or fewer, so an update
 /// of one slot walks two short field lists instead of one of up to 3600.
 const SLOTS_PER_MINUTE: u32 = 60;
@@ -56,7 +56,7 @@ pub(crate) fn slot_path(slot: u32) -> String {
 }
 
 /// A shell document: every slot present as `null`, so later writes fill it in place
-/// (seed 004). Raw shells also carry totals of nothing — `n: 0`, `sum: -0.0` (the additive
+/// (docs/design.md#pre-allocation). Raw shells also carry totals of nothing — `n: 0`, `sum: -0.0` (the additive
 /// identity, so the first value's `$inc` leaves exactly that value, as on a fresh
 /// document), `mn: +inf`, `mx: -inf` (so `$min`/`$max` take the first value; a `null`
 /// would sort below every number and never be replaced).

@@ -1,7 +1,7 @@
 //! Bucket writes (`write_buckets`): upserts sent as one ordered `update` command per
 //! partition collection (`docs/format/mongodb.md`, "Time buckets").
 //!
-//! - `Set` is seed 001's update — `$set` of the slot, `$inc` of `n` and `sum`, `$min`/`$max`
+//! - `Set` is the bucket document's in-place update — `$set` of the slot, `$inc` of `n` and `sum`, `$min`/`$max`
 //!   — with the filter `{_id, "v.M.S": null}`, which matches a document whose slot is
 //!   missing or pre-allocated (`null`). When the slot holds a value the filter misses, the
 //!   upsert tries to insert the existing `_id` and fails with a duplicate key: the write
@@ -334,7 +334,7 @@ fn with_series(id: &Document) -> Document {
     q
 }
 
-/// `Set`: seed 001's operators, on the condition that the slot holds no value.
+/// `Set`: the in-place update's operators, on the condition that the slot holds no value.
 fn set_update(id: &Document, path: &str, v: f64) -> (Document, Bson) {
     let mut q = with_series(id);
     q.insert(path, Bson::Null);

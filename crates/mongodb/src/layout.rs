@@ -27,7 +27,7 @@ use crate::error::corrupt;
 pub(crate) const SERIES: &str = "series";
 pub(crate) const COUNTERS: &str = "counters";
 pub(crate) const META: &str = "meta";
-/// The name store (seed 002); see `names`.
+/// The name store (docs/design.md#the-name-store); see `names`.
 pub(crate) const NAMES: &str = "names";
 /// The pickers' tag keys and values; see `tag_values`.
 pub(crate) const TAG_VALUES: &str = "tag_values";

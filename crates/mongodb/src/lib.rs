@@ -1,5 +1,5 @@
-//! tickertape's MongoDB backend: value segments (seed 000) in time-partitioned
-//! collections, time buckets (seeds 001, 003, 004) and the name store (seed 002) on any
+//! tickertape's MongoDB backend: value segments in time-partitioned
+//! collections, time buckets and the name store (docs/design.md) on any
 //! MongoDB deployment (standalone, replica set, sharded cluster), behind the same
 //! [`Backend`] trait and the same contract as the embedded store: the last write of a
 //! time wins, rollups are derived from the points stored, retention drops a
@@ -24,8 +24,8 @@
 //! - `values`: value points in collections by time: writes, reads, folds, derived
 //!   rollups, retention.
 //! - `bucket_layout`, `bucket_write`, `bucket_read`: time buckets in time-partitioned
-//!   collections (seeds 001, 003, 004): names, slot paths, shells, writes, reads.
-//! - `names`: the name store (seed 002).
+//!   collections: names, slot paths, shells, writes, reads.
+//! - `names`: the name store.
 //! - `api_tokens`: the API tokens, hashed ([`MongoTokens`]).
 //! - `databases`: the databases created and not dropped, and each database's retention
 //!   policies (`DatabaseCatalog`).

@@ -1,4 +1,4 @@
-//! The name store (seed 002): `tokenize` and `names_of` on the `names` collection.
+//! The name store (docs/design.md#the-name-store): `tokenize` and `names_of` on the `names` collection.
 //!
 //! Documents `{_id: {ns, lv}, ns, lv, l: [names…]}`, at most [`NAMES_PER_DOCUMENT`] names
 //! each; a name's token is `lv + its index in l`. Per namespace the documents are

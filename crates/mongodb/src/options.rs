@@ -27,7 +27,7 @@ pub const MAX_BLOCK_POINTS: usize = 400_000;
 pub enum ReadMode {
     Primary,
     PrimaryPreferred,
-    /// Secondary reads for reports (seed 003): may lag behind acknowledged writes.
+    /// Secondary reads for reports (analytics that tolerate lag): may lag behind acknowledged writes.
     Secondary,
     SecondaryPreferred,
     Nearest,

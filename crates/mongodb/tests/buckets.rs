@@ -1,4 +1,4 @@
-//! Time buckets as MongoDB stores them: the seed's document shapes (`_id {s, b}`,
+//! Time buckets as MongoDB stores them: the bucket document shapes of docs/design.md (`_id {s, b}`,
 //! `v.M.S`, `n`), shells with every slot present as null, long merges that leave no
 //! temporary field behind, and writers on separate handles racing for the same slots.
 //! The rules of the `Backend` trait (Set once, Add, Merge as `apply_to`, shells read as
@@ -90,7 +90,7 @@ async fn raw_documents_have_the_seed_shape() {
 }
 
 /// Pre-allocation writes every slot as null, so that later writes update the document in
-/// place rather than grow it (seed 004).
+/// place rather than grow it (docs/design.md#pre-allocation).
 #[tokio::test]
 async fn shells_hold_every_slot_as_null() {
     let b = open(&fresh_db("bk_shell"), 8).await;

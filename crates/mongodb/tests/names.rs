@@ -1,4 +1,4 @@
-//! The name store (seed 002) as MongoDB keeps it: names stored as values in capped
+//! The name store (docs/design.md#the-name-store) as MongoDB keeps it: names stored as values in capped
 //! documents, and one token per name when several handles (clients) add overlapping
 //! names at once. The rules of `tokenize`/`names_of` on one handle are checked on every
 //! backend by the conformance suite.

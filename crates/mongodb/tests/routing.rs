@@ -1,4 +1,4 @@
-//! Routing proof from the commands the store sends (issue 23, item 5). Every command the
+//! Routing proof from the commands the store sends (every command on a sharded collection names its shard key). Every command the
 //! backend sends during a mixed load — registration in two measurements, ingest across a
 //! day-partition boundary, late points, a fold (`compact`), rollups kept and read,
 //! retention, every query kind, bucket writes and reads — is recorded with the driver's

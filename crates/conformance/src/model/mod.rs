@@ -470,7 +470,7 @@ impl Check {
         let contract = select_range(&all, start, end, true);
         // `Segment::may_overlap` needs `prev_end < end`, which the first segment's
         // `prev_end = i64::MIN` never is for `end == i64::MIN`: the empty range at the
-        // start of time reads no neighbour after it on a backend that keeps seed 000's
+        // start of time reads no neighbour after it on a backend that keeps value segments'
         // chain (the reference, MongoDB); one that makes a segment for the read (the
         // embedded store) may give the neighbour the contract names. Elsewhere the
         // reference gives exactly the points in range and both neighbours.
