@@ -21,7 +21,7 @@ pub fn fail_expected<T>(what: &'static str) -> ModalResult<T> {
     Err(ErrMode::Cut(error))
 }
 
-fn ident_char(c: char) -> bool {
+pub fn ident_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 

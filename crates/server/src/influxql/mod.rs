@@ -30,6 +30,7 @@ pub mod regexes;
 mod rows;
 pub mod select;
 pub mod show;
+pub mod table;
 pub mod zone;
 
 use axum::extract::State;

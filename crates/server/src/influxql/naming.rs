@@ -79,22 +79,24 @@ pub fn is_selector_name(name: &str) -> bool {
 /// selector — `max("a")`, `max("a") * 2`, `max("a"), "host"` — but not `max("a"),
 /// min("a")` (the range's start then).
 pub fn single_selector(fields: &[Field]) -> bool {
-    let mut calls: Vec<String> = Vec::new();
+    let mut calls: Vec<&Expr> = Vec::new();
     for f in fields {
         outer_calls(&f.expr, &mut calls);
     }
-    calls.sort();
-    calls.dedup();
-    match calls.as_slice() {
-        [only] => is_selector_name(only.split('(').next().unwrap_or("")),
+    // Calls compared as trees: two print alike exactly when they are equal, since a
+    // statement's text parses back to the same tree.
+    match calls.split_first() {
+        Some((Expr::Call { name, .. }, rest)) if rest.iter().all(|c| *c == calls[0]) => {
+            is_selector_name(name)
+        }
         _ => false,
     }
 }
 
-/// The outermost calls of `e`, as text.
-fn outer_calls(e: &Expr, out: &mut Vec<String>) {
+/// The outermost calls of `e`.
+fn outer_calls<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
-        Expr::Call { .. } => out.push(e.to_string()),
+        Expr::Call { .. } => out.push(e),
         Expr::Binary { lhs, rhs, .. } => {
             outer_calls(lhs, out);
             outer_calls(rhs, out);

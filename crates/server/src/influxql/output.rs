@@ -4,6 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::table::Rows;
 use super::zone::Zone;
 use crate::budget::Growth;
 use tickertape_engine::{Exhausted, QueryBudget};
@@ -28,7 +29,7 @@ pub struct Series {
     /// The `GROUP BY` tags; empty: no `tags` member.
     pub tags: Vec<(String, String)>,
     pub columns: Vec<String>,
-    pub values: Vec<Vec<Cell>>,
+    pub values: Rows,
 }
 
 /// A statement's answer: its series (possibly none), or the error that stopped it.
@@ -382,7 +383,7 @@ pub fn csv_results(
                 header_written = true;
             }
             let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            for row in &s.values {
+            for row in s.values.iter() {
                 out.push_str(&csv_field(&s.name));
                 out.push(',');
                 out.push_str(&csv_field(&tags.join(",")));
@@ -434,7 +435,8 @@ mod tests {
             values: vec![
                 vec![Cell::Time(10), Cell::Float(1.5)],
                 vec![Cell::Time(20), Cell::Null],
-            ],
+            ]
+            .into(),
         };
         let results = vec![Ok(vec![series]), Err("boom".to_string()), Ok(vec![])];
         let ns = Epoch::parse("ns").unwrap_or(Epoch::RFC3339);
@@ -484,7 +486,7 @@ mod tests {
     /// An answer past the byte budget stops as it is written, in every format.
     #[test]
     fn answers_stop_at_the_byte_budget() {
-        let values: Vec<Vec<Cell>> = (0..100_000)
+        let values = (0..100_000)
             .map(|t| vec![Cell::Time(t), Cell::Float(t as f64 / 3.0)])
             .collect();
         let series = Series {

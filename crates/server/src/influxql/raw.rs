@@ -193,9 +193,9 @@ impl Plan<'_> {
                 .map_or(Cell::Null, |(_, v)| Cell::Text(v.clone()))
         };
         join(&value_columns)
-            .into_iter()
+            .iter()
             .map(|row| {
-                let mut values = row.into_iter();
+                let mut values = row.iter().cloned();
                 let mut out = vec![values.next().unwrap_or(Cell::Null)];
                 for c in columns {
                     out.push(match c {

@@ -23,6 +23,7 @@ use super::nodes::{collect_needs, has_agg, has_raw_field, node, reads_window_bef
 use super::output::{Cell, Series, StatementResult};
 use super::rows::SelectorRows;
 use super::show::measurements_of;
+use super::table::Rows;
 use super::zone::{zoned, Zone};
 
 /// `GROUP BY` tags: these keys, or every tag (`*`).
@@ -147,15 +148,16 @@ pub fn check_zones(query: &tickertape_influxql::Query) -> Result<(), String> {
 impl<'a> Plan<'a> {
     /// One series' rows, in time order, as the statement pages them: `ORDER BY time
     /// DESC`, `OFFSET`, `LIMIT`; times in the zone of `tz()`.
-    pub(crate) fn paged(&self, mut rows: Vec<Vec<Cell>>) -> Vec<Vec<Cell>> {
+    pub(crate) fn paged(&self, rows: impl Into<Rows>) -> Rows {
+        let mut rows = rows.into();
         if self.select.descending {
             rows.reverse();
         }
         let offset = self.select.offset.unwrap_or(0) as usize;
         let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
-        let mut values: Vec<Vec<Cell>> = rows.into_iter().skip(offset).take(limit).collect();
-        zoned(&mut values, self.zone);
-        values
+        rows.page(offset, limit);
+        zoned(&mut rows, self.zone);
+        rows
     }
 
     fn new(engine: &Engine, select: &'a Select, budget: &'a QueryBudget) -> Result<Self, String> {
@@ -497,7 +499,7 @@ impl<'a> Plan<'a> {
                 if !agg.counts() {
                     continue;
                 }
-                for row in &mut rows {
+                for row in rows.iter_mut() {
                     if let Some(Cell::Float(x)) = row.get(i + 1) {
                         row[i + 1] = Cell::Integer(*x as i64);
                     }

@@ -267,7 +267,7 @@ fn series(name: &str, columns: &[&str], values: Vec<Vec<Cell>>) -> Series {
         name: name.to_string(),
         tags: Vec::new(),
         columns: columns.iter().map(|c| c.to_string()).collect(),
-        values,
+        values: values.into(),
     }
 }
 

@@ -8,6 +8,7 @@ use chrono::{Offset, TimeZone};
 use chrono_tz::Tz;
 
 use super::output::Cell;
+use super::table::Rows;
 
 const NANOS: i64 = 1_000_000_000;
 
@@ -85,11 +86,11 @@ impl Zone {
 }
 
 /// The time cells of rows (the first of each) printed in `zone`.
-pub fn zoned(rows: &mut [Vec<Cell>], zone: Option<Zone>) {
+pub fn zoned(rows: &mut Rows, zone: Option<Zone>) {
     let Some(zone) = zone else {
         return;
     };
-    for row in rows {
+    for row in rows.iter_mut() {
         if let Some(Cell::Time(t)) = row.first() {
             row[0] = Cell::ZonedTime(*t, zone);
         }
