@@ -69,13 +69,40 @@ impl RangePoints {
         }
     }
 
+    /// [`from_sorted`](Self::from_sorted) of a vector it may take apart: the points of the
+    /// range are moved, not copied (a long range of one series is most of what a read
+    /// holds).
+    pub fn from_sorted_vec(mut all: Vec<Point>, range: PointsRange) -> Self {
+        let first_in = all.partition_point(|p| p.time < range.start);
+        let first_after = all.partition_point(|p| p.time < range.end).max(first_in);
+        let (before, after) = match range.neighbors {
+            true => (
+                first_in.checked_sub(1).map(|i| all[i]),
+                all.get(first_after).copied(),
+            ),
+            false => (None, None),
+        };
+        all.truncate(first_after);
+        all.drain(..first_in);
+        Self {
+            before,
+            points: all,
+            after,
+        }
+    }
+
     /// `before`, the points and `after`, in time order.
     pub fn into_all(self) -> Vec<Point> {
-        let mut all = Vec::with_capacity(self.points.len() + 2);
-        all.extend(self.before);
-        all.extend(self.points);
-        all.extend(self.after);
-        all
+        let Self {
+            before,
+            mut points,
+            after,
+        } = self;
+        if let Some(p) = before {
+            points.insert(0, p);
+        }
+        points.extend(after);
+        points
     }
 
     /// Whether the answer holds no point at all.
@@ -103,6 +130,25 @@ mod tests {
         let alone = RangePoints::from_sorted(&all, PointsRange::new(5, 15));
         assert_eq!((alone.before, alone.after), (None, None));
         assert_eq!(alone.points, at(&[5, 10]));
+    }
+
+    #[test]
+    fn a_vector_taken_apart_answers_as_a_borrowed_one() {
+        let all = at(&[1, 5, 10, 15, 20]);
+        for range in [
+            PointsRange::with_neighbors(5, 15),
+            PointsRange::new(5, 15),
+            PointsRange::with_neighbors(5, 5),
+            PointsRange::with_neighbors(6, 2),
+            PointsRange::new(0, 100),
+            PointsRange::with_neighbors(30, 40),
+        ] {
+            assert_eq!(
+                RangePoints::from_sorted_vec(all.clone(), range),
+                RangePoints::from_sorted(&all, range),
+                "{range:?}"
+            );
+        }
     }
 
     #[test]

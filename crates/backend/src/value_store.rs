@@ -70,7 +70,7 @@ pub trait ValueStore: Send + Sync {
             let segments = self.read_segments(s, range.start, end).await?;
             let all = collect_points(&segments)
                 .map_err(|e| BackendError::Corrupt(format!("series {s}: {e}")))?;
-            out.push(RangePoints::from_sorted(&all, range));
+            out.push(RangePoints::from_sorted_vec(all, range));
         }
         Ok(out)
     }

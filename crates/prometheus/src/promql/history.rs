@@ -165,7 +165,7 @@ mod tests {
         RawSeries::with_history(
             vec![],
             history,
-            vec![(2 * HOUR, 7.0), (2 * HOUR + 60_000, 8.0)],
+            vec![(2 * HOUR, 7.0), (2 * HOUR + 60_000, 8.0)].into_iter(),
         )
     }
 
@@ -237,8 +237,8 @@ mod tests {
                 _ => slots.push(slot(start, &[(t, v)])),
             }
         }
-        let raw = points.iter().copied().filter(|p| p.0 >= raw_from).collect();
-        RawSeries::with_history(vec![], History { slots, raw_from }, raw)
+        let raw: Vec<(i64, f64)> = points.iter().copied().filter(|p| p.0 >= raw_from).collect();
+        RawSeries::with_history(vec![], History { slots, raw_from }, raw.into_iter())
     }
 
     fn eval(series: RawSeries, query: &str, grid: &crate::promql::Grid) -> Vec<Option<f64>> {

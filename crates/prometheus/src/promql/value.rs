@@ -72,9 +72,13 @@ impl RawSeries {
     /// slots, followed by its raw samples (all at or after `raw_from`): the samples are
     /// each slot's first and last points, then the raw ones. Without slots, the raw
     /// samples alone.
-    pub fn with_history(labels: Labels, history: History, raw: Vec<(i64, f64)>) -> Self {
+    pub fn with_history(
+        labels: Labels,
+        history: History,
+        raw: impl ExactSizeIterator<Item = (i64, f64)>,
+    ) -> Self {
         if history.slots.is_empty() {
-            return Self::new(labels, raw);
+            return Self::new(labels, raw.collect());
         }
         let mut samples = Vec::with_capacity(2 * history.slots.len() + raw.len());
         for slot in &history.slots {
@@ -83,7 +87,7 @@ impl RawSeries {
                 samples.push(slot.last);
             }
         }
-        samples.extend(raw.into_iter().filter(|&(t, _)| t >= history.raw_from));
+        samples.extend(raw.filter(|&(t, _)| t >= history.raw_from));
         Self {
             labels,
             samples,

@@ -158,9 +158,9 @@ pub(crate) async fn fetch_all(
 /// One series' read in PromQL's terms: times in ms.
 fn with_history(labels: Labels, read: SeriesHistory) -> RawSeries {
     let point = |p: Point| (p.time.div_euclid(NS_PER_MS), p.value);
-    let raw: Vec<(i64, f64)> = read.points.into_iter().map(point).collect();
+    let raw = read.points.into_iter().map(point);
     if read.slots.is_empty() {
-        return RawSeries::new(labels, raw);
+        return RawSeries::new(labels, raw.collect());
     }
     let slots = read
         .slots
