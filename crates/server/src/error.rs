@@ -99,9 +99,11 @@ impl ApiError {
             Self::Engine(EngineError::OverLimit(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             // InfluxDB 1.x answers a write to a database that does not exist with 404.
             Self::Engine(EngineError::UnknownDatabase(_)) => StatusCode::NOT_FOUND,
-            // InfluxDB 1.x answers a write naming a retention policy its database does
-            // not have with 500 (`retention policy not found: x`); its clients expect it.
-            Self::Engine(EngineError::RetentionPolicy(_)) => StatusCode::INTERNAL_SERVER_ERROR,
+            // A write naming a retention policy its database does not have: InfluxDB 1.x's
+            // words (`retention policy not found: x`), but 404 as for a database that does
+            // not exist, where InfluxDB answers 500: the client's mistake, not the
+            // server's, so no 5xx tells a sender to retry it forever.
+            Self::Engine(EngineError::RetentionPolicy(_)) => StatusCode::NOT_FOUND,
             // Nobody reads it: the client went away (nginx's "client closed request").
             Self::Engine(EngineError::Cancelled) => {
                 StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST)

@@ -90,8 +90,9 @@ pub async fn write(
 }
 
 /// The retention policy a write names: `rp`, or InfluxDB 2's `bucket=db/rp`; `None`,
-/// the database's default one. It must exist (InfluxDB's 500 `retention policy not
-/// found: x` otherwise); the points go to the database's one store whichever it is.
+/// the database's default one. It must exist (InfluxDB's words `retention policy not
+/// found: x` otherwise, with 404); the points go to the database's one store whichever
+/// it is.
 fn retention_policy(params: &RequestParams) -> Option<&str> {
     let from_bucket = || {
         params
