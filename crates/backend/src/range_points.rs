@@ -53,18 +53,10 @@ impl RangePoints {
     /// The answer to `range` from `all`, a series' points in time order that hold at
     /// least those of the range and its two neighbours (points further out are left out).
     pub fn from_sorted(all: &[Point], range: PointsRange) -> Self {
-        let first_in = all.partition_point(|p| p.time < range.start);
-        let first_after = all.partition_point(|p| p.time < range.end).max(first_in);
-        let (before, after) = match range.neighbors {
-            true => (
-                first_in.checked_sub(1).map(|i| all[i]),
-                all.get(first_after).copied(),
-            ),
-            false => (None, None),
-        };
+        let (inside, before, after) = split(all, range);
         Self {
             before,
-            points: all[first_in..first_after].to_vec(),
+            points: all[inside].to_vec(),
             after,
         }
     }
@@ -73,17 +65,9 @@ impl RangePoints {
     /// range are moved, not copied (a long range of one series is most of what a read
     /// holds).
     pub fn from_sorted_vec(mut all: Vec<Point>, range: PointsRange) -> Self {
-        let first_in = all.partition_point(|p| p.time < range.start);
-        let first_after = all.partition_point(|p| p.time < range.end).max(first_in);
-        let (before, after) = match range.neighbors {
-            true => (
-                first_in.checked_sub(1).map(|i| all[i]),
-                all.get(first_after).copied(),
-            ),
-            false => (None, None),
-        };
-        all.truncate(first_after);
-        all.drain(..first_in);
+        let (inside, before, after) = split(&all, range);
+        all.truncate(inside.end);
+        all.drain(..inside.start);
         Self {
             before,
             points: all,
@@ -109,6 +93,24 @@ impl RangePoints {
     pub fn is_empty(&self) -> bool {
         self.before.is_none() && self.points.is_empty() && self.after.is_none()
     }
+}
+
+/// Where `range` lies in `all` (sorted by time): the indices of its points, and its
+/// neighbours when it asks for them.
+fn split(
+    all: &[Point],
+    range: PointsRange,
+) -> (std::ops::Range<usize>, Option<Point>, Option<Point>) {
+    let first_in = all.partition_point(|p| p.time < range.start);
+    let first_after = all.partition_point(|p| p.time < range.end).max(first_in);
+    let (before, after) = match range.neighbors {
+        true => (
+            first_in.checked_sub(1).map(|i| all[i]),
+            all.get(first_after).copied(),
+        ),
+        false => (None, None),
+    };
+    (first_in..first_after, before, after)
 }
 
 #[cfg(test)]
