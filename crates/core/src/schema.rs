@@ -185,6 +185,17 @@ impl MeasurementSchema {
         }
     }
 
+    /// This schema as it holds in a database whose policies say `policy`: the raw
+    /// retention resolved by [`Self::raw_retention_ns_under`], the rest unchanged.
+    pub fn under_policy(&self, policy: PolicyRetention) -> MeasurementSchema {
+        let mut schema = self.clone();
+        match self.raw_retention_ns_under(policy) {
+            Some(ns) => schema.retention.insert(ResolutionOrRaw::Raw, ns),
+            None => schema.retention.remove(&ResolutionOrRaw::Raw),
+        };
+        schema
+    }
+
     /// How long `level` is kept in a database whose policies say `policy`: the raw
     /// points as [`Self::raw_retention_ns_under`] says, rollups by the config alone.
     pub fn retention_ns_under(
@@ -214,6 +225,20 @@ impl Schema {
     /// The schema of `measurement`: its own if the config lists it, else the defaults.
     pub fn for_measurement(&self, measurement: &str) -> &MeasurementSchema {
         self.measurements.get(measurement).unwrap_or(&self.defaults)
+    }
+
+    /// The schema in force in a database whose policies say `policy`: every measurement's
+    /// and the defaults' raw retention as that database keeps it
+    /// ([`MeasurementSchema::under_policy`]). What `GET /api/v1/schema` shows.
+    pub fn under_policy(&self, policy: PolicyRetention) -> Schema {
+        Schema {
+            measurements: self
+                .measurements
+                .iter()
+                .map(|(name, schema)| (name.clone(), schema.under_policy(policy)))
+                .collect(),
+            defaults: self.defaults.under_policy(policy),
+        }
     }
 
     /// Reads and checks the `defaults` and `measurements` tables of a TOML config. Any

@@ -21,6 +21,7 @@ use tickertape_core::retention_policy::{
     PolicyError, PolicyRetention, PolicySpec, RetentionPolicies,
 };
 use tickertape_core::rollup::ResolutionOrRaw;
+use tickertape_core::schema::Schema;
 
 /// The policies read for each database, with when they were read (`None`: never set).
 #[derive(Default)]
@@ -131,6 +132,12 @@ impl Engine {
     pub(crate) async fn policy_retention(&self) -> Result<PolicyRetention, EngineError> {
         let stored = self.stored_policies(self.database_name()).await?;
         Ok(stored.map_or(PolicyRetention::Unset, |p| p.raw_retention()))
+    }
+
+    /// The store's schema as it holds in this database: raw retention as its default
+    /// policy leaves it ([`Schema::under_policy`]).
+    pub async fn schema_in_force(&self) -> Result<Schema, EngineError> {
+        Ok(self.schema.under_policy(self.policy_retention().await?))
     }
 
     /// Removes the policies of `name` (a dropped default database keeps none).

@@ -4,8 +4,6 @@ use crate::budget::{on_blocking_thread, write_failure, BudgetedWriter};
 use crate::database::InDatabase;
 use crate::error::ApiError;
 use crate::params::{RequestParams, DB_PARAM};
-use crate::AppState;
-use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -13,6 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_core::query::merge_on_time_axis_within;
+use tickertape_core::retention_policy::go_duration;
 use tickertape_core::rollup::ResolutionOrRaw;
 use tickertape_core::time::{parse_duration, parse_time};
 use tickertape_core::Point;
@@ -301,9 +300,23 @@ impl Params {
     }
 }
 
-/// The per-measurement schema in force (the `--config` file, with defaults).
-pub async fn schema(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(serde_json::to_value(state.engine.schema()).unwrap_or_default())
+/// The schema in force in the request's database (`db=`, else the default one): the
+/// `--config` file with its defaults, each raw retention as that database's default
+/// retention policy leaves it, and under `database` the database and that policy
+/// (`null` where it was dropped).
+pub async fn schema(InDatabase(engine): InDatabase) -> Result<Json<serde_json::Value>, ApiError> {
+    let in_force = engine.schema_in_force().await?;
+    let policies = engine.retention_policies().await?;
+    let default_policy = policies
+        .default_name()
+        .and_then(|name| policies.get(name))
+        .map(|p| serde_json::json!({"name": p.name, "duration": go_duration(p.duration_ns)}));
+    let mut body = serde_json::to_value(&in_force).unwrap_or_default();
+    body["database"] = serde_json::json!({
+        "name": engine.database_name().as_str(),
+        "default_retention_policy": default_policy,
+    });
+    Ok(Json(body))
 }
 
 #[cfg(test)]

@@ -273,11 +273,12 @@ async fn dashboard_in_a_browser_with_databases() {
         .run("databases.test.mjs", &[&server.url, "single"])
         .await;
 
-    // InfluxQL's CREATE DATABASE, as an InfluxDB 1.x user makes one.
+    // InfluxQL's CREATE DATABASE, as an InfluxDB 1.x user makes one, keeping raw
+    // points 3 days (the default database keeps the config's 7).
     let created = server
         .client
         .post(format!("{}/query", server.url))
-        .form(&[("q", "CREATE DATABASE app")])
+        .form(&[("q", "CREATE DATABASE app WITH DURATION 3d")])
         .send()
         .await
         .expect("POST /query");

@@ -316,6 +316,29 @@ async fn the_default_policy_bounds_a_databases_raw_points() {
         &[],
     )
     .await;
+    // `/api/v1/schema` shows each database's raw retention by the same rule.
+    let (status, app) = server.get("/api/v1/schema", &[("db", "app")]).await;
+    assert_eq!(status, 200, "{app}");
+    assert_eq!(app["default"]["retention"]["raw"], "30d", "{app}");
+    assert_eq!(app["measurements"]["listed"]["retention"]["raw"], "30d");
+    assert_eq!(app["measurements"]["own"]["retention"]["raw"], "1y");
+    assert_eq!(
+        app["database"],
+        json!({"name": "app", "default_retention_policy": {"name": "month", "duration": "720h0m0s"}})
+    );
+    let (_, default_db) = server.get("/api/v1/schema", &[]).await;
+    assert_eq!(
+        default_db["default"]["retention"],
+        json!({}),
+        "{default_db}"
+    );
+    assert_eq!(
+        default_db["database"],
+        json!({"name": "tickertape", "default_retention_policy": {"name": "autogen", "duration": "0s"}})
+    );
+    let (status, _) = server.get("/api/v1/schema", &[("db", "nope")]).await;
+    assert_eq!(status, 404);
+
     // Retention drops whole parts: the points written are flushed into them first.
     let (status, body) = server.post("/api/v1/admin/compact", "").await;
     assert_eq!(status, 204, "{body}");

@@ -208,6 +208,25 @@ mod tests {
             assert_eq!(raw(m, Keep(None)), None, "{m}: the policy keeps forever");
         }
         assert_eq!(raw("own", Keep(Some(7 * DAY))), Some(365 * DAY));
+        // The schema a database shows says the same.
+        let shown = schema.under_policy(Keep(Some(7 * DAY)));
+        let shown_raw = |m: &str| shown.for_measurement(m).retention_ns(ResolutionOrRaw::Raw);
+        assert_eq!(shown_raw("unlisted"), Some(7 * DAY));
+        assert_eq!(shown_raw("listed"), Some(7 * DAY));
+        assert_eq!(shown_raw("own"), Some(365 * DAY));
+        assert_eq!(shown_raw("hits"), None);
+        let forever = schema.under_policy(Keep(None));
+        assert_eq!(
+            forever
+                .for_measurement("unlisted")
+                .retention_ns(ResolutionOrRaw::Raw),
+            None
+        );
+        assert_eq!(
+            schema.under_policy(Unset),
+            schema,
+            "no policy: the config's schema"
+        );
         assert_eq!(
             raw("hits", Keep(Some(7 * DAY))),
             None,

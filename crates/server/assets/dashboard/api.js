@@ -83,12 +83,13 @@ export async function listNames(kind, scope, prefix, signal) {
 }
 
 /**
- * `GET /api/v1/schema`: the names of the counter measurements (kind = "counter"), and
- * `rawRetentionMs(name)`, how long a measurement keeps raw points (null: for good) — its
- * own retention, or the defaults' for a measurement the config does not list.
+ * `GET /api/v1/schema` of the chosen database: the names of the counter measurements
+ * (kind = "counter"), and `rawRetentionMs(name)`, how long a measurement keeps raw points
+ * in that database (null: for good) — its own retention, else the database's default
+ * retention policy, else the defaults' (the server resolves it).
  */
 export async function loadSchema(signal) {
-  const body = await getJson('/api/v1/schema', [], signal);
+  const body = await getJson('/api/v1/schema', inDatabase([]), signal);
   const counters = new Set();
   const listed = body.measurements || {};
   for (const [name, schema] of Object.entries(listed)) {

@@ -39,13 +39,7 @@ class Dashboard {
     useDatabase(this.state.db);
     this.counters = new Set();
     this.rawRetentionMs = () => null;
-    this.schemaLoaded = loadSchema()
-      .then(({ counters, rawRetentionMs }) => {
-        this.counters = counters;
-        this.rawRetentionMs = rawRetentionMs;
-        this.sync();
-      })
-      .catch((error) => this.setStatus(`schema not available: ${error.message}`));
+    this.loadSchemaOf(this.state.db);
     this.panels = []; // in the order of state.fields
     this.panelsBox = byId('panels');
     this.loading = null; // the load in flight: {sequence}
@@ -185,6 +179,22 @@ class Dashboard {
     }
   }
 
+  /**
+   * The schema of database `db` (its counters, and raw retention as its retention policy
+   * leaves it), loaded once per database; the view is shown again when it comes.
+   */
+  loadSchemaOf(db) {
+    this.schemaDb = db;
+    this.schemaLoaded = loadSchema()
+      .then(({ counters, rawRetentionMs }) => {
+        if (this.schemaDb !== db) return; // another database was chosen meanwhile
+        this.counters = counters;
+        this.rawRetentionMs = rawRetentionMs;
+        this.sync();
+      })
+      .catch((error) => this.setStatus(`schema not available: ${error.message}`));
+  }
+
   /** Shows the state in every control, and one panel per field in the URL's order. */
   sync() {
     const { state } = this;
@@ -192,6 +202,7 @@ class Dashboard {
     const range = viewRange(state, Date.now());
     // Before any request of this state: every data request names its database.
     useDatabase(state.db);
+    if (state.db !== this.schemaDb) this.loadSchemaOf(state.db);
     this.databasePicker.sync(state.db);
     this.measurementPicker.setValue(state.measurement);
     this.fieldPicker.setValue(state.fields[0] || '');

@@ -175,6 +175,18 @@ async function twoDatabases() {
       && JSON.stringify(await legendHosts(page)) === JSON.stringify(['host_0', 'host_1']),
     'Back returns to the default database\'s view, its query naming no database', { query: String(back), shown });
 
+    // The raw retention a range crosses is the chosen database's: app was created WITH
+    // DURATION 3d, the default database keeps the config's raw = 7d.
+    for (const [db, kept] of [['app', '3d'], ['', '1w']]) {
+      const dbParam = db ? `db=${db}&` : '';
+      const schema = await nextRequest(page, '/api/v1/schema',
+        () => page.goto(`${base}/?${dbParam}measurement=cpu&field=usage_user&start=now-30d&end=now`));
+      await page.waitForFunction(() => /updated/.test(document.querySelector('#status').textContent), null, { timeout: WAIT_MS });
+      const status = await page.innerText('#status');
+      check((schema.searchParams.get('db') || '') === db && new RegExp(`raw points are kept ${kept}: before`).test(status),
+        `over 30 days of ${db || 'the default database'} the status names its raw retention, ${kept}`, { schema: String(schema), status });
+    }
+
     // The Series view of app: app's counts and every database's series.
     const counted = await nextRequest(page, '/api/v1/status/cardinality', () => page.goto(`${base}/?db=app&cardinality=open`));
     let view = await seriesView(page);
