@@ -52,6 +52,24 @@ pub struct Args {
     /// The server's `--max-query-points` (a query over more raw points is refused).
     #[arg(long, default_value_t = QueryLimits::DEFAULT_MAX_POINTS)]
     max_query_points: usize,
+    /// Keep the store in this directory and, when a run with the same data arguments
+    /// loaded it before, query it without loading again (to profile a query over a
+    /// large store run after run). Default: a temporary directory.
+    #[arg(long)]
+    store: Option<std::path::PathBuf>,
+}
+
+/// The file in a `--store` directory naming the data a run loaded into it.
+const LOADED_MARK: &str = "bench-promql-loaded";
+
+impl Args {
+    /// What decides the data a run loads (not the queries).
+    fn data_key(&self) -> String {
+        format!(
+            "series={} hours={} interval={} end={} config={:?}",
+            self.series, self.hours, self.interval, self.end, self.config
+        )
+    }
 }
 
 /// The queries timed unless `--query` names others, each asked of every store.
@@ -72,8 +90,11 @@ struct Target {
 }
 
 pub async fn run(args: Args) -> Result<()> {
-    let dir = tempfile::tempdir().context("a temporary store directory")?;
-    let engine = open_engine(dir.path(), args.config.as_deref())
+    let temporary = tempfile::tempdir().context("a temporary store directory")?;
+    let dir = args.store.as_deref().unwrap_or(temporary.path());
+    let mark = dir.join(LOADED_MARK);
+    let loaded_before = std::fs::read_to_string(&mark).ok() == Some(args.data_key());
+    let engine = open_engine(dir, args.config.as_deref())
         .await?
         .with_query_limits(QueryLimits {
             max_points: args.max_query_points,
@@ -82,17 +103,25 @@ pub async fn run(args: Args) -> Result<()> {
     let url = serve_engine(engine.clone()).await?;
     let client = reqwest::Client::new();
     let start = args.end - args.hours * 3600;
-    let written = load(&client, &url, &args, start).await?;
-    let r = client
-        .post(format!("{url}/api/v1/admin/compact"))
-        .send()
-        .await?;
-    ensure!(r.status().is_success(), "compact answered {}", r.status());
-    let dropped = engine.apply_retention(false).await?.dropped.len();
-    println!(
-        "loaded {written} points in {} series; compacted; retention dropped {dropped} partitions",
-        args.series
-    );
+    if loaded_before {
+        println!("querying the store loaded before in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_file(&mark);
+        let written = load(&client, &url, &args, start).await?;
+        let r = client
+            .post(format!("{url}/api/v1/admin/compact"))
+            .send()
+            .await?;
+        ensure!(r.status().is_success(), "compact answered {}", r.status());
+        let dropped = engine.apply_retention(false).await?.dropped.len();
+        println!(
+            "loaded {written} points in {} series; compacted; retention dropped {dropped} partitions",
+            args.series
+        );
+        if args.store.is_some() {
+            std::fs::write(&mark, args.data_key()).context("marking the store loaded")?;
+        }
+    }
     let mut targets = vec![Target {
         name: "tickertape",
         query_range: format!("{url}/prometheus/api/v1/query_range"),

@@ -229,7 +229,7 @@ impl Values {
     }
 
     /// [`read`](Self::read), with the neighbours only when `neighbours`.
-    fn read_between(
+    pub fn read_between(
         &self,
         series: SeriesId,
         start: i64,
@@ -256,12 +256,12 @@ impl Values {
             }
         }
         let points_of = |source| points_of(source, &decoded);
-        let mut ranges = Vec::with_capacity(inside.len());
+        let mut ranges: Vec<(u64, &[Point])> = Vec::with_capacity(inside.len());
         for (rank, source) in &inside {
             let points = points_of(source);
             let from = points.partition_point(|p| p.time < start);
             let to = points.partition_point(|p| p.time < end);
-            ranges.push((*rank, points[from..to].to_vec()));
+            ranges.push((*rank, &points[from..to]));
         }
         let mut nearest_before: Option<(i64, u64, f64)> = None;
         for (rank, source) in &before {
@@ -280,9 +280,10 @@ impl Values {
             }
         }
         ranges.sort_by_key(|(rank, _)| *rank);
-        let mut out = Vec::new();
+        let inside_points: usize = ranges.iter().map(|(_, p)| p.len()).sum();
+        let mut out = Vec::with_capacity(inside_points + 2);
         out.extend(nearest_before.map(|(t, _, v)| Point::new(t, v)));
-        out.extend(merge_newest_last(ranges.into_iter().map(|(_, p)| p)));
+        extend_merged(&mut out, ranges.into_iter().map(|(_, p)| p));
         out.extend(nearest_after.map(|(t, _, v)| Point::new(t, v)));
         Ok(out)
     }
@@ -426,9 +427,49 @@ pub fn merge_newest_last(lists: impl IntoIterator<Item = Vec<Point>>) -> Vec<Poi
     out
 }
 
+/// [`merge_newest_last`] of sorted slices, appended to `out`: when the slices do not
+/// overlap in time (a long read's day partitions, the head after the parts) they are
+/// copied once, in time order, without a sort.
+fn extend_merged<'a>(out: &mut Vec<Point>, lists: impl IntoIterator<Item = &'a [Point]>) {
+    let mut lists: Vec<&[Point]> = lists.into_iter().filter(|l| !l.is_empty()).collect();
+    // Stable: lists starting at one time keep their precedence order.
+    let by_precedence = lists.clone();
+    lists.sort_by_key(|l| l[0].time);
+    let disjoint = lists
+        .windows(2)
+        .all(|pair| pair[0][pair[0].len() - 1].time < pair[1][0].time);
+    if disjoint {
+        for list in lists {
+            out.extend_from_slice(list);
+        }
+    } else {
+        out.extend(merge_newest_last(
+            by_precedence.into_iter().map(<[Point]>::to_vec),
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disjoint_lists_are_put_in_time_order_and_overlapping_ones_merged() {
+        let early = [Point::new(1, 1.0), Point::new(2, 2.0)];
+        let late = [Point::new(5, 5.0)];
+        let mut out = vec![Point::new(0, 0.0)];
+        extend_merged(&mut out, [&late[..], &[], &early[..]]);
+        let times: Vec<i64> = out.iter().map(|p| p.time).collect();
+        assert_eq!(times, [0, 1, 2, 5]);
+        // Overlapping: the later list (higher precedence) wins at time 2.
+        let newer = [Point::new(2, 20.0), Point::new(3, 30.0)];
+        let mut out = Vec::new();
+        extend_merged(&mut out, [&early[..], &newer[..]]);
+        assert_eq!(
+            out,
+            vec![Point::new(1, 1.0), Point::new(2, 20.0), Point::new(3, 30.0)]
+        );
+    }
 
     #[test]
     fn the_newest_list_wins_at_equal_times() {
