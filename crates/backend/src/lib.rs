@@ -16,11 +16,15 @@
 //! code: the conformance suite compares every backend with it.
 //!
 //! [`Backend`] is five narrow stores in one handle, each trait's method docs its contract:
-//! the [`SeriesCatalog`] (which series exist), the [`ValueStore`] (value segments, seed
-//! 000: points, derived rollups, raw retention), the [`BucketStore`] (time buckets with
-//! their partitions, docs/design.md#bucket-documents-and-in-place-updates), the [`NameStore`] (docs/design.md#the-name-store) and the
-//! [`DatabaseCatalog`] (which databases exist, and their retention policies); callers take
-//! the one they need.
+//! the [`SeriesCatalog`] (which series exist), the [`ValueStore`] (value segments,
+//! docs/design.md#value-segments: points, derived rollups, raw retention), the
+//! [`BucketStore`] (time buckets with their partitions,
+//! docs/design.md#bucket-documents-and-in-place-updates), the [`NameStore`]
+//! (docs/design.md#the-name-store) and the [`DatabaseCatalog`] (which databases exist, and
+//! their retention policies); callers take the one they need.
+//!
+//! The API tokens of `serve --auth` are a sixth store apart from [`Backend`], the
+//! [`TokenStore`]: a store's tokens are managed while a server holds it.
 //!
 //! Deleting points ([`ValueStore::delete_points`], [`DeleteRange`]) and removing a series
 //! whole ([`SeriesCatalog::remove_series`]) are one contract on every backend too.
@@ -236,7 +240,8 @@ pub struct SeriesCount {
     pub per_measurement: Vec<u64>,
 }
 
-/// A storage backend: the four stores below in one handle, plus what spans them.
+/// A storage backend: the five narrow stores (catalog, values, buckets, names, databases)
+/// in one handle, plus what spans them.
 /// Implementations are shared between tasks (`Arc<dyn Backend>`); a caller that needs one
 /// part takes it alone (`&dyn ValueStore`, `&dyn NameStore`: trait upcasting).
 #[async_trait]

@@ -30,7 +30,7 @@ pub struct Args {
     /// Hours of data to generate, from 2016-01-01T00:00:00Z.
     #[arg(long, default_value_t = 24)]
     pub hours: u64,
-    /// Round generated values to N decimals (the README's `--round 2` variant).
+    /// Round generated values to N decimals (the `--round 2` variant of docs/benchmarks-history.md).
     #[arg(long, value_name = "N")]
     pub round: Option<u32>,
     /// Seed of the generated dataset.

@@ -75,7 +75,7 @@ impl Lossless {
     }
 }
 
-/// The host the reference queries read: `host_33` as in the README, or one a third of the
+/// The host the reference queries read: `host_33` as in docs/BENCHMARKS.md, or one a third of the
 /// way into a smaller dataset.
 pub fn query_host(dataset: &Dataset) -> String {
     if dataset.hosts.iter().any(|h| h == "host_33") {

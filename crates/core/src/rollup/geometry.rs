@@ -1,5 +1,6 @@
-//! Which document, and which slot in it, holds a timestamp: the lookup function that seed
-//! 004's comments describe, for raw periodic buckets and for rollups alike.
+//! Which document, and which slot in it, holds a timestamp: the lookup function of bucket
+//! documents (docs/design.md#bucket-documents-and-in-place-updates), for raw periodic buckets
+//! and for rollups alike.
 
 use super::resolution::{Resolution, MAX_RESOLUTION_NS};
 use crate::time::{window_start, NANOS_PER_SECOND};
