@@ -38,6 +38,12 @@ mod year;
 
 use clap::Parser;
 
+/// The allocator the shipped `tickertape` uses, so that the in-process server of a bench
+/// allocates as the product does (glibc's malloc maps and faults in every large vector
+/// of a long read afresh).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "tickertape-bench",

@@ -10,7 +10,9 @@
 //! read raw throughout, as before.
 
 use crate::batch_read::SERIES_PER_BATCH;
+use crate::side_by_side::side_by_side;
 use crate::{Engine, EngineError, QueryBudget};
+use futures::StreamExt;
 use std::collections::HashMap;
 use tickertape_backend::SeriesInfo;
 use tickertape_core::query::Summary;
@@ -151,17 +153,37 @@ impl Engine {
             let plan = HistoryPlan::new(schema, raw_keep, now, start, end, lead_slots);
             by_plan.entry(plan).or_default().push(i);
         }
+        let chunks: Vec<(&HistoryPlan, &[usize])> = by_plan
+            .iter()
+            .flat_map(|(plan, indices)| {
+                indices
+                    .chunks(SERIES_PER_BATCH)
+                    .map(move |chunk| (plan, chunk))
+            })
+            .collect();
+        // Owned, so that the reads' futures borrow nothing (spawned tasks).
+        let jobs: Vec<(HistoryPlan, Vec<SeriesInfo>)> = chunks
+            .iter()
+            .map(|(plan, chunk)| {
+                let batch = chunk.iter().map(|&i| series[i].clone()).collect();
+                ((*plan).clone(), batch)
+            })
+            .collect();
+        let engine = self.clone();
+        let mut reads = side_by_side(jobs, move |(plan, batch)| {
+            let engine = engine.clone();
+            async move { engine.read_history_batch(&batch, &plan, start, end).await }
+        });
         let mut out = vec![SeriesHistory::default(); series.len()];
-        for (plan, indices) in by_plan {
-            for chunk in indices.chunks(SERIES_PER_BATCH) {
-                let batch: Vec<SeriesInfo> = chunk.iter().map(|&i| series[i].clone()).collect();
-                let read = self.read_history_batch(&batch, &plan, start, end).await?;
-                for (&i, history) in chunk.iter().zip(read) {
-                    budget.charge_points(history.slots.len() + history.points.len())?;
-                    out[i] = history;
-                }
-                crate::checkpoint(budget).await;
+        for (_, chunk) in &chunks {
+            let Some(read) = reads.next().await else {
+                break;
+            };
+            for (&i, history) in chunk.iter().zip(read?) {
+                budget.charge_points(history.slots.len() + history.points.len())?;
+                out[i] = history;
             }
+            crate::checkpoint(budget).await;
         }
         Ok(out)
     }

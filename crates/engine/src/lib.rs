@@ -43,6 +43,7 @@ mod samples;
 mod samples_read;
 pub mod series_cache;
 pub mod series_limits;
+mod side_by_side;
 mod stale;
 mod stored;
 pub mod string_fields;

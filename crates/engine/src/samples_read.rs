@@ -2,6 +2,7 @@
 //! markers kept (PromQL's lookback needs them; tickertape's own API hides them).
 
 use crate::batch_read::SERIES_PER_BATCH;
+use crate::side_by_side::side_by_side;
 use crate::{Engine, EngineError, QueryBudget};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tickertape_backend::{PointsRange, SeriesInfo};
@@ -67,11 +68,20 @@ impl Engine {
     ) -> Result<Vec<Vec<Point>>, EngineError> {
         self.check_series_limit(series.len())?;
         let mut out = Vec::with_capacity(series.len());
-        for batch in series.chunks(SERIES_PER_BATCH) {
-            let mut answers = self.read_raw_batch(batch, start, end).await?;
-            for points in answers.iter_mut() {
+        // Owned, so that the reads' futures borrow nothing (spawned tasks).
+        let batches: Vec<Vec<SeriesInfo>> = series
+            .chunks(SERIES_PER_BATCH)
+            .map(<[SeriesInfo]>::to_vec)
+            .collect();
+        let engine = self.clone();
+        let mut reads = side_by_side(batches, move |batch| {
+            let engine = engine.clone();
+            async move { engine.read_raw_batch(&batch, start, end).await }
+        });
+        while let Some(answers) = reads.next().await {
+            for points in answers? {
                 budget.charge_points(points.len())?;
-                out.push(std::mem::take(points));
+                out.push(points);
             }
             crate::checkpoint(budget).await;
         }

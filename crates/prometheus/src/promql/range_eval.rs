@@ -12,6 +12,7 @@ use super::value::{drop_metric_name, RawSeries, Series, Value, SAME_LABELSET};
 use super::PromqlError;
 use crate::mapping::Labels;
 use promql_parser::parser::Expr;
+use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashSet;
 
@@ -143,72 +144,91 @@ impl<'a> Evaluator<'a> {
             .filter_map(|&i| args.get(i))
             .map(|a| self.scalar_arg(a))
             .collect::<Result<_>>()?;
-        let mut step_params = vec![0.0; params.len()];
-        let mut out: Vec<Series> = Vec::new();
-        for raw in input.series() {
-            // Each series' steps before they are computed: a long range over many
-            // series stops here, and so does one whose client has gone.
-            self.budget.charge_points(self.steps())?;
-            let samples = input.samples(raw);
-            let mut window = select::Window::new(&samples);
-            let widening = Widening::of(raw);
-            // The same answer as `f`, without a scan of each step's window.
-            let mut extreme = match name {
-                "max_over_time" => Some(SlidingExtreme::new(&samples, true)),
-                "min_over_time" => Some(SlidingExtreme::new(&samples, false)),
-                _ => None,
-            };
-            let mut values: Vec<Option<f64>> = Vec::with_capacity(self.steps());
-            for i in 0..self.steps() {
-                // A step may reduce a long window: a query whose client has gone stops
-                // within a few of them.
-                if i % CHECK_EVERY_STEPS == 0 {
-                    self.budget.check()?;
-                }
-                let end = input.end(self.grid.time(i));
-                // Before the raw points, from the slots (`history`).
-                let mut range = input.range;
-                match (widening, &raw.history) {
-                    (Some(w), Some(h)) if w.reaches(end, range) && from_summaries(name) => {
-                        values.push(summarized(name, h, &samples, end, w.summary_range(range)));
-                        continue;
-                    }
-                    (Some(w), _) if w.reaches(end, range) => range = w.point_range(range),
-                    _ => {}
-                }
-                let inside = window.at(end, range);
-                if inside.is_empty() {
-                    values.push(None);
-                    continue;
-                }
-                if let Some(extreme) = &mut extreme {
-                    values.push(extreme.at(end, range));
-                    continue;
-                }
-                for (p, values) in step_params.iter_mut().zip(&params) {
-                    *p = values[i];
-                }
-                check_args(name, &step_params).map_err(PromqlError::Execution)?;
-                let w = Window {
-                    samples: inside,
-                    range_start: end.saturating_sub(range),
-                    range_end: end,
-                    step_time: self.grid.time(i),
-                };
-                values.push(f(&w, &step_params));
-            }
-            if values.iter().any(Option::is_some) {
-                let labels = match name {
-                    "last_over_time" => raw.labels.clone(),
-                    _ => drop_metric_name(&raw.labels),
-                };
-                out.push(Series { labels, values });
-            }
-        }
+        // Each series on its own, side by side (`rayon`); the order is kept.
+        let out: Vec<Series> = input
+            .series()
+            .par_iter()
+            .map(|raw| self.range_series(name, f, &input, &params, raw))
+            .collect::<Result<Vec<Option<Series>>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         let mut seen: HashSet<&Labels> = HashSet::new();
         if !out.iter().all(|s| seen.insert(&s.labels)) {
             return Err(PromqlError::Execution(SAME_LABELSET.into()));
         }
         Ok(Value::Vector(out))
+    }
+
+    /// One series of [`Self::range_call`]: its window at each step reduced by `f`;
+    /// `None` when no step has a value.
+    fn range_series(
+        &self,
+        name: &str,
+        f: RangeFn,
+        input: &RangeInput<'_>,
+        params: &[Vec<f64>],
+        raw: &RawSeries,
+    ) -> Result<Option<Series>> {
+        let mut step_params = vec![0.0; params.len()];
+        // Each series' steps before they are computed: a long range over many
+        // series stops here, and so does one whose client has gone.
+        self.budget.charge_points(self.steps())?;
+        let samples = input.samples(raw);
+        let mut window = select::Window::new(&samples);
+        let widening = Widening::of(raw);
+        // The same answer as `f`, without a scan of each step's window.
+        let mut extreme = match name {
+            "max_over_time" => Some(SlidingExtreme::new(&samples, true)),
+            "min_over_time" => Some(SlidingExtreme::new(&samples, false)),
+            _ => None,
+        };
+        let mut values: Vec<Option<f64>> = Vec::with_capacity(self.steps());
+        for i in 0..self.steps() {
+            // A step may reduce a long window: a query whose client has gone stops
+            // within a few of them.
+            if i % CHECK_EVERY_STEPS == 0 {
+                self.budget.check()?;
+            }
+            let end = input.end(self.grid.time(i));
+            // Before the raw points, from the slots (`history`).
+            let mut range = input.range;
+            match (widening, &raw.history) {
+                (Some(w), Some(h)) if w.reaches(end, range) && from_summaries(name) => {
+                    values.push(summarized(name, h, &samples, end, w.summary_range(range)));
+                    continue;
+                }
+                (Some(w), _) if w.reaches(end, range) => range = w.point_range(range),
+                _ => {}
+            }
+            let inside = window.at(end, range);
+            if inside.is_empty() {
+                values.push(None);
+                continue;
+            }
+            if let Some(extreme) = &mut extreme {
+                values.push(extreme.at(end, range));
+                continue;
+            }
+            for (p, values) in step_params.iter_mut().zip(params) {
+                *p = values[i];
+            }
+            check_args(name, &step_params).map_err(PromqlError::Execution)?;
+            let w = Window {
+                samples: inside,
+                range_start: end.saturating_sub(range),
+                range_end: end,
+                step_time: self.grid.time(i),
+            };
+            values.push(f(&w, &step_params));
+        }
+        if !values.iter().any(Option::is_some) {
+            return Ok(None);
+        }
+        let labels = match name {
+            "last_over_time" => raw.labels.clone(),
+            _ => drop_metric_name(&raw.labels),
+        };
+        Ok(Some(Series { labels, values }))
     }
 }

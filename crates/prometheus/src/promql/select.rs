@@ -7,6 +7,7 @@ use super::value::{Grid, RawSeries, Series};
 use super::PromqlError;
 use promql_parser::label::Matcher;
 use promql_parser::parser::{Expr, Offset, VectorSelector};
+use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -144,17 +145,17 @@ pub(crate) fn fetched<'a>(data: &'a Fetched, vs: &VectorSelector) -> &'a [RawSer
 /// `[t - lookback, t]`, `t` the time `anchor` looks at for the step, unless that sample
 /// is a stale marker. Series without any value are left out. Where the lookback reaches
 /// before a series' raw points, it is one of its rollup slots (`history`).
+/// Series are evaluated side by side (`rayon`), each on its own.
 pub(crate) fn instant_vector(raw: &[RawSeries], grid: &Grid, anchor: Anchor) -> Vec<Series> {
-    raw.iter()
+    raw.par_iter()
         .filter_map(|s| {
             let mut next = 0; // samples[..next] are at or before the step's time
             let widening = Widening::of(s);
             let values: Vec<Option<f64>> = (0..grid.len())
                 .map(|i| {
                     let t = anchor.time(grid.time(i));
-                    while next < s.samples.len() && s.samples[next].0 <= t {
-                        next += 1;
-                    }
+                    // Steps are usually many samples apart: a search, not a walk.
+                    next += s.samples[next..].partition_point(|&(time, _)| time <= t);
                     let (time, value) = *s.samples.get(next.checked_sub(1)?)?;
                     let lookback = Widening::lookback(widening, t);
                     (time >= t.saturating_sub(lookback) && !is_stale_marker(value)).then_some(value)
