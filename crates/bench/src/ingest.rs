@@ -317,7 +317,7 @@ async fn bench_tickertape(args: &Args, dataset: &Arc<Dataset>) -> Result<()> {
     print_ingest(&url, dataset, &ingest, args.clients);
 
     let usage = disk::usage(&dir)?;
-    let stats = engine.backend().stats().await?;
+    let stats = engine.store_stats().await?;
     eprintln!(
         "disk: {} bytes allocated in {} ({:.2} bytes/point; {} bytes apparent); stats(): {} bytes ({:.2} bytes/point), {} segments, {} series",
         group(usage.allocated),

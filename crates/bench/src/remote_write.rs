@@ -224,13 +224,13 @@ async fn one_ingest(
 /// threads once they flushed.
 async fn close(engine: tickertape_engine::Engine) -> Result<()> {
     for _ in 0..1_000 {
-        if Arc::strong_count(engine.backend()) == 1 {
+        if engine.holds_the_store_alone() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     ensure!(
-        Arc::strong_count(engine.backend()) == 1,
+        engine.holds_the_store_alone(),
         "the store was still in use 10 s after its server stopped"
     );
     tokio::task::spawn_blocking(move || drop(engine))

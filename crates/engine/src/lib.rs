@@ -45,6 +45,7 @@ pub mod series_cache;
 pub mod series_limits;
 mod side_by_side;
 mod stale;
+mod store_admin;
 mod stored;
 pub mod string_fields;
 mod windows;
@@ -315,10 +316,6 @@ impl Engine {
 
     pub fn schema(&self) -> &Schema {
         &self.schema
-    }
-
-    pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
     }
 }
 

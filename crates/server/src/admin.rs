@@ -11,19 +11,13 @@ use axum::Json;
 use serde::Serialize;
 use tickertape_backend::{DeleteRange, SnapshotTarget};
 use tickertape_core::time::parse_time;
-use tickertape_engine::EngineError;
 
 /// `POST /api/v1/admin/compact`: flushes what the store holds in memory and merges its
 /// files, answering 204 when everything mergeable is merged (as VictoriaMetrics'
 /// `force_merge`). A store with nothing to merge answers at once.
 pub async fn compact(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
     let started = std::time::Instant::now();
-    state
-        .engine
-        .backend()
-        .compact()
-        .await
-        .map_err(EngineError::from)?;
+    state.engine.compact().await?;
     tracing::info!(ms = started.elapsed().as_millis() as u64, "compaction done");
     Ok(StatusCode::NO_CONTENT)
 }
@@ -87,12 +81,7 @@ pub async fn snapshot(State(state): State<AppState>) -> Result<Json<serde_json::
         Some(dir) => SnapshotTarget::Under(dir.clone()),
         None => SnapshotTarget::InStore,
     };
-    let report = state
-        .engine
-        .backend()
-        .snapshot(target)
-        .await
-        .map_err(EngineError::from)?;
+    let report = state.engine.snapshot(target).await?;
     let ms = started.elapsed().as_millis() as u64;
     tracing::info!(
         path = %report.path.display(),

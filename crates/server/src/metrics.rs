@@ -144,7 +144,7 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
     let mut text = state.metrics.render();
     text.push_str(&state.config.connection_stats.render());
-    match state.engine.backend().stats().await {
+    match state.engine.store_stats().await {
         Ok(stats) => text.push_str(&store_gauges(&stats)),
         // The counters above still answer; the store's figures are left out this time.
         Err(e) => tracing::warn!(error = %e, "/metrics: cannot read the store's figures"),
@@ -194,7 +194,7 @@ fn store_gauges(stats: &StorageStats) -> String {
 }
 
 pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
-    Json(serde_json::json!({ "status": "ok", "backend": state.engine.backend().kind() }))
+    Json(serde_json::json!({ "status": "ok", "backend": state.engine.store_kind() }))
 }
 
 #[cfg(test)]

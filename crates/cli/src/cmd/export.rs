@@ -12,8 +12,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
 use std::io::Write;
-use tickertape_backend::{NameSpace, SeriesInfo, SlotKind};
-use tickertape_core::database::Namespace;
+use tickertape_backend::SeriesInfo;
 use tickertape_core::lineproto::{
     escape_field_key, escape_measurement, escape_tag_key, escape_tag_value, format_field_value,
     FieldValue, MAX_TIMESTAMP, MIN_TIMESTAMP,
@@ -137,30 +136,11 @@ async fn measurements(engine: &Engine, asked: &[String]) -> Result<Vec<String>> 
 /// record a measurement's layout, `--config` says it, and without it those points would be
 /// missing from the export without a word.
 async fn check_layouts(engine: &Engine, measurements: &[String]) -> Result<()> {
-    let backend = engine.backend();
-    let mut raw: Vec<(u64, i64)> = backend
-        .list_partitions()
-        .await?
-        .into_iter()
-        .filter_map(|p| match p.family().slots() {
-            SlotKind::Raw { interval_ns } => Some((p.family().measurement(), interval_ns)),
-            SlotKind::Rollup(_) => None,
-        })
-        .collect();
-    raw.sort_unstable();
-    raw.dedup();
-    let tokens: Vec<u64> = raw.iter().map(|(token, _)| *token).collect();
-    let names = backend.names_of(NameSpace::Measurement, &tokens).await?;
-    // The backend lists stored names: those of this database are read as the user's.
-    let namespace = match engine.database_name() == engine.default_database() {
-        true => Namespace::Default,
-        false => Namespace::named(engine.database_name()),
-    };
-    for ((_, interval_ns), stored) in raw.into_iter().zip(names) {
-        let name = stored.as_deref().and_then(|n| namespace.user(n));
-        let Some(name) = name.filter(|n| measurements.iter().any(|m| m == n)) else {
+    for (name, interval_ns) in engine.stored_bucket_intervals().await? {
+        if !measurements.contains(&name) {
             continue;
-        };
+        }
+        let name = name.as_str();
         match engine.schema().for_measurement(name).layout {
             Layout::Buckets { interval_ns: i } if i == interval_ns => {}
             _ => bail!(

@@ -204,7 +204,6 @@ pub async fn run(mut args: Args) -> Result<()> {
             max_tag_value_bytes: args.max_tag_value_bytes,
         })
         .with_string_fields(args.string_fields);
-    let backend = engine.backend().clone();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -212,7 +211,7 @@ pub async fn run(mut args: Args) -> Result<()> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(
         store = %args.store.store,
-        backend = backend.kind(),
+        backend = engine.store_kind(),
         max_connections = budget.max_connections,
         auth = args.auth,
         "listening on {scheme}://{address}"
