@@ -115,7 +115,7 @@ impl<'a> Evaluator<'a> {
         for raw in input.series() {
             self.budget.check()?;
             let samples = input.samples(raw);
-            let mut window = select::Window::new(&samples);
+            let mut window = select::WindowCursor::new(&samples);
             let widening = Widening::of(raw);
             for (i, p) in present.iter_mut().enumerate() {
                 let end = input.end(self.grid.time(i));
@@ -175,7 +175,7 @@ impl<'a> Evaluator<'a> {
         // series stops here, and so does one whose client has gone.
         self.budget.charge_points(self.steps())?;
         let samples = input.samples(raw);
-        let mut window = select::Window::new(&samples);
+        let mut window = select::WindowCursor::new(&samples);
         let widening = Widening::of(raw);
         // The same answer as `f`, without a scan of each step's window.
         let mut extreme = match name {

@@ -214,13 +214,13 @@ pub(crate) fn without_stale(series: &RawSeries) -> Cow<'_, [(i64, f64)]> {
 }
 
 /// Slides a window `[t - range, t]` over samples in time order, for increasing `t`.
-pub(crate) struct Window<'a> {
+pub(crate) struct WindowCursor<'a> {
     samples: &'a [(i64, f64)],
     lo: usize,
     hi: usize,
 }
 
-impl<'a> Window<'a> {
+impl<'a> WindowCursor<'a> {
     pub(crate) fn new(samples: &'a [(i64, f64)]) -> Self {
         Self {
             samples,
@@ -298,7 +298,7 @@ mod tests {
     #[test]
     fn a_window_includes_both_ends() {
         let samples = [(0, 0.0), (10, 1.0), (20, 2.0), (30, 3.0)];
-        let mut w = Window::new(&samples);
+        let mut w = WindowCursor::new(&samples);
         assert_eq!(w.at(10, 10).len(), 2);
         assert_eq!(w.at(30, 10), &samples[2..]);
         assert_eq!(w.at(100, 10).len(), 0);
