@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::table::Rows;
 use super::zone::Zone;
-use crate::budget::Growth;
+use tickertape_core::budget::Growth;
 use tickertape_engine::{Exhausted, QueryBudget};
 
 /// One value of a row.
