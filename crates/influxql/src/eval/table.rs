@@ -1,6 +1,6 @@
 //! A series' rows in one buffer of cells. Built as one `Vec` per row, the 1,441 rows of a
 //! day of one-minute windows took about a quarter of the time InfluxQL spends beyond the
-//! engine's read (docs/BENCHMARKS.md); pushed cell by cell into one buffer, a few
+//! store's read (docs/BENCHMARKS.md); pushed cell by cell into one buffer, a few
 //! microseconds.
 
 use super::output::Cell;

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use super::table::Rows;
 use super::zone::Zone;
 use tickertape_core::budget::Growth;
-use tickertape_engine::{Exhausted, QueryBudget};
+use tickertape_core::{Exhausted, QueryBudget};
 
 /// One value of a row.
 #[derive(Clone, Debug, PartialEq)]
