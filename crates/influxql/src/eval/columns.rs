@@ -10,9 +10,16 @@ use tickertape_core::Point;
 
 use super::compute::{distinct_values, fill, per_window, Agg, Column};
 use super::condition::TimeRange;
-use super::output::Cell;
-use super::select::{FieldData, Node};
-use super::table::Rows;
+use super::nodes::Node;
+use super::table::{Cell, Rows};
+
+/// What is read for one field of one group: raw points (merged, sorted), or the store's
+/// windows per series for each aggregate.
+#[derive(Default)]
+pub(super) struct FieldData {
+    pub raw: Option<Vec<Point>>,
+    pub windows: HashMap<Aggregate, Vec<Vec<Point>>>,
+}
 
 /// Rows from columns: one per time of any column, in time order (a single column keeps
 /// its rows as they are, duplicate times included).

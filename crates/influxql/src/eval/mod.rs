@@ -31,11 +31,11 @@ pub mod store;
 mod table;
 mod zone;
 
-pub use output::{Cell, Epoch, Format, Series, StatementResult};
+pub use output::{Epoch, Format, Series, StatementResult};
 pub use select::run as run_select;
 pub use show::run as run_show;
 pub use store::{Names, Read, ReadError, SeriesPoints, Store};
-pub use table::Rows;
+pub use table::{Cell, Rows};
 
 /// Every `tz()` of `query` names a zone and every regex compiles: what InfluxDB refuses
 /// while parsing, so the whole query is refused before any statement runs.

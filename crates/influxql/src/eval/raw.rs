@@ -6,11 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::{Fill, VarKind};
 
+use super::columns::FieldData;
 use super::columns::{join, Eval, Value};
-use super::output::{Cell, Series};
-use super::select::{budget_error, FieldData, GroupBy, Node, Plan, RawColumn};
+use super::nodes::Node;
+use super::output::Series;
+use super::select::{budget_error, GroupBy, Plan, RawColumn};
 use super::show::{names_of, MAX_NAMES};
 use super::store::{checkpoint, Store};
+use super::table::Cell;
 
 /// The points of one series (its tags), per field.
 type TagsetData = HashMap<String, FieldData>;

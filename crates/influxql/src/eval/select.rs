@@ -12,19 +12,18 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::{Dimension, Expr, Fill, Select, Statement, VarKind};
 use tickertape_core::query::Aggregate;
-use tickertape_core::{Exhausted, Point, QueryBudget, SeriesKey};
+use tickertape_core::{Exhausted, QueryBudget, SeriesKey};
 
-use super::columns::{join, Eval, Value};
+use super::columns::{join, Eval, FieldData, Value};
 use super::compute::{window_starts, Agg, Column};
 use super::condition::Condition;
-pub(super) use super::nodes::Node;
-use super::nodes::{collect_needs, has_agg, has_raw_field, node, reads_window_before};
-use super::output::{Cell, Series, StatementResult};
+use super::nodes::{collect_needs, has_agg, has_raw_field, node, reads_window_before, Node};
+use super::output::{Series, StatementResult};
 use super::selector_rows::SelectorRows;
 use super::show::{measurements_of, names_of, MAX_NAMES};
 use super::store::{checkpoint, Read, Store};
-use super::table::Rows;
-use super::zone::{zoned, Zone};
+use super::table::{Cell, Rows};
+use super::zone::Zone;
 
 /// `GROUP BY` tags: these keys, or every tag (`*`).
 pub(super) enum GroupBy {
@@ -45,14 +44,6 @@ impl GroupBy {
                 .collect(),
         }
     }
-}
-
-/// What is read for one field of one group: raw points (merged, sorted), or the store's
-/// windows per series for each aggregate.
-#[derive(Default)]
-pub(super) struct FieldData {
-    pub raw: Option<Vec<Point>>,
-    pub windows: HashMap<Aggregate, Vec<Vec<Point>>>,
 }
 
 type Groups = BTreeMap<Vec<(String, String)>, HashMap<String, FieldData>>;
@@ -157,7 +148,7 @@ impl<'a> Plan<'a> {
         let offset = self.select.offset.unwrap_or(0) as usize;
         let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
         rows.page(offset, limit);
-        zoned(&mut rows, self.zone);
+        rows.zoned(self.zone);
         rows
     }
 

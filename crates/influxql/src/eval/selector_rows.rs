@@ -9,10 +9,11 @@ use crate::{Expr, Fill, Select, VarKind};
 
 use super::compute::{window_starts, Agg};
 use super::naming::single_selector;
-use super::output::{Cell, Series};
+use super::output::Series;
 use super::select::{budget_error, GroupBy, Plan};
 use super::show::{names_of, MAX_NAMES};
 use super::store::{checkpoint, Store};
+use super::table::Cell;
 
 /// How the selector picks its point(s) of a window.
 #[derive(Clone, Copy, Debug)]

@@ -6,9 +6,10 @@ use crate::{Expr, MeasurementFilter, Source, Statement, TagKeyFilter};
 use tickertape_core::SeriesKey;
 
 use super::condition::Condition;
-use super::output::{Cell, Series, StatementResult};
+use super::output::{Series, StatementResult};
 use super::regexes::compile as regex;
 use super::store::{Names, ReadError, Store};
+use super::table::Cell;
 
 /// Names one listing may return; past it the statement is refused rather than cut short
 /// without a word.
