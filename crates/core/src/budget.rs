@@ -241,6 +241,44 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Bytes of an answer written between two charges ([`Growth`], and the server's
+/// writers): a charge is an atomic operation, a token of JSON a few bytes, so an answer
+/// stops within this many bytes of `--max-response-bytes` at no measurable cost.
+pub const CHARGE_EVERY: usize = 64 * 1024;
+
+/// An answer written into a buffer by hand, charged by its growth: [`Growth::charge`]
+/// after each row charges what was written since the last charge once it reaches
+/// [`CHARGE_EVERY`] bytes, [`Growth::finish`] the rest.
+pub struct Growth<'b> {
+    charged: usize,
+    budget: &'b QueryBudget,
+}
+
+impl<'b> Growth<'b> {
+    /// Charging from `len`, the length of the buffer so far (already charged).
+    pub fn from(len: usize, budget: &'b QueryBudget) -> Self {
+        Self {
+            charged: len,
+            budget,
+        }
+    }
+
+    /// `len` is the buffer's length now; charged only once it grew by [`CHARGE_EVERY`].
+    pub fn charge(&mut self, len: usize) -> Result<(), Exhausted> {
+        match len.saturating_sub(self.charged) >= CHARGE_EVERY {
+            true => self.finish(len),
+            false => Ok(()),
+        }
+    }
+
+    /// Charges everything written up to `len`, the buffer's final length.
+    pub fn finish(&mut self, len: usize) -> Result<(), Exhausted> {
+        let grown = len.saturating_sub(self.charged);
+        self.charged = len;
+        self.budget.charge_bytes(grown)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

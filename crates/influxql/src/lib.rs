@@ -3,8 +3,9 @@
 //! `influx` shell — `SELECT` with aggregates, transformations, `WHERE`, `GROUP BY
 //! time()`/tags, `fill()`, `ORDER BY`, `LIMIT`/`SLIMIT`/`OFFSET`, `tz()`; the `SHOW`
 //! statements a data source's pickers send; `CREATE`/`DROP DATABASE`, `CREATE`/`ALTER`/`DROP
-//! RETENTION POLICY`. No I/O: the server runs
-//! what this parses.
+//! RETENTION POLICY` — and the evaluator of its `SELECT` and `SHOW` statements ([`eval`])
+//! over a [`eval::Store`] that the server implements. No I/O: the server reads the
+//! request, manages databases and policies, and writes the answer.
 //!
 //! # Why winnow
 //! The parser is built on [`winnow`] (nom's maintained successor by the author of
@@ -21,6 +22,7 @@
 //! - `lex`: tokens (names, strings, regexes, numbers, durations, keywords).
 //! - `expr`: expressions by precedence; `statement`: the statements.
 //! - [`ParseError`]: position and what was expected, in InfluxDB's words.
+//! - [`eval`]: the statements evaluated against a store, answered in InfluxDB's shapes.
 //!
 //! An expression nests at most [`MAX_DEPTH`] levels (each parenthesis, function call and
 //! operator is one), so that no input can exhaust the stack of whoever parses, prints,
@@ -28,6 +30,7 @@
 
 pub mod ast;
 pub mod display;
+pub mod eval;
 mod expr;
 mod lex;
 mod statement;

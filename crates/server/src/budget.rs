@@ -12,6 +12,7 @@
 
 use std::io;
 use std::sync::Arc;
+use tickertape_core::budget::CHARGE_EVERY;
 use tickertape_core::{Exhausted, QueryBudget};
 
 /// Runs `work` on a blocking thread under `budget`, the handler's task free to notice a
@@ -32,10 +33,6 @@ where
         Err(_) => Err(Exhausted::Cancelled),
     }
 }
-
-/// Bytes written between two charges: a charge is an atomic operation, a token of JSON
-/// a few bytes.
-const CHARGE_EVERY: usize = 64 * 1024;
 
 /// An answer's bytes, charged to the budget as they are written (every [`CHARGE_EVERY`]
 /// bytes and at the end): a write past `--max-response-bytes` fails, so an answer stops
@@ -77,37 +74,6 @@ impl io::Write for BudgetedWriter<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-/// An answer written into a buffer by hand, charged by its growth: [`Growth::charge`]
-/// after each row charges what was written since the last charge once it reaches
-/// [`CHARGE_EVERY`] bytes, [`Growth::finish`] the rest.
-pub(crate) struct Growth<'b> {
-    charged: usize,
-    budget: &'b QueryBudget,
-}
-
-impl<'b> Growth<'b> {
-    /// Charging from `len`, the length of the buffer so far (already charged).
-    pub(crate) fn from(len: usize, budget: &'b QueryBudget) -> Self {
-        Self {
-            charged: len,
-            budget,
-        }
-    }
-
-    pub(crate) fn charge(&mut self, len: usize) -> Result<(), Exhausted> {
-        match len.saturating_sub(self.charged) >= CHARGE_EVERY {
-            true => self.finish(len),
-            false => Ok(()),
-        }
-    }
-
-    pub(crate) fn finish(&mut self, len: usize) -> Result<(), Exhausted> {
-        let grown = len.saturating_sub(self.charged);
-        self.charged = len;
-        self.budget.charge_bytes(grown)
     }
 }
 

@@ -1,13 +1,10 @@
 //! InfluxQL on `/query` (InfluxDB 1.x's query endpoint), for Grafana's InfluxDB data
 //! source and the `influx` shell: GET or POST form, `q` (`;`-separated statements answered
 //! in order), `epoch=`, `pretty=true`, `Accept: application/csv`. The statements are parsed
-//! by the `tickertape-influxql` crate and run on the engine:
-//!
-//! - [`show`]: the `SHOW` statements, from the engine's listings and series index;
-//! - [`regexes`]: every `/…/` compiled, and checked before any statement runs;
-//! - [`select`]: `SELECT`: which series ([`condition`]: time range, tag conditions), read
-//!   through the engine's read plan, then [`compute`]: windows, fill, transformations;
-//! - [`output`]: the answer's JSON or CSV.
+//! and evaluated by the `tickertape-influxql` crate (`SELECT` and `SHOW` in its `eval`,
+//! reading through [`store::EngineStore`], the engine of the statement's database); this
+//! module reads the request, resolves each statement's database, runs the statements that
+//! manage databases and ([`policies`]) retention policies, and writes the answer.
 //!
 //! A statement runs in the database it names (`ON db`, `FROM "db"."rp"."m"`), else in the
 //! request's `db`, else in the default database; one that does not exist answers
@@ -16,22 +13,8 @@
 //! retention policies, and refuses a statement naming one its database does not have
 //! (`rp=`, `"rp"."m"`); every policy of a database names the same points.
 
-mod bounds;
-pub mod compute;
-pub mod condition;
-mod eval;
-mod field_rows;
-mod naming;
-mod nodes;
-pub mod output;
 mod policies;
-mod raw;
-pub mod regexes;
-mod rows;
-pub mod select;
-pub mod show;
-pub mod table;
-pub mod zone;
+pub mod store;
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -39,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use std::sync::Arc;
 use tickertape_engine::{Engine, EngineError, Exhausted, QueryBudget};
+use tickertape_influxql::eval::{self, Cell, Epoch, Format, Series, StatementResult};
 use tickertape_influxql::Statement;
 
 use crate::auth::Granted;
@@ -47,7 +31,7 @@ use crate::error::ApiError;
 use crate::params::RequestParams;
 use crate::AppState;
 use axum::Extension;
-use output::{Cell, Epoch, Series, StatementResult};
+use store::{read_error, EngineStore};
 use tickertape_core::auth::Scope;
 use tickertape_core::database::DatabaseName;
 
@@ -75,7 +59,7 @@ pub async fn query(
         Ok(parsed) => parsed,
         Err(e) => return bad_request(&format!("error parsing query: {e}")),
     };
-    if let Err(e) = select::check_zones(&parsed).and_then(|()| regexes::check(&parsed)) {
+    if let Err(e) = eval::check(&parsed) {
         return bad_request(&format!("error parsing query: {e}"));
     }
     let budget = Arc::new(state.engine.budget());
@@ -94,9 +78,9 @@ pub async fn query(
         .and_then(|a| a.to_str().ok())
         .is_some_and(|a| a.contains("application/csv") || a.contains("text/csv"));
     let format = match (csv, param("pretty")) {
-        (true, _) => output::Format::Csv,
-        (false, Some("true")) => output::Format::PrettyJson,
-        _ => output::Format::Json,
+        (true, _) => Format::Csv,
+        (false, Some("true")) => Format::PrettyJson,
+        _ => Format::Json,
     };
     answer(results, epoch, format, &budget).await
 }
@@ -107,14 +91,14 @@ pub async fn query(
 async fn answer(
     results: Vec<StatementResult>,
     epoch: Epoch,
-    format: output::Format,
+    format: Format,
     budget: &Arc<QueryBudget>,
 ) -> Response {
     if let Some(e) = budget.exhausted() {
         return over_budget(e);
     }
     let text = on_blocking_thread(budget, move |budget| {
-        output::write(&results, epoch, format, budget)
+        eval::output::write(&results, epoch, format, budget)
     })
     .await;
     match text.and_then(|text| text) {
@@ -127,7 +111,7 @@ async fn answer(
 /// the limit (499 to a client that has gone: nobody reads it).
 fn over_budget(e: Exhausted) -> Response {
     let error = ApiError::from(e);
-    let message = select::engine_error(EngineError::from(e));
+    let message = read_error(EngineError::from(e)).in_select();
     let body = json!({ "error": message }).to_string();
     (
         error.status(),
@@ -214,10 +198,11 @@ pub async fn run(
                 Err(e) => return Err(e.to_string()),
             };
             policies::check_sources(&engine, statement, context.rp).await?;
+            let store = EngineStore(&engine);
             match statement {
-                Statement::Select(select) => select::run(&engine, select, budget).await,
+                Statement::Select(select) => eval::run_select(&store, select, budget).await,
                 Statement::ShowRetentionPolicies { .. } => policies::show(&engine).await,
-                other => show::run(&engine, other).await,
+                other => eval::run_show(&store, other).await,
             }
         }
     }

@@ -9,7 +9,7 @@ use tickertape_core::retention_policy::{go_duration, PolicyChange, PolicySpec, A
 use tickertape_engine::{Engine, EngineError};
 use tickertape_influxql::{PolicyDefinition, Source, Statement};
 
-use super::output::{Cell, Series, StatementResult};
+use tickertape_influxql::eval::{Cell, Series, StatementResult};
 
 /// The columns of `SHOW RETENTION POLICIES`, InfluxDB 1.x's.
 const COLUMNS: [&str; 5] = [

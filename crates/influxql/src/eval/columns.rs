@@ -1,18 +1,25 @@
 //! Evaluating a `SELECT`'s expressions for one group of series: aggregate columns per
-//! window (from the engine's windows or from raw points), transformations, arithmetic, and
+//! window (from the store's windows or from raw points), transformations, arithmetic, and
 //! the rows that join the columns by time.
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::{BinaryOp, Fill};
 use tickertape_core::query::Aggregate;
 use tickertape_core::Point;
-use tickertape_influxql::{BinaryOp, Fill};
 
 use super::compute::{distinct_values, fill, per_window, Agg, Column};
 use super::condition::TimeRange;
-use super::output::Cell;
-use super::select::{FieldData, Node};
-use super::table::Rows;
+use super::nodes::Node;
+use super::table::{Cell, Rows};
+
+/// What is read for one field of one group: raw points (merged, sorted), or the store's
+/// windows per series for each aggregate.
+#[derive(Default)]
+pub(super) struct FieldData {
+    pub raw: Option<Vec<Point>>,
+    pub windows: HashMap<Aggregate, Vec<Vec<Point>>>,
+}
 
 /// Rows from columns: one per time of any column, in time order (a single column keeps
 /// its rows as they are, duplicate times included).
@@ -144,7 +151,7 @@ fn without_null_marks(column: Column) -> Column {
         .collect()
 }
 
-/// A column of `agg` from the engine's per-series windows of its parts. The engine's
+/// A column of `agg` from the store's per-series windows of its parts. The store's
 /// windows start where ours do (`GROUP BY time()` without offset or zone) and come in
 /// time order, as ours are: one walk along both puts each value in its slot, no map per
 /// window.
@@ -183,13 +190,13 @@ fn merged_windows(
         let (x, y) = (merged(a), merged(b));
         x.into_iter().zip(y).map(|(x, y)| Some(f(x?, y?))).collect()
     };
-    let values = match agg.engine_direct().filter(|a| parts.contains_key(a)) {
-        // Read as the engine's own aggregate (one series per group).
+    let values = match agg.stored_aggregate().filter(|a| parts.contains_key(a)) {
+        // Read as the store's own aggregate (one series per group).
         Some(direct) => merged(direct),
         None => match agg {
             Agg::Mean => both(Aggregate::Sum, Aggregate::Count, |s, n| s / n),
             Agg::Spread => both(Aggregate::Max, Aggregate::Min, |hi, lo| hi - lo),
-            other => merged(other.engine_parts().map_or(Aggregate::Sum, |(p, _)| p[0])),
+            other => merged(other.stored_parts().map_or(Aggregate::Sum, |(p, _)| p[0])),
         },
     };
     windows.iter().copied().zip(values).collect()

@@ -4,11 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tickertape_core::{Point, SeriesKey};
-use tickertape_engine::{Engine, Query};
-
 use super::condition::Filter;
-use super::select::{engine_error, Plan};
+use super::select::Plan;
+use super::store::{Read, Store};
+use tickertape_core::{Point, SeriesKey};
 
 /// Each field's values by time.
 type FieldValues = HashMap<String, BTreeMap<i64, f64>>;
@@ -39,19 +38,19 @@ impl FieldRows<'_> {
 impl Plan<'_> {
     /// Each selected series' raw points of `field` in the statement's range: the series
     /// the tag conditions keep, each point only if its row passes `rows`.
-    pub(super) async fn kept_points(
+    pub(super) async fn kept_points<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
         field: &str,
         rows: &FieldRows<'_>,
     ) -> Result<Vec<(SeriesKey, Vec<Point>)>, String> {
         let range = self.condition.range;
         let selector = self.condition.selector(measurement, Some(field));
-        let query = Query::raw(selector, range.start, range.end);
-        let answers = engine.query_with(&query, self.budget).await;
+        let read = Read::raw(selector, range.start, range.end);
+        let answers = store.read(read, self.budget).await;
         let mut out = Vec::new();
-        for answer in answers.map_err(engine_error)? {
+        for answer in answers.map_err(|e| e.in_select())? {
             if !self.condition.matches(&answer.key) {
                 continue;
             }
@@ -63,9 +62,9 @@ impl Plan<'_> {
     }
 
     /// The condition's fields read for `measurement` (nothing when it names none).
-    pub(super) async fn field_rows(
+    pub(super) async fn field_rows<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
     ) -> Result<FieldRows<'_>, String> {
         let mut out = FieldRows {
@@ -80,9 +79,9 @@ impl Plan<'_> {
         let range = self.condition.range;
         for field in names {
             let selector = self.condition.selector(measurement, Some(&field));
-            let query = Query::raw(selector, range.start, range.end);
-            let answers = engine.query_with(&query, self.budget).await;
-            for answer in answers.map_err(engine_error)? {
+            let read = Read::raw(selector, range.start, range.end);
+            let answers = store.read(read, self.budget).await;
+            for answer in answers.map_err(|e| e.in_select())? {
                 if !self.condition.matches(&answer.key) {
                     continue;
                 }

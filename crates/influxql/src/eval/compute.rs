@@ -3,10 +3,10 @@
 //! InfluxDB 1.x defines it (median of an even count is the mean of the middle two,
 //! percentile is nearest-rank, stddev is the sample's, count fills empty windows with 0).
 
+use crate::{Expr, Fill};
 use tickertape_core::query::Aggregate;
 use tickertape_core::time::window_start;
 use tickertape_core::Point;
-use tickertape_influxql::{Expr, Fill};
 
 use super::zone::Zone;
 
@@ -77,10 +77,10 @@ impl Agg {
         )
     }
 
-    /// The engine's aggregates this one is computed from when it is read through the
-    /// engine's windows (so rollups serve it), and whether a group of several series can
+    /// The stored aggregates this one is computed from when it is read through the
+    /// store's windows (so rollups serve it), and whether a group of several series can
     /// be merged from them (`first`/`last` cannot: windows carry no point times).
-    pub fn engine_parts(self) -> Option<(&'static [Aggregate], bool)> {
+    pub fn stored_parts(self) -> Option<(&'static [Aggregate], bool)> {
         match self {
             Agg::Mean => Some((&[Aggregate::Sum, Aggregate::Count], true)),
             Agg::Count => Some((&[Aggregate::Count], true)),
@@ -94,8 +94,8 @@ impl Agg {
         }
     }
 
-    /// The engine's aggregate that is this one for a single series (`spread` has none).
-    pub fn engine_direct(self) -> Option<Aggregate> {
+    /// The stored aggregate that is this one for a single series (`spread` has none).
+    pub fn stored_aggregate(self) -> Option<Aggregate> {
         match self {
             Agg::Mean => Some(Aggregate::Avg),
             Agg::Count => Some(Aggregate::Count),

@@ -4,8 +4,8 @@
 //! that does not compile refuses the whole query with a 400, as InfluxDB refuses it while
 //! parsing; the statements then compile each again where they use it.
 
+use crate::{Expr, MeasurementFilter, Query, Source, Statement, TagKeyFilter};
 use regex::Regex;
-use tickertape_influxql::{Expr, MeasurementFilter, Query, Source, Statement, TagKeyFilter};
 
 /// `pattern` compiled, or why not, naming it.
 pub fn compile(pattern: &str) -> Result<Regex, String> {
@@ -74,7 +74,7 @@ fn statement_patterns<'a>(statement: &'a Statement, out: &mut Vec<&'a str>) {
 }
 
 /// The expression's regexes. Recursive: the parser bounds its depth
-/// (`tickertape_influxql::MAX_DEPTH`).
+/// (`crate::MAX_DEPTH`).
 fn expr_patterns<'a>(expr: &'a Expr, out: &mut Vec<&'a str>) {
     match expr {
         Expr::Regex(r) => out.push(r),
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
 
     fn check_text(text: &str) -> Result<(), String> {
-        check(&tickertape_influxql::parse(text).expect("parses"))
+        check(&crate::parse(text).expect("parses"))
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! A `WHERE` clause taken apart: the time range (`time >= …` in every form Grafana and
 //! users write), the tag conditions (checked against each series' key, and the plain
-//! ones pushed down into the engine's selector so the series index narrows the read), and
+//! ones pushed down into the store's selector so the series index narrows the read), and
 //! field conditions (checked on each point).
 
+use crate::{BinaryOp, Expr, VarKind};
 use regex::Regex;
 use tickertape_core::matcher::{MatchOp, TagMatcher};
 use tickertape_core::{SeriesKey, SeriesSelector};
-use tickertape_influxql::{BinaryOp, Expr, VarKind};
 
 /// `[start, end)`, nanoseconds; `i64::MIN`/`i64::MAX` when not bounded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +119,7 @@ impl Condition {
                     negate: false,
                 } if !value.is_empty() => selector.tags.push((key.clone(), value.clone())),
                 Filter::TagRegex { key, regex, negate } => {
-                    // The engine anchors its patterns; InfluxDB's are not anchored.
+                    // A selector's patterns are anchored; InfluxDB's are not.
                     let op = if *negate {
                         MatchOp::NotRegex
                     } else {
@@ -366,9 +366,7 @@ mod tests {
 
     fn condition(text: &str) -> Condition {
         let q = format!("SELECT v FROM m WHERE {text}");
-        let Ok(tickertape_influxql::Statement::Select(s)) =
-            tickertape_influxql::parse_statement(&q)
-        else {
+        let Ok(crate::Statement::Select(s)) = crate::parse_statement(&q) else {
             panic!("{q}")
         };
         Condition::new(s.condition.as_ref(), 1_000_000_000_000).unwrap_or_else(|e| panic!("{e}"))

@@ -4,23 +4,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::table::Rows;
-use super::zone::Zone;
-use crate::budget::Growth;
-use tickertape_engine::{Exhausted, QueryBudget};
-
-/// One value of a row.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Cell {
-    Time(i64),
-    /// A time printed in a `tz()` zone (an integer in the `epoch=` unit all the same).
-    ZonedTime(i64, Zone),
-    Float(f64),
-    Integer(i64),
-    Text(String),
-    Bool(bool),
-    Null,
-}
+use super::table::{Cell, Rows};
+use tickertape_core::budget::Growth;
+use tickertape_core::{Exhausted, QueryBudget};
 
 /// One series of a statement's answer.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,10 +1,10 @@
 //! A `SELECT`'s time range where its WHERE leaves `GROUP BY time()`'s bounds open, set as
 //! InfluxDB sets them, from the data.
 
-use tickertape_engine::{Engine, Query};
-use tickertape_influxql::Fill;
+use crate::Fill;
 
-use super::select::{engine_error, Plan};
+use super::select::Plan;
+use super::store::{Read, Store};
 
 impl Plan<'_> {
     /// `GROUP BY time()`'s bounds where WHERE leaves them open, as InfluxDB sets them:
@@ -13,24 +13,24 @@ impl Plan<'_> {
     /// window, after the latest point. One point is looked up per series, under the
     /// request's budget; the windows are then held to the window limit as any are. No
     /// point: nothing to answer.
-    pub(super) async fn open_bounds(
+    pub(super) async fn open_bounds<S: Store>(
         &mut self,
-        engine: &Engine,
+        store: &S,
         measurements: &[String],
     ) -> Result<(), String> {
         if self.window().is_none() {
             return Ok(());
         }
-        let now = engine.now_nanos().saturating_add(1);
+        let now = store.now_nanos().saturating_add(1);
         if self.condition.range.end == i64::MAX {
             let latest = match self.select.fill {
-                Some(Fill::None) => self.edge_point(engine, measurements, false).await?,
+                Some(Fill::None) => self.edge_point(store, measurements, false).await?,
                 _ => None,
             };
             self.condition.range.end = latest.map_or(now, |t| t.saturating_add(1));
         }
         if self.condition.range.start == i64::MIN {
-            let earliest = self.edge_point(engine, measurements, true).await?;
+            let earliest = self.edge_point(store, measurements, true).await?;
             self.condition.range.start = earliest.unwrap_or(self.condition.range.end);
         }
         Ok(())
@@ -38,9 +38,9 @@ impl Plan<'_> {
 
     /// The earliest (`first`) or latest point time of the statement's series inside its
     /// range: an empty range at one end of time whose neighbour is each series' edge point.
-    async fn edge_point(
+    async fn edge_point<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurements: &[String],
         first: bool,
     ) -> Result<Option<i64>, String> {
@@ -48,15 +48,15 @@ impl Plan<'_> {
         let mut edge: Option<i64> = None;
         for m in measurements {
             let selector = self.condition.selector(m, None);
-            let query = Query {
+            let read = Read {
                 neighbors: true,
                 ..match first {
-                    true => Query::raw(selector, i64::MIN, i64::MIN + 1),
-                    false => Query::raw(selector, i64::MAX - 1, i64::MAX),
+                    true => Read::raw(selector, i64::MIN, i64::MIN + 1),
+                    false => Read::raw(selector, i64::MAX - 1, i64::MAX),
                 }
             };
-            let answers = engine.query_with(&query, self.budget).await;
-            for answer in answers.map_err(engine_error)? {
+            let answers = store.read(read, self.budget).await;
+            for answer in answers.map_err(|e| e.in_select())? {
                 if !self.condition.matches(&answer.key) {
                     continue;
                 }

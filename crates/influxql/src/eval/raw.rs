@@ -4,13 +4,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tickertape_engine::Engine;
-use tickertape_influxql::{Fill, VarKind};
+use crate::{Fill, VarKind};
 
-use super::eval::{join, Eval, Value};
-use super::output::{Cell, Series};
-use super::select::{budget_error, FieldData, GroupBy, Node, Plan, RawColumn};
-use super::show::names_of;
+use super::columns::FieldData;
+use super::columns::{join, Eval, Value};
+use super::nodes::Node;
+use super::output::Series;
+use super::select::{budget_error, GroupBy, Plan, RawColumn};
+use super::show::{names_of, MAX_NAMES};
+use super::store::{checkpoint, Store};
+use super::table::Cell;
 
 /// The points of one series (its tags), per field.
 type TagsetData = HashMap<String, FieldData>;
@@ -24,13 +27,13 @@ enum Resolved<'n> {
 }
 
 impl Plan<'_> {
-    pub(super) async fn raw_measurement(
+    pub(super) async fn raw_measurement<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
         raw: &[RawColumn],
     ) -> Result<Vec<Series>, String> {
-        let (names, columns, field_nodes) = self.resolve(engine, measurement, raw).await?;
+        let (names, columns, field_nodes) = self.resolve(store, measurement, raw).await?;
         let columns: Vec<Resolved> = columns
             .into_iter()
             .map(|c| match c {
@@ -46,7 +49,7 @@ impl Plan<'_> {
         }
         fields.sort();
         fields.dedup();
-        let groups = self.read_raw(engine, measurement, &fields).await?;
+        let groups = self.read_raw(store, measurement, &fields).await?;
         let mut out = Vec::new();
         for (group, tagsets) in groups {
             let mut rows: Vec<Vec<Cell>> = Vec::new();
@@ -58,7 +61,7 @@ impl Plan<'_> {
                     .charge_points(made.len().saturating_mul(columns.len() + 1))
                     .map_err(budget_error)?;
                 rows.extend(made);
-                tickertape_engine::checkpoint(self.budget).await;
+                checkpoint(store, self.budget).await;
             }
             // Stable: series of the same time stay in key order.
             rows.sort_by_key(|row| match row.first() {
@@ -83,9 +86,9 @@ impl Plan<'_> {
 
     /// The column names, and for each column a node index (`Ok`) or a tag (`Err`);
     /// wildcards expanded to the measurement's fields and tags, sorted by name.
-    async fn resolve(
+    async fn resolve<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
         raw: &[RawColumn],
     ) -> Result<(Vec<String>, Vec<Result<usize, String>>, Vec<Node>), String> {
@@ -94,8 +97,8 @@ impl Plan<'_> {
         let mut nodes = Vec::new();
         // A name that is no field but a tag key is the tag, as InfluxDB resolves it
         // (a field wins where both are named so).
-        let fields = names_of(engine.list_fields_of(measurement, &everything()).await)?;
-        let tags = names_of(engine.list_tag_keys(measurement, &everything()).await)?;
+        let fields = names_of(store.fields(measurement, MAX_NAMES).await)?;
+        let tags = names_of(store.tag_keys(measurement, MAX_NAMES).await)?;
         for (c, name) in raw.iter().zip(&self.columns) {
             match c {
                 RawColumn::Value(Node::Field(f)) if !fields.contains(f) && tags.contains(f) => {
@@ -118,7 +121,7 @@ impl Plan<'_> {
                     }
                     // The tags the rows are grouped by are the series' tags, not columns.
                     if *kind != Some(VarKind::Field) {
-                        let grouped = match self.grouping(engine, measurement).await? {
+                        let grouped = match self.grouping(store, measurement).await? {
                             GroupBy::Keys(keys) => keys,
                             GroupBy::All => Vec::new(),
                         };
@@ -141,18 +144,18 @@ impl Plan<'_> {
         Ok((names, columns, nodes))
     }
 
-    async fn read_raw(
+    async fn read_raw<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
         fields: &[String],
     ) -> Result<RawGroups, String> {
         let mut groups = RawGroups::new();
-        let field_rows = self.field_rows(engine, measurement).await?;
-        let group_by = self.grouping(engine, measurement).await?;
+        let field_rows = self.field_rows(store, measurement).await?;
+        let group_by = self.grouping(store, measurement).await?;
         for field in fields {
             for (key, points) in self
-                .kept_points(engine, measurement, field, &field_rows)
+                .kept_points(store, measurement, field, &field_rows)
                 .await?
             {
                 let tagsets = groups.entry(group_by.key(&key)).or_default();
@@ -219,8 +222,4 @@ fn fields_of(n: &Node, out: &mut Vec<String>) {
         }
         Node::Scalar(_) => {}
     }
-}
-
-fn everything() -> tickertape_backend::NameQuery {
-    tickertape_backend::NameQuery::new("", super::show::MAX_NAMES)
 }

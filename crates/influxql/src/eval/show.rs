@@ -1,21 +1,21 @@
-//! The `SHOW` statements of the subset, from the engine's name listings and its series
+//! The `SHOW` statements of the subset, from the store's name listings and its series
 //! index: what Grafana's pickers (measurement, tag key, tag value, field) and the `influx`
 //! shell ask.
 
-use tickertape_backend::NameQuery;
+use crate::{Expr, MeasurementFilter, Source, Statement, TagKeyFilter};
 use tickertape_core::SeriesKey;
-use tickertape_engine::{Engine, Listing};
-use tickertape_influxql::{Expr, MeasurementFilter, Source, Statement, TagKeyFilter};
 
 use super::condition::Condition;
-use super::output::{Cell, Series, StatementResult};
+use super::output::{Series, StatementResult};
 use super::regexes::compile as regex;
+use super::store::{Names, ReadError, Store};
+use super::table::Cell;
 
 /// Names one listing may return; past it the statement is refused rather than cut short
 /// without a word.
 pub(super) const MAX_NAMES: usize = 100_000;
 
-pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
+pub async fn run<S: Store>(store: &S, statement: &Statement) -> StatementResult {
     match statement {
         Statement::ShowMeasurements {
             with,
@@ -23,7 +23,7 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             limit,
             offset,
             ..
-        } => show_measurements(engine, with.as_ref(), condition.as_ref(), *limit, *offset).await,
+        } => show_measurements(store, with.as_ref(), condition.as_ref(), *limit, *offset).await,
         Statement::ShowTagKeys {
             from,
             condition,
@@ -32,11 +32,11 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             ..
         } => {
             let mut out = Vec::new();
-            for m in measurements_or_all(engine, from).await? {
+            for m in measurements_or_all(store, from).await? {
                 let keys = match condition {
-                    None => names_of(engine.list_tag_keys(&m, &everything()).await)?,
+                    None => names_of(store.tag_keys(&m, MAX_NAMES).await)?,
                     Some(c) => {
-                        let mut keys: Vec<String> = series_keys(engine, &m, Some(c))
+                        let mut keys: Vec<String> = series_keys(store, &m, Some(c))
                             .await?
                             .into_iter()
                             .flat_map(|k| k.tags.into_iter().map(|(k, _)| k))
@@ -62,8 +62,8 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             ..
         } => {
             let mut out = Vec::new();
-            for m in measurements_or_all(engine, from).await? {
-                let pairs = tag_values(engine, &m, key, condition.as_ref()).await?;
+            for m in measurements_or_all(store, from).await? {
+                let pairs = tag_values(store, &m, key, condition.as_ref()).await?;
                 let rows = limited(pairs, *limit, *offset)
                     .into_iter()
                     .map(|(k, v)| vec![Cell::Text(k), Cell::Text(v)]);
@@ -78,8 +78,8 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             ..
         } => {
             let mut out = Vec::new();
-            for m in measurements_or_all(engine, from).await? {
-                let fields = names_of(engine.list_fields_of(&m, &everything()).await)?;
+            for m in measurements_or_all(store, from).await? {
+                let fields = names_of(store.fields(&m, MAX_NAMES).await)?;
                 // tickertape keeps every number as a float (integers written with `i` too).
                 let rows = limited(fields, *limit, *offset)
                     .into_iter()
@@ -96,8 +96,8 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
             ..
         } => {
             let mut keys = Vec::new();
-            for m in measurements_or_all(engine, from).await? {
-                for k in series_keys(engine, &m, condition.as_ref()).await? {
+            for m in measurements_or_all(store, from).await? {
+                for k in series_keys(store, &m, condition.as_ref()).await? {
                     keys.push(series_key_text(&k));
                 }
             }
@@ -112,8 +112,8 @@ pub async fn run(engine: &Engine, statement: &Statement) -> StatementResult {
     }
 }
 
-async fn show_measurements(
-    engine: &Engine,
+async fn show_measurements<S: Store>(
+    store: &S,
     with: Option<&MeasurementFilter>,
     condition: Option<&Expr>,
     limit: Option<u64>,
@@ -124,7 +124,7 @@ async fn show_measurements(
     if condition.is_some_and(super::condition::mentions_time) {
         return Err("SHOW MEASUREMENTS doesn't support time in WHERE clause".into());
     }
-    let mut measurements = names_of(engine.list_measurements(&everything()).await)?;
+    let mut measurements = names_of(store.measurements(MAX_NAMES).await)?;
     match with {
         Some(MeasurementFilter::Name(n)) => measurements.retain(|m| m == n),
         Some(MeasurementFilter::Regex(r)) => {
@@ -136,7 +136,7 @@ async fn show_measurements(
     if let Some(c) = condition {
         let mut kept = Vec::new();
         for m in measurements {
-            if !series_keys(engine, &m, Some(c)).await?.is_empty() {
+            if !series_keys(store, &m, Some(c)).await?.is_empty() {
                 kept.push(m);
             }
         }
@@ -153,8 +153,8 @@ async fn show_measurements(
 }
 
 /// `(key, value)` pairs of the keys `filter` picks, sorted by key then value.
-async fn tag_values(
-    engine: &Engine,
+async fn tag_values<S: Store>(
+    store: &S,
     measurement: &str,
     filter: &TagKeyFilter,
     condition: Option<&Expr>,
@@ -170,7 +170,7 @@ async fn tag_values(
     };
     let mut pairs = Vec::new();
     if let Some(c) = condition {
-        for key in series_keys(engine, measurement, Some(c)).await? {
+        for key in series_keys(store, measurement, Some(c)).await? {
             for (k, v) in key.tags {
                 if picks(&k)? {
                     pairs.push((k, v));
@@ -178,9 +178,9 @@ async fn tag_values(
             }
         }
     } else {
-        for k in names_of(engine.list_tag_keys(measurement, &everything()).await)? {
+        for k in names_of(store.tag_keys(measurement, MAX_NAMES).await)? {
             if picks(&k)? {
-                for v in names_of(engine.list_tag_values(measurement, &k, &everything()).await)? {
+                for v in names_of(store.tag_values(measurement, &k, MAX_NAMES).await)? {
                     pairs.push((k.clone(), v));
                 }
             }
@@ -192,24 +192,21 @@ async fn tag_values(
 }
 
 /// The keys (field left out) of the series of `measurement` passing `condition`'s tag
-/// conditions, through the engine's series index (and its `--max-query-series`).
-async fn series_keys(
-    engine: &Engine,
+/// conditions, through the store's series index (and its limit of series per query).
+async fn series_keys<S: Store>(
+    store: &S,
     measurement: &str,
     condition: Option<&Expr>,
 ) -> Result<Vec<SeriesKey>, String> {
-    let condition = Condition::new(condition, engine.now_nanos())?;
+    let condition = Condition::new(condition, store.now_nanos())?;
     let selector = condition.selector(measurement, None);
-    let found = engine
-        .list_series(&selector)
-        .await
-        .map_err(|e| e.to_string())?;
+    let found = store.series(&selector).await.map_err(|e| e.to_string())?;
     let mut keys: Vec<SeriesKey> = found
         .into_iter()
-        .filter(|s| condition.matches(&s.key))
-        .map(|s| SeriesKey {
+        .filter(|key| condition.matches(key))
+        .map(|key| SeriesKey {
             field: String::new(),
-            ..s.key
+            ..key
         })
         .collect();
     keys.sort();
@@ -218,14 +215,14 @@ async fn series_keys(
 }
 
 /// The measurements `FROM` names (a regex matched against every measurement).
-pub async fn measurements_of(engine: &Engine, from: &[Source]) -> Result<Vec<String>, String> {
+pub async fn measurements_of<S: Store>(store: &S, from: &[Source]) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for source in from {
         match source {
             Source::Measurement { name, .. } => out.push(name.clone()),
             Source::Regex(r) => {
                 let re = regex(r)?;
-                let all = names_of(engine.list_measurements(&everything()).await)?;
+                let all = names_of(store.measurements(MAX_NAMES).await)?;
                 out.extend(all.into_iter().filter(|m| re.is_match(m)));
             }
         }
@@ -235,20 +232,14 @@ pub async fn measurements_of(engine: &Engine, from: &[Source]) -> Result<Vec<Str
     Ok(out)
 }
 
-async fn measurements_or_all(engine: &Engine, from: &[Source]) -> Result<Vec<String>, String> {
+async fn measurements_or_all<S: Store>(store: &S, from: &[Source]) -> Result<Vec<String>, String> {
     match from.is_empty() {
-        true => names_of(engine.list_measurements(&everything()).await),
-        false => measurements_of(engine, from).await,
+        true => names_of(store.measurements(MAX_NAMES).await),
+        false => measurements_of(store, from).await,
     }
 }
 
-fn everything() -> NameQuery {
-    NameQuery::new("", MAX_NAMES)
-}
-
-pub(super) fn names_of(
-    listing: Result<Listing, tickertape_engine::EngineError>,
-) -> Result<Vec<String>, String> {
+pub(super) fn names_of(listing: Result<Names, ReadError>) -> Result<Vec<String>, String> {
     let listing = listing.map_err(|e| e.to_string())?;
     if listing.truncated {
         return Err(format!("more than {MAX_NAMES} names: narrow the statement"));

@@ -5,14 +5,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tickertape_engine::Engine;
-use tickertape_influxql::{Expr, Fill, Select, VarKind};
+use crate::{Expr, Fill, Select, VarKind};
 
 use super::compute::{window_starts, Agg};
 use super::naming::single_selector;
-use super::output::{Cell, Series};
+use super::output::Series;
 use super::select::{budget_error, GroupBy, Plan};
 use super::show::{names_of, MAX_NAMES};
+use super::store::{checkpoint, Store};
+use super::table::Cell;
 
 /// How the selector picks its point(s) of a window.
 #[derive(Clone, Copy, Debug)]
@@ -193,16 +194,15 @@ impl Plan<'_> {
         kept
     }
 
-    pub(super) async fn selector_rows(
+    pub(super) async fn selector_rows<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
         rows: &SelectorRows,
     ) -> Result<Vec<Series>, String> {
-        let group_by = self.grouping(engine, measurement).await?;
-        let everything = tickertape_backend::NameQuery::new("", MAX_NAMES);
-        let fields = names_of(engine.list_fields_of(measurement, &everything).await)?;
-        let tags = names_of(engine.list_tag_keys(measurement, &everything).await)?;
+        let group_by = self.grouping(store, measurement).await?;
+        let fields = names_of(store.fields(measurement, MAX_NAMES).await)?;
+        let tags = names_of(store.tag_keys(measurement, MAX_NAMES).await)?;
         let is_tag =
             |name: &str| !fields.iter().any(|f| f == name) && tags.iter().any(|t| t == name);
         let mut wanted = vec![rows.field.clone()];
@@ -216,10 +216,10 @@ impl Plan<'_> {
         // Per group, its series by tags.
         let mut groups: Groups = BTreeMap::new();
         let range = self.condition.range;
-        let field_rows = self.field_rows(engine, measurement).await?;
+        let field_rows = self.field_rows(store, measurement).await?;
         for field in &wanted {
             for (key, points) in self
-                .kept_points(engine, measurement, field, &field_rows)
+                .kept_points(store, measurement, field, &field_rows)
                 .await?
             {
                 let series = groups
@@ -373,7 +373,7 @@ impl Plan<'_> {
                 columns: names,
                 values,
             });
-            tickertape_engine::checkpoint(self.budget).await;
+            checkpoint(store, self.budget).await;
         }
         Ok(out)
     }
@@ -419,8 +419,8 @@ mod tests {
     }
 
     fn select(text: &str) -> Select {
-        match tickertape_influxql::parse_statement(text) {
-            Ok(tickertape_influxql::Statement::Select(s)) => *s,
+        match crate::parse_statement(text) {
+            Ok(crate::Statement::Select(s)) => *s,
             other => panic!("{text}: {other:?}"),
         }
     }

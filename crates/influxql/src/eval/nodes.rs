@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use tickertape_influxql::{BinaryOp, Expr};
+use crate::{BinaryOp, Expr};
 
 use super::compute::{Agg, Transform};
 

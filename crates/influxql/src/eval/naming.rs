@@ -1,7 +1,7 @@
 //! What InfluxDB 1.x names a statement's columns, and when its rows carry the selected
 //! point's time: rules of the language rather than of any one computation.
 
-use tickertape_influxql::{Expr, Field};
+use crate::{Expr, Field};
 
 /// A column's name before conflicts are resolved: the alias; else a call's name; else a
 /// field's; else, for arithmetic, the names of its calls and fields joined by `_`
@@ -111,8 +111,8 @@ mod tests {
 
     fn fields(text: &str) -> Vec<Field> {
         let q = format!("SELECT {text} FROM m");
-        match tickertape_influxql::parse_statement(&q) {
-            Ok(tickertape_influxql::Statement::Select(s)) => s.fields,
+        match crate::parse_statement(&q) {
+            Ok(crate::Statement::Select(s)) => s.fields,
             other => panic!("{q}: {other:?}"),
         }
     }

@@ -1,30 +1,29 @@
-//! `SELECT`: the series of each measurement (tag conditions pushed into the engine's
+//! `SELECT`: the series of each measurement (tag conditions pushed into the store's
 //! selector, the rest checked on each key), grouped by the `GROUP BY` tags, read through
-//! the engine, and computed ([`super::compute`]) into InfluxDB's series.
+//! the [`Store`], and computed ([`super::compute`]) into InfluxDB's series.
 //!
-//! Aggregates per `GROUP BY time()` window are read as the engine's windowed aggregates
-//! (its read plan picks a rollup for long ranges), with the same `--max-query-series` and
-//! `--max-query-points` limits as the own API; aggregates the engine does not keep
-//! (median, stddev, percentile), windows with an offset, field conditions, and whole-
-//! range aggregates are computed from the raw points the engine reads.
+//! Aggregates per `GROUP BY time()` window are read as the store's windowed aggregates
+//! (the server's engine picks a rollup for long ranges), under the store's limits of
+//! series and points per query; aggregates the store does not keep (median, stddev,
+//! percentile), windows with an offset, field conditions, and whole-range aggregates are
+//! computed from the raw points the store reads.
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::{Dimension, Expr, Fill, Select, Statement, VarKind};
 use tickertape_core::query::Aggregate;
-use tickertape_core::{Point, SeriesKey};
-use tickertape_engine::{Engine, EngineError, Exhausted, Query, QueryBudget};
-use tickertape_influxql::{Dimension, Expr, Fill, Select, Statement, VarKind};
+use tickertape_core::{Exhausted, QueryBudget, SeriesKey};
 
+use super::columns::{join, Eval, FieldData, Value};
 use super::compute::{window_starts, Agg, Column};
 use super::condition::Condition;
-use super::eval::{join, Eval, Value};
-pub(super) use super::nodes::Node;
-use super::nodes::{collect_needs, has_agg, has_raw_field, node, reads_window_before};
-use super::output::{Cell, Series, StatementResult};
-use super::rows::SelectorRows;
-use super::show::measurements_of;
-use super::table::Rows;
-use super::zone::{zoned, Zone};
+use super::nodes::{collect_needs, has_agg, has_raw_field, node, reads_window_before, Node};
+use super::output::{Series, StatementResult};
+use super::selector_rows::SelectorRows;
+use super::show::{measurements_of, names_of, MAX_NAMES};
+use super::store::{checkpoint, Read, Store};
+use super::table::{Cell, Rows};
+use super::zone::Zone;
 
 /// `GROUP BY` tags: these keys, or every tag (`*`).
 pub(super) enum GroupBy {
@@ -47,14 +46,6 @@ impl GroupBy {
     }
 }
 
-/// What is read for one field of one group: raw points (merged, sorted), or the engine's
-/// windows per series for each aggregate.
-#[derive(Default)]
-pub(super) struct FieldData {
-    pub raw: Option<Vec<Point>>,
-    pub windows: HashMap<Aggregate, Vec<Vec<Point>>>,
-}
-
 type Groups = BTreeMap<Vec<(String, String)>, HashMap<String, FieldData>>;
 
 pub(super) struct Plan<'a> {
@@ -72,7 +63,7 @@ pub(super) struct Plan<'a> {
     /// A lone selector beside other columns, or `top`/`bottom`: the selected points' rows.
     rows: Option<SelectorRows>,
     pub columns: Vec<String>,
-    /// The request's budget: the engine's reads, every window computed (filled ones
+    /// The request's budget: the store's reads, every window computed (filled ones
     /// too) and every row are charged to it as they are made.
     pub budget: &'a QueryBudget,
 }
@@ -87,13 +78,14 @@ pub(super) enum RawColumn {
     Wildcard(Option<VarKind>),
 }
 
-pub async fn run(engine: &Engine, select: &Select, budget: &QueryBudget) -> StatementResult {
-    let mut plan = Plan::new(engine, select, budget)?;
-    let measurements = measurements_of(engine, &select.from).await?;
-    plan.open_bounds(engine, &measurements).await?;
+/// A `SELECT`'s answer from `store`, its reads and rows charged to `budget`.
+pub async fn run<S: Store>(store: &S, select: &Select, budget: &QueryBudget) -> StatementResult {
+    let mut plan = Plan::new(store, select, budget)?;
+    let measurements = measurements_of(store, &select.from).await?;
+    plan.open_bounds(store, &measurements).await?;
     let mut out = Vec::new();
     for measurement in measurements {
-        out.extend(plan.measurement(engine, &measurement).await?);
+        out.extend(plan.measurement(store, &measurement).await?);
     }
     let mut out = series_paged(out, select.soffset, select.slimit);
     // InfluxDB orders series as it orders times: `ORDER BY time DESC` answers them in
@@ -134,7 +126,7 @@ fn series_paged(out: Vec<Series>, soffset: Option<u64>, slimit: Option<u64>) -> 
 
 /// Every `tz()` of the query names a zone: InfluxDB refuses an unknown one while parsing,
 /// before any statement runs.
-pub fn check_zones(query: &tickertape_influxql::Query) -> Result<(), String> {
+pub fn check_zones(query: &crate::Query) -> Result<(), String> {
     for statement in &query.statements {
         if let Statement::Select(select) = statement {
             if let Some(name) = &select.timezone {
@@ -156,16 +148,20 @@ impl<'a> Plan<'a> {
         let offset = self.select.offset.unwrap_or(0) as usize;
         let limit = self.select.limit.map_or(usize::MAX, |n| n as usize);
         rows.page(offset, limit);
-        zoned(&mut rows, self.zone);
+        rows.zoned(self.zone);
         rows
     }
 
-    fn new(engine: &Engine, select: &'a Select, budget: &'a QueryBudget) -> Result<Self, String> {
+    fn new<S: Store>(
+        store: &S,
+        select: &'a Select,
+        budget: &'a QueryBudget,
+    ) -> Result<Self, String> {
         let zone = match &select.timezone {
             Some(name) => Zone::parse(name)?,
             None => None,
         };
-        let mut condition = Condition::new(select.condition.as_ref(), engine.now_nanos())?;
+        let mut condition = Condition::new(select.condition.as_ref(), store.now_nanos())?;
         let mut window = None;
         let mut keys = Vec::new();
         let mut all = false;
@@ -296,31 +292,34 @@ impl<'a> Plan<'a> {
 
     /// The statement's grouping in `measurement`: `GROUP BY *` is every tag key of the
     /// measurement, so a series without one of them is grouped under `""` for it.
-    pub(super) async fn grouping(
+    pub(super) async fn grouping<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
     ) -> Result<GroupBy, String> {
         Ok(match &self.group_by {
             GroupBy::Keys(keys) => GroupBy::Keys(keys.clone()),
             GroupBy::All => {
-                let everything = tickertape_backend::NameQuery::new("", super::show::MAX_NAMES);
-                let listed = engine.list_tag_keys(measurement, &everything).await;
-                GroupBy::Keys(super::show::names_of(listed)?)
+                let listed = store.tag_keys(measurement, MAX_NAMES).await;
+                GroupBy::Keys(names_of(listed)?)
             }
         })
     }
 
-    async fn measurement(&self, engine: &Engine, measurement: &str) -> Result<Vec<Series>, String> {
+    async fn measurement<S: Store>(
+        &self,
+        store: &S,
+        measurement: &str,
+    ) -> Result<Vec<Series>, String> {
         if self.condition.range.start >= self.condition.range.end {
             return Ok(Vec::new());
         }
         if let Some(rows) = &self.rows {
-            return self.selector_rows(engine, measurement, rows).await;
+            return self.selector_rows(store, measurement, rows).await;
         }
-        let group_by = self.grouping(engine, measurement).await?;
+        let group_by = self.grouping(store, measurement).await?;
         if let Some(raw) = &self.raw {
-            return self.raw_measurement(engine, measurement, raw).await;
+            return self.raw_measurement(store, measurement, raw).await;
         }
         let mut groups = Groups::new();
         let mut needs: BTreeMap<String, Vec<Agg>> = BTreeMap::new();
@@ -328,7 +327,7 @@ impl<'a> Plan<'a> {
             collect_needs(n, &mut needs);
         }
         for (field, aggs) in &needs {
-            self.read_field(engine, measurement, field, aggs, &group_by, &mut groups)
+            self.read_field(store, measurement, field, aggs, &group_by, &mut groups)
                 .await?;
         }
         // Not computed without data: an empty answer is not refused for its windows.
@@ -354,16 +353,16 @@ impl<'a> Plan<'a> {
             // A group's windows are computed synchronously: between two, the request
             // may be dropped (its client gone).
             self.budget.progress(cells);
-            tickertape_engine::checkpoint(self.budget).await;
+            checkpoint(store, self.budget).await;
         }
         Ok(out)
     }
 
-    /// Reads one field for every group: the engine's windows when every aggregate of it
+    /// Reads one field for every group: the store's windows when every aggregate of it
     /// can be merged from them, raw points otherwise (and for raw selections).
-    async fn read_field(
+    async fn read_field<S: Store>(
         &self,
-        engine: &Engine,
+        store: &S,
         measurement: &str,
         field: &str,
         aggs: &[Agg],
@@ -373,26 +372,26 @@ impl<'a> Plan<'a> {
         let selector = self.condition.selector(measurement, Some(field));
         let range = self.condition.range;
         let windowed = match self.window {
-            // The engine's windows are UTC's: a zone's are computed from raw points.
+            // The store's windows are UTC's: a zone's are computed from raw points.
             Some((interval, 0))
                 if self.condition.field.is_none() && self.zone.is_none() && !aggs.is_empty() =>
             {
-                let parts: Option<Vec<_>> = aggs.iter().map(|a| a.engine_parts()).collect();
+                let parts: Option<Vec<_>> = aggs.iter().map(|a| a.stored_parts()).collect();
                 parts.map(|p| (interval, p))
             }
             _ => None,
         };
         if let Some((interval, parts)) = windowed {
             // One series per group (Grafana's usual query: one host, or GROUP BY every tag
-            // that differs): each aggregate is the engine's own, one read instead of two
+            // that differs): each aggregate is the store's own, one read instead of two
             // for `mean`. The index lookup is cheap beside a read.
-            let series = engine.list_series(&selector).await.map_err(engine_error)?;
+            let series = store.series(&selector).await.map_err(|e| e.in_select())?;
             let mut per_key: BTreeMap<Vec<(String, String)>, usize> = BTreeMap::new();
-            for s in series.iter().filter(|s| self.condition.matches(&s.key)) {
-                *per_key.entry(group_by.key(&s.key)).or_default() += 1;
+            for key in series.iter().filter(|key| self.condition.matches(key)) {
+                *per_key.entry(group_by.key(key)).or_default() += 1;
             }
             let direct: Option<Vec<Aggregate>> = match per_key.values().all(|n| *n <= 1) {
-                true => aggs.iter().map(|a| a.engine_direct()).collect(),
+                true => aggs.iter().map(|a| a.stored_aggregate()).collect(),
                 false => None,
             };
             let mut wanted: Vec<Aggregate> = match direct {
@@ -404,13 +403,12 @@ impl<'a> Plan<'a> {
             let mergeable = parts.iter().all(|(_, m)| *m);
             let mut per_group: Groups = Groups::new();
             for agg in wanted {
-                let query = Query {
-                    step: Some(interval),
-                    agg: Some(agg),
-                    ..Query::raw(selector.clone(), range.start, range.end)
+                let read = Read {
+                    windows: Some((interval, agg)),
+                    ..Read::raw(selector.clone(), range.start, range.end)
                 };
-                let answers = engine.query_with(&query, self.budget).await;
-                for answer in answers.map_err(engine_error)? {
+                let answers = store.read(read, self.budget).await;
+                for answer in answers.map_err(|e| e.in_select())? {
                     if !self.condition.matches(&answer.key) {
                         continue;
                     }
@@ -429,10 +427,10 @@ impl<'a> Plan<'a> {
                 return Ok(());
             }
         }
-        let field_rows = self.field_rows(engine, measurement).await?;
-        let query = Query::raw(selector, range.start, range.end);
-        let answers = engine.query_with(&query, self.budget).await;
-        for answer in answers.map_err(engine_error)? {
+        let field_rows = self.field_rows(store, measurement).await?;
+        let read = Read::raw(selector, range.start, range.end);
+        let answers = store.read(read, self.budget).await;
+        for answer in answers.map_err(|e| e.in_select())? {
             if !self.condition.matches(&answer.key) {
                 continue;
             }
@@ -533,17 +531,9 @@ fn has_data(data: &HashMap<String, FieldData>) -> bool {
     })
 }
 
-/// A budget's refusal in a statement's words (the request then answers it as a whole).
+/// A budget's refusal as a statement's error. Never shown: a refused charge stays
+/// recorded in the budget, and the server answers the whole request with it, naming the
+/// limit and the option that sets it.
 pub(super) fn budget_error(e: Exhausted) -> String {
-    engine_error(e.into())
-}
-
-pub(super) fn engine_error(e: EngineError) -> String {
-    match e {
-        EngineError::OverLimit(over) => format!(
-            "{}: narrow it with tag conditions in WHERE, a shorter time range or a larger GROUP BY time() interval",
-            over.what()
-        ),
-        other => other.to_string(),
-    }
+    e.to_string()
 }

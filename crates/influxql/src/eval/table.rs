@@ -1,9 +1,22 @@
 //! A series' rows in one buffer of cells. Built as one `Vec` per row, the 1,441 rows of a
 //! day of one-minute windows took about a quarter of the time InfluxQL spends beyond the
-//! engine's read (docs/BENCHMARKS.md); pushed cell by cell into one buffer, a few
+//! store's read (docs/BENCHMARKS.md); pushed cell by cell into one buffer, a few
 //! microseconds.
 
-use super::output::Cell;
+use super::zone::Zone;
+
+/// One value of a row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Time(i64),
+    /// A time printed in a `tz()` zone (an integer in the `epoch=` unit all the same).
+    ZonedTime(i64, Zone),
+    Float(f64),
+    Integer(i64),
+    Text(String),
+    Bool(bool),
+    Null,
+}
 
 /// Rows of `width` cells each, in order. Invariant: `cells.len()` is a multiple of
 /// `width` (a row given with fewer cells is completed with nulls, extra cells dropped:
@@ -64,6 +77,18 @@ impl Rows {
     }
 
     /// The rows in reverse order, each row's cells as they were.
+    /// The time cells (the first of each row) printed in `zone`; `None` (UTC): as they are.
+    pub fn zoned(&mut self, zone: Option<Zone>) {
+        let Some(zone) = zone else {
+            return;
+        };
+        for row in self.iter_mut() {
+            if let Some(Cell::Time(t)) = row.first() {
+                row[0] = Cell::ZonedTime(*t, zone);
+            }
+        }
+    }
+
     pub fn reverse(&mut self) {
         self.cells.reverse();
         for row in self.iter_mut() {

@@ -7,9 +7,6 @@
 use chrono::{Offset, TimeZone};
 use chrono_tz::Tz;
 
-use super::output::Cell;
-use super::table::Rows;
-
 const NANOS: i64 = 1_000_000_000;
 
 /// A zone other than UTC (UTC is no zone: windows and times as without `tz()`).
@@ -82,18 +79,6 @@ impl Zone {
             _ => local.format("%:z").to_string(),
         };
         format!("{whole}{fraction}{offset}")
-    }
-}
-
-/// The time cells of rows (the first of each) printed in `zone`.
-pub fn zoned(rows: &mut Rows, zone: Option<Zone>) {
-    let Some(zone) = zone else {
-        return;
-    };
-    for row in rows.iter_mut() {
-        if let Some(Cell::Time(t)) = row.first() {
-            row[0] = Cell::ZonedTime(*t, zone);
-        }
     }
 }
 
