@@ -39,6 +39,10 @@ pub struct Args {
     /// data being older than its default month, and on an empty `-storageDataPath`).
     #[arg(long)]
     vm_url: Option<String>,
+    /// The VictoriaMetrics at `--vm-url` holds this data already (an earlier run with
+    /// the same data arguments loaded it): ask it without loading again.
+    #[arg(long, requires = "vm_url")]
+    vm_loaded: bool,
     /// The store's schema (TOML, as `serve --config`): e.g. a raw retention, applied
     /// once after loading (end the data near now with `--end`, or it all expires).
     #[arg(long)]
@@ -127,8 +131,10 @@ pub async fn run(args: Args) -> Result<()> {
         query_range: format!("{url}/prometheus/api/v1/query_range"),
     }];
     if let Some(vm) = &args.vm_url {
-        let written = load_victoria_metrics(&client, vm, &args, start).await?;
-        println!("loaded {written} samples into VictoriaMetrics at {vm}; flushed");
+        if !args.vm_loaded {
+            let written = load_victoria_metrics(&client, vm, &args, start).await?;
+            println!("loaded {written} samples into VictoriaMetrics at {vm}; flushed");
+        }
         targets.push(Target {
             name: "victoriametrics",
             query_range: format!("{vm}/api/v1/query_range"),
