@@ -1,0 +1,239 @@
+//! A scrape's samples into the store, as Prometheus appends them: each sample's labels
+//! with the target's (`honor_labels`), `metric_relabel_configs`, the job's limits (one
+//! past fails the whole scrape), the scrape's time unless `honor_timestamps` keeps the
+//! sample's own; stale markers for the series of the previous scrape that this one lacks
+//! (all of them when the scrape failed); and the series the scrape itself adds.
+//!
+//! Stored through the write path remote write takes (`Engine::write_samples`): the same
+//! series and key limits, the same mapping of labels to series.
+
+use super::fetch::Body;
+use std::collections::HashSet;
+use tickertape_core::model::STALE_NAN_BITS;
+use tickertape_core::time::Precision;
+use tickertape_core::Point;
+use tickertape_engine::{Engine, EngineError, SeriesRef, SeriesSamples, WriteReport};
+use tickertape_prometheus::mapping::{series_of, VALUE_FIELD};
+use tickertape_scrape::config::{Limits, ScrapeJob};
+use tickertape_scrape::exposition;
+use tickertape_scrape::labels::METRIC_NAME;
+use tickertape_scrape::target::{report_labels, sample_labels, Target};
+use tickertape_scrape::Labels;
+
+/// What one scrape leaves for the next: the series it stored.
+#[derive(Default)]
+pub(crate) struct SeriesSeen {
+    series: HashSet<Labels>,
+}
+
+/// What a scrape did, for `/targets` and the report series.
+pub(crate) struct Outcome {
+    /// `None`: up.
+    pub error: Option<String>,
+    pub scraped: usize,
+    pub post_relabel: usize,
+    pub added: usize,
+}
+
+/// The samples of a successful fetch, labeled, relabeled and checked against the limits;
+/// `Err` fails the whole scrape.
+fn samples(
+    body: &Body,
+    job: &ScrapeJob,
+    target: &Target,
+    time_ms: i64,
+) -> Result<(usize, Vec<(Labels, Point)>), String> {
+    let parsed = exposition::parse(&body.text, body.format).map_err(|e| e.to_string())?;
+    let scraped = parsed.len();
+    let mut kept = Vec::with_capacity(parsed.len());
+    let mut seen = HashSet::with_capacity(parsed.len());
+    for sample in parsed {
+        let mut exposed = Labels::new();
+        exposed.set(METRIC_NAME, sample.name);
+        for (name, value) in &sample.labels {
+            exposed.set(name, value);
+        }
+        let Some(labels) = sample_labels(
+            exposed,
+            target,
+            job.honor_labels,
+            &job.metric_relabel_configs,
+        ) else {
+            continue;
+        };
+        check_labels(&labels, &job.limits)?;
+        let time = match (job.honor_timestamps, sample.timestamp_ms) {
+            (true, Some(ms)) => ms,
+            _ => time_ms,
+        };
+        // A series twice in one scrape: the first sample is kept, as Prometheus refuses
+        // the second as a duplicate.
+        if seen.insert(labels.clone()) {
+            kept.push((labels, Point::new(time, sample.value)));
+        }
+    }
+    let limit = job.limits.sample_limit;
+    if limit > 0 && kept.len() as u64 > limit {
+        return Err(format!(
+            "sample limit exceeded ({} samples, limit {limit})",
+            kept.len()
+        ));
+    }
+    Ok((scraped, kept))
+}
+
+/// `label_limit`, `label_name_length_limit`, `label_value_length_limit`, in Prometheus'
+/// words.
+fn check_labels(labels: &Labels, limits: &Limits) -> Result<(), String> {
+    let name = labels.get(METRIC_NAME);
+    if limits.label_limit > 0 && labels.len() as u64 > limits.label_limit {
+        return Err(format!(
+            "label_limit exceeded (metric: {name:.50}, number of labels: {}, limit: {})",
+            labels.len(),
+            limits.label_limit
+        ));
+    }
+    for (label, value) in labels.iter() {
+        let n = limits.label_name_length_limit;
+        if n > 0 && label.len() as u64 > n {
+            return Err(format!(
+                "label_name_length_limit exceeded (metric: {name:.50}, label name: {label:.50}, length: {}, limit: {n})",
+                label.len()
+            ));
+        }
+        let v = limits.label_value_length_limit;
+        if v > 0 && value.len() as u64 > v {
+            return Err(format!(
+                "label_value_length_limit exceeded (metric: {name:.50}, label name: {label:.50}, length: {}, limit: {v})",
+                value.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Appends one scrape: `fetched` is the body or the fetch's error, `time_ms` the scrape's
+/// start, `duration` how long it took.
+pub(crate) async fn append(
+    engine: &Engine,
+    job: &ScrapeJob,
+    target: &Target,
+    seen: &mut SeriesSeen,
+    fetched: Result<Body, String>,
+    time_ms: i64,
+    duration: std::time::Duration,
+) -> Result<Outcome, EngineError> {
+    let result = fetched.and_then(|body| samples(&body, job, target, time_ms));
+    let (outcome, mut series) = match result {
+        Ok((scraped, samples)) => {
+            let added = samples
+                .iter()
+                .filter(|(l, _)| !seen.series.contains(l))
+                .count();
+            let outcome = Outcome {
+                error: None,
+                scraped,
+                post_relabel: samples.len(),
+                added,
+            };
+            (outcome, samples)
+        }
+        Err(error) => {
+            let outcome = Outcome {
+                error: Some(error),
+                scraped: 0,
+                post_relabel: 0,
+                added: 0,
+            };
+            (outcome, Vec::new())
+        }
+    };
+    let current: HashSet<Labels> = series.iter().map(|(l, _)| l.clone()).collect();
+    let stale = f64::from_bits(STALE_NAN_BITS);
+    for gone in seen.series.difference(&current) {
+        series.push((gone.clone(), Point::new(time_ms, stale)));
+    }
+    seen.series = current;
+    let up = if outcome.error.is_none() { 1.0 } else { 0.0 };
+    let report = [
+        ("up", up),
+        ("scrape_duration_seconds", duration.as_secs_f64()),
+        ("scrape_samples_scraped", outcome.scraped as f64),
+        (
+            "scrape_samples_post_metric_relabeling",
+            outcome.post_relabel as f64,
+        ),
+        ("scrape_series_added", outcome.added as f64),
+    ];
+    for (name, value) in report {
+        series.push((report_labels(name, target), Point::new(time_ms, value)));
+    }
+    let report = write(engine, &series).await?;
+    if !report.errors.is_empty() {
+        tracing::warn!(
+            job = %job.name,
+            target = %target.url,
+            refused = report.rejected,
+            first = %report.errors[0].message,
+            "scrape: some series were refused by the store; the others were stored"
+        );
+    }
+    Ok(outcome)
+}
+
+/// Stale markers at `time_ms` for every series of `seen`, and for the target's report
+/// series: the target is gone (removed from the configuration or its discovery).
+pub(crate) async fn mark_gone(
+    engine: &Engine,
+    target: &Target,
+    seen: &mut SeriesSeen,
+    time_ms: i64,
+) -> Result<(), EngineError> {
+    let stale = f64::from_bits(STALE_NAN_BITS);
+    let mut series: Vec<(Labels, Point)> = seen
+        .series
+        .drain()
+        .map(|labels| (labels, Point::new(time_ms, stale)))
+        .collect();
+    for name in REPORT_SERIES {
+        series.push((report_labels(name, target), Point::new(time_ms, stale)));
+    }
+    write(engine, &series).await.map(|_| ())
+}
+
+const REPORT_SERIES: [&str; 5] = [
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling",
+    "scrape_series_added",
+];
+
+/// One `write_samples` call for all of a scrape's series, one point each. A series whose
+/// labels the mapping refuses is left out (logged by the caller through the report).
+async fn write(engine: &Engine, series: &[(Labels, Point)]) -> Result<WriteReport, EngineError> {
+    let points: Vec<Point> = series.iter().map(|(_, p)| *p).collect();
+    let mut samples = Vec::with_capacity(series.len());
+    let mut refused = 0;
+    for (i, (labels, _)) in series.iter().enumerate() {
+        match series_of(labels.iter()) {
+            Ok((measurement, tags)) => samples.push(SeriesSamples {
+                series: SeriesRef {
+                    measurement,
+                    tags,
+                    field: VALUE_FIELD,
+                },
+                points: &points[i..i + 1],
+            }),
+            Err(e) => {
+                refused += 1;
+                if refused == 1 {
+                    tracing::warn!("scrape: a series was refused: {e}");
+                }
+            }
+        }
+    }
+    engine
+        .write_samples(&samples, Precision::Milliseconds)
+        .await
+}
