@@ -20,6 +20,9 @@ pub(crate) fn client(job: &ScrapeJob) -> Result<reqwest::Client, ScrapeError> {
     };
     let mut builder = reqwest::Client::builder()
         .user_agent(USER_AGENT)
+        // Prometheus 2.x reaches targets directly unless a job names a proxy (`proxy_url`,
+        // not taken): a proxy from the environment would send loopback scrapes away.
+        .no_proxy()
         .danger_accept_invalid_certs(tls.insecure_skip_verify);
     if let Some(path) = &tls.ca_file {
         let pem =
