@@ -18,6 +18,16 @@ pub(crate) fn client(job: &ScrapeJob) -> Result<reqwest::Client, ScrapeError> {
         job: job.name.clone(),
         message: format!("{what}: {e}"),
     };
+    if let Some(name) = &tls.server_name {
+        // reqwest checks the certificate against the URL's host and offers no other name;
+        // refused rather than ignored, so no scrape trusts a name it did not check.
+        return Err(error(
+            "server_name",
+            &format!(
+                "{name:?}: not supported; the certificate is checked against the target's host"
+            ),
+        ));
+    }
     let mut builder = reqwest::Client::builder()
         .user_agent(USER_AGENT)
         // Prometheus 2.x reaches targets directly unless a job names a proxy (`proxy_url`,
