@@ -154,7 +154,13 @@ pub(super) fn sample(text: &str, format: Format) -> Result<Sample<'_>, String> {
     }
     match (cursor.peek(), format) {
         (None, _) => {}
-        (Some(b'#'), Format::OpenMetrics) => exemplar(&mut cursor)?,
+        (Some(b'#'), Format::OpenMetrics) => {
+            // Only counters' and histogram buckets' samples carry exemplars.
+            if !name.ends_with("_total") && !name.ends_with("_bucket") {
+                return Err(format!("metric name {name} does not support exemplars"));
+            }
+            exemplar(&mut cursor)?
+        }
         (Some(_), _) => {
             return Err(format!(
                 "unexpected text after the sample: {:?}",

@@ -159,7 +159,20 @@ fn openmetrics_comment(comment: &str) -> Result<(), String> {
     let keyword = words.next().unwrap_or("");
     let name = words.next().unwrap_or("");
     match keyword {
-        "HELP" | "UNIT" => line::check_metric_name(name),
+        "HELP" => line::check_metric_name(name),
+        "UNIT" => {
+            line::check_metric_name(name)?;
+            // A family with a unit is named after it: `size_bytes` of unit `bytes`.
+            let unit = words.next().unwrap_or("");
+            let suffixed = name
+                .strip_suffix(unit)
+                .is_some_and(|stem| stem.len() > 1 && stem.ends_with('_'));
+            if unit.is_empty() || suffixed {
+                Ok(())
+            } else {
+                Err(format!("unit not a suffix of metric {name:?}"))
+            }
+        }
         "TYPE" => {
             line::check_metric_name(name)?;
             let kind = words.next().unwrap_or("");

@@ -66,6 +66,15 @@ fn openmetrics_needs_eof_and_nothing_after() {
     let e = parse("a 1\n# EOF\nb 2\n", Format::OpenMetrics).unwrap_err();
     assert_eq!(e.line, 3);
     assert!(parse("a 1\n# EOF", Format::OpenMetrics).is_ok());
+    let e = parse(
+        "# TYPE size gauge\n# UNIT size bytes\n# EOF\n",
+        Format::OpenMetrics,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("unit not a suffix"), "{e}");
+    assert!(parse("# UNIT size_bytes bytes\n# EOF\n", Format::OpenMetrics).is_ok());
+    let e = parse("g 1 # {a=\"b\"} 1\n# EOF\n", Format::OpenMetrics).unwrap_err();
+    assert!(e.message.contains("does not support exemplars"), "{e}");
     let e = parse("# random comment\na 1\n# EOF\n", Format::OpenMetrics).unwrap_err();
     assert_eq!(e.line, 1);
 }
