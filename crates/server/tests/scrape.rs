@@ -224,7 +224,11 @@ scrape_configs:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vanished_series_and_removed_targets_go_stale_at_once() {
-    let exporter = Exporter::start("kept 1\nvanishing 2\n").await;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let exporter = Exporter::start(&format!("kept 1\nvanishing 2\ntimed 3 {now_ms}\n")).await;
     let dir = tempfile::tempdir().unwrap();
     let yaml = |targets: &str| {
         format!(
@@ -245,6 +249,9 @@ async fn vanished_series_and_removed_targets_go_stale_at_once() {
         .await
         .is_empty());
     assert_eq!(query(&server, "kept").await.len(), 1);
+    // A series that gave its own time gets no stale marker, as in Prometheus: its time
+    // is not the scrape's.
+    assert_eq!(query(&server, "timed").await.len(), 1);
 
     // The target leaves the configuration: all its series and `up` go stale on reload.
     write_config(dir.path(), &yaml(""));

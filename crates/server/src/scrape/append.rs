@@ -8,7 +8,7 @@
 //! series and key limits, the same mapping of labels to series.
 
 use super::fetch::Body;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tickertape_core::model::STALE_NAN_BITS;
 use tickertape_core::time::Precision;
 use tickertape_core::Point;
@@ -20,10 +20,12 @@ use tickertape_scrape::labels::METRIC_NAME;
 use tickertape_scrape::target::{report_labels, sample_labels, Target};
 use tickertape_scrape::Labels;
 
-/// What one scrape leaves for the next: the series it stored.
+/// What one scrape leaves for the next: the series it stored at the scrape's time (those
+/// that will get a stale marker when they go).
 #[derive(Default)]
 pub(crate) struct SeriesSeen {
-    series: HashSet<Labels>,
+    /// Each series of the last scrape, and whether it came with its own time.
+    series: HashMap<Labels, bool>,
 }
 
 /// What a scrape did, for `/targets` and the report series.
@@ -35,6 +37,15 @@ pub(crate) struct Outcome {
     pub added: usize,
 }
 
+/// One sample as it will be stored.
+struct Scraped {
+    labels: Labels,
+    point: Point,
+    /// The sample gave its own time (kept by `honor_timestamps`): such a series gets no
+    /// stale marker when it goes, as in Prometheus, since its time is not the scrape's.
+    own_time: bool,
+}
+
 /// The samples of a successful fetch, labeled, relabeled and checked against the limits;
 /// `Err` fails the whole scrape.
 fn samples(
@@ -42,7 +53,7 @@ fn samples(
     job: &ScrapeJob,
     target: &Target,
     time_ms: i64,
-) -> Result<(usize, Vec<(Labels, Point)>), String> {
+) -> Result<(usize, Vec<Scraped>), String> {
     let parsed = exposition::parse(&body.text, body.format).map_err(|e| e.to_string())?;
     let scraped = parsed.len();
     let mut kept = Vec::with_capacity(parsed.len());
@@ -62,14 +73,18 @@ fn samples(
             continue;
         };
         check_labels(&labels, &job.limits)?;
-        let time = match (job.honor_timestamps, sample.timestamp_ms) {
-            (true, Some(ms)) => ms,
-            _ => time_ms,
+        let (time, own_time) = match (job.honor_timestamps, sample.timestamp_ms) {
+            (true, Some(ms)) => (ms, true),
+            _ => (time_ms, false),
         };
         // A series twice in one scrape: the first sample is kept, as Prometheus refuses
         // the second as a duplicate.
         if seen.insert(labels.clone()) {
-            kept.push((labels, Point::new(time, sample.value)));
+            kept.push(Scraped {
+                labels,
+                point: Point::new(time, sample.value),
+                own_time,
+            });
         }
     }
     let limit = job.limits.sample_limit;
@@ -124,11 +139,11 @@ pub(crate) async fn append(
     duration: std::time::Duration,
 ) -> Result<Outcome, EngineError> {
     let result = fetched.and_then(|body| samples(&body, job, target, time_ms));
-    let (outcome, mut series) = match result {
+    let (outcome, scraped) = match result {
         Ok((scraped, samples)) => {
             let added = samples
                 .iter()
-                .filter(|(l, _)| !seen.series.contains(l))
+                .filter(|s| !seen.series.contains_key(&s.labels))
                 .count();
             let outcome = Outcome {
                 error: None,
@@ -148,10 +163,17 @@ pub(crate) async fn append(
             (outcome, Vec::new())
         }
     };
-    let current: HashSet<Labels> = series.iter().map(|(l, _)| l.clone()).collect();
+    let current: HashMap<Labels, bool> = scraped
+        .iter()
+        .map(|s| (s.labels.clone(), s.own_time))
+        .collect();
+    let mut series: Vec<(Labels, Point)> =
+        scraped.into_iter().map(|s| (s.labels, s.point)).collect();
     let stale = f64::from_bits(STALE_NAN_BITS);
-    for gone in seen.series.difference(&current) {
-        series.push((gone.clone(), Point::new(time_ms, stale)));
+    for (gone, own_time) in &seen.series {
+        if !own_time && !current.contains_key(gone) {
+            series.push((gone.clone(), Point::new(time_ms, stale)));
+        }
     }
     seen.series = current;
     let up = if outcome.error.is_none() { 1.0 } else { 0.0 };
@@ -193,7 +215,8 @@ pub(crate) async fn mark_gone(
     let mut series: Vec<(Labels, Point)> = seen
         .series
         .drain()
-        .map(|labels| (labels, Point::new(time_ms, stale)))
+        .filter(|(_, own_time)| !own_time)
+        .map(|(labels, _)| (labels, Point::new(time_ms, stale)))
         .collect();
     for name in REPORT_SERIES {
         series.push((report_labels(name, target), Point::new(time_ms, stale)));
