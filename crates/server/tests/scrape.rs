@@ -421,3 +421,61 @@ async fn a_jobs_database_holds_its_samples() {
     assert!(query(&server, "in_db").await.is_empty());
     scraping.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_targets_with_ca_file_server_name_or_no_check() {
+    let certs = support::certs::Certificates::make();
+    let tls = tickertape_server::listen::Tls::from_pem_files(&certs.cert(), &certs.key())
+        .expect("TLS configuration");
+    let config = tickertape_server::ServerConfig {
+        tls: Some(tls),
+        ..tickertape_server::ServerConfig::default()
+    };
+    // A tickertape serving HTTPS is the target: its own /metrics.
+    let target = TestServer::start_with_config(config, support::client()).await;
+    let ca = certs.ca().display().to_string();
+    let address = target.addr.to_string();
+    let job = |name: &str, tls: &str| {
+        format!("  - job_name: {name}\n    scheme: https\n    tls_config: {{{tls}}}\n    static_configs: [{{targets: ['{address}']}}]\n")
+    };
+    let yaml = [
+        "global: {scrape_interval: 1s}\nscrape_configs:\n".to_string(),
+        job("ca", &format!("ca_file: '{ca}'")),
+        job(
+            "named",
+            &format!("ca_file: '{ca}', server_name: tickertape.test"),
+        ),
+        job(
+            "misnamed",
+            &format!("ca_file: '{ca}', server_name: other.test"),
+        ),
+        job("untrusted", ""),
+        job("unchecked", "insecure_skip_verify: true"),
+    ]
+    .concat();
+    let dir = tempfile::tempdir().unwrap();
+    let server = scraping(&write_config(dir.path(), &yaml)).await;
+    let up = until(&server, "up", |r| r.len() == 5).await;
+    let by_job: std::collections::BTreeMap<String, f64> = up
+        .iter()
+        .map(|s| (s["metric"]["job"].as_str().unwrap().to_string(), value(s)))
+        .collect();
+    let expected: std::collections::BTreeMap<String, f64> = [
+        ("ca", 1.0),
+        ("misnamed", 0.0),
+        ("named", 1.0),
+        ("unchecked", 1.0),
+        ("untrusted", 0.0),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let (_, targets) = server.get("/prometheus/api/v1/targets", &[]).await;
+    assert_eq!(by_job, expected, "{targets}");
+    assert!(
+        query(&server, r#"tickertape_series{job="named"}"#)
+            .await
+            .len()
+            == 1
+    );
+}

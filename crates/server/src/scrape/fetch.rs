@@ -10,51 +10,20 @@ use tickertape_scrape::exposition::{Format, ACCEPT_HEADER};
 
 const USER_AGENT: &str = concat!("tickertape/", env!("CARGO_PKG_VERSION"));
 
-/// The HTTP client of one job: its TLS settings (a CA, a client certificate,
-/// `insecure_skip_verify`), shared by its targets' scrapes.
+/// The HTTP client of one job: its TLS settings (`tls.rs`), shared by its targets'
+/// scrapes.
 pub(crate) fn client(job: &ScrapeJob) -> Result<reqwest::Client, ScrapeError> {
-    let tls = &job.tls;
-    let error = |what: &str, e: &dyn std::fmt::Display| ScrapeError::Tls {
+    let error = |message: String| ScrapeError::Tls {
         job: job.name.clone(),
-        message: format!("{what}: {e}"),
+        message,
     };
-    if let Some(name) = &tls.server_name {
-        // reqwest checks the certificate against the URL's host and offers no other name;
-        // refused rather than ignored, so no scrape trusts a name it did not check.
-        return Err(error(
-            "server_name",
-            &format!(
-                "{name:?}: not supported; the certificate is checked against the target's host"
-            ),
-        ));
-    }
-    let mut builder = reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .user_agent(USER_AGENT)
         // Prometheus 2.x reaches targets directly unless a job names a proxy (`proxy_url`,
         // not taken): a proxy from the environment would send loopback scrapes away.
         .no_proxy()
-        .danger_accept_invalid_certs(tls.insecure_skip_verify);
-    if let Some(path) = &tls.ca_file {
-        let pem =
-            std::fs::read(path).map_err(|e| error(&format!("ca_file {}", path.display()), &e))?;
-        let certificates = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| error(&format!("ca_file {}", path.display()), &e))?;
-        for certificate in certificates {
-            builder = builder.add_root_certificate(certificate);
-        }
-    }
-    if let (Some(cert), Some(key)) = (&tls.cert_file, &tls.key_file) {
-        let mut pem =
-            std::fs::read(cert).map_err(|e| error(&format!("cert_file {}", cert.display()), &e))?;
-        pem.push(b'\n');
-        pem.extend(
-            std::fs::read(key).map_err(|e| error(&format!("key_file {}", key.display()), &e))?,
-        );
-        let identity =
-            reqwest::Identity::from_pem(&pem).map_err(|e| error("cert_file and key_file", &e))?;
-        builder = builder.identity(identity);
-    }
-    builder.build().map_err(|e| error("client", &e))
+        .use_preconfigured_tls(super::tls::client_config(&job.tls).map_err(error)?);
+    builder.build().map_err(|e| error(e.to_string()))
 }
 
 /// A scrape's answer: the body and its format.

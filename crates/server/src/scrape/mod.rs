@@ -8,7 +8,7 @@
 //! - `job.rs`: one job's discovery (`static_configs`, `file_sd_configs` re-read when a
 //!   file changes and every `refresh_interval`) and its targets' loops.
 //! - `target_loop.rs`: one target, scraped at its fixed offset in each interval.
-//! - `fetch.rs`: the HTTP request; `append.rs`: the samples into the store, stale
+//! - `fetch.rs`: the HTTP request, `tls.rs` its TLS settings; `append.rs`: the samples into the store, stale
 //!   markers and the series the scrape adds (`up`, …).
 //! - `api.rs`: `/prometheus/api/v1/targets` in Prometheus' shape, and `/-/reload`.
 
@@ -17,6 +17,7 @@ mod append;
 mod fetch;
 mod job;
 mod target_loop;
+mod tls;
 
 use job::RunningJob;
 use std::path::{Path, PathBuf};
