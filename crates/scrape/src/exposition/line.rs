@@ -131,6 +131,7 @@ pub(super) fn sample(text: &str, format: Format) -> Result<Sample<'_>, String> {
         cursor.at += 1;
         labels = label_set(&mut cursor)?;
     }
+    let series = &text[..cursor.at];
     if !cursor.skip_blanks() {
         return Err(match cursor.peek() {
             None => format!("no value for {name:?}"),
@@ -169,6 +170,7 @@ pub(super) fn sample(text: &str, format: Format) -> Result<Sample<'_>, String> {
         }
     }
     Ok(Sample {
+        series,
         name,
         labels,
         value,

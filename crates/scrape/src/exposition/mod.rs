@@ -40,6 +40,9 @@ impl Format {
 /// One sample of a body, borrowed from it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample<'a> {
+    /// The line's series as written: the name and the label set, braces included. The
+    /// same text is the same series, so a scraper can remember what it made of it.
+    pub series: &'a str,
     pub name: &'a str,
     /// In the order written; an escaped value is unescaped (owned).
     pub labels: Vec<(&'a str, Cow<'a, str>)>,

@@ -25,6 +25,11 @@ nan_value NaN
     let samples = parse(body, Format::Text).unwrap();
     assert_eq!(samples.len(), 12);
     assert_eq!(samples[0].name, "http_requests_total");
+    assert_eq!(
+        samples[0].series,
+        r#"http_requests_total{method="post",code="200"}"#
+    );
+    assert_eq!(samples[3].series, "metric_without_timestamp_and_labels");
     assert_eq!(samples[0].labels[1], ("code", "200".into()));
     assert_eq!(samples[0].timestamp_ms, Some(1_395_066_363_000));
     assert_eq!(samples[2].labels[0].1, r"C:\DIR\FILE.TXT");

@@ -9,6 +9,7 @@
 
 use super::fetch::Body;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use tickertape_core::model::STALE_NAN_BITS;
 use tickertape_core::time::Precision;
 use tickertape_core::Point;
@@ -20,12 +21,24 @@ use tickertape_scrape::labels::METRIC_NAME;
 use tickertape_scrape::target::{report_labels, sample_labels, Target};
 use tickertape_scrape::Labels;
 
-/// What one scrape leaves for the next: the series it stored at the scrape's time (those
-/// that will get a stale marker when they go).
+/// What one target's scrapes carry from one to the next.
 #[derive(Default)]
 pub(crate) struct SeriesSeen {
-    /// Each series of the last scrape, and whether it came with its own time.
-    series: HashMap<Labels, bool>,
+    /// Each series of the last scrape, and whether it came with its own time (such a
+    /// series gets no stale marker).
+    series: HashMap<Arc<Labels>, bool>,
+    /// What a line's series text became (`None`: dropped by `metric_relabel_configs`),
+    /// as Prometheus' scrape cache keeps it: a target repeats the same series at every
+    /// scrape, so labeling, relabeling and the limits' checks run once per series, not
+    /// once per sample. An entry not seen in a successful scrape is forgotten.
+    by_text: HashMap<String, Cached>,
+    /// Counts successful scrapes, to know which entries the last one saw.
+    generation: u64,
+}
+
+struct Cached {
+    labels: Option<Arc<Labels>>,
+    generation: u64,
 }
 
 /// What a scrape did, for `/targets` and the report series.
@@ -39,11 +52,35 @@ pub(crate) struct Outcome {
 
 /// One sample as it will be stored.
 struct Scraped {
-    labels: Labels,
+    labels: Arc<Labels>,
     point: Point,
     /// The sample gave its own time (kept by `honor_timestamps`): such a series gets no
     /// stale marker when it goes, as in Prometheus, since its time is not the scrape's.
     own_time: bool,
+}
+
+/// The labels `sample` is stored with, or `None` when relabeling drops it; `Err` when
+/// they pass a limit.
+fn labels_of(
+    sample: &exposition::Sample<'_>,
+    job: &ScrapeJob,
+    target: &Target,
+) -> Result<Option<Arc<Labels>>, String> {
+    let mut exposed = Labels::new();
+    exposed.set(METRIC_NAME, sample.name);
+    for (name, value) in &sample.labels {
+        exposed.set(name, value);
+    }
+    let Some(labels) = sample_labels(
+        exposed,
+        target,
+        job.honor_labels,
+        &job.metric_relabel_configs,
+    ) else {
+        return Ok(None);
+    };
+    check_labels(&labels, &job.limits)?;
+    Ok(Some(Arc::new(labels)))
 }
 
 /// The samples of a successful fetch, labeled, relabeled and checked against the limits;
@@ -52,34 +89,40 @@ fn samples(
     body: &Body,
     job: &ScrapeJob,
     target: &Target,
+    seen: &mut SeriesSeen,
     time_ms: i64,
 ) -> Result<(usize, Vec<Scraped>), String> {
     let parsed = exposition::parse(&body.text, body.format).map_err(|e| e.to_string())?;
     let scraped = parsed.len();
+    let generation = seen.generation + 1;
     let mut kept = Vec::with_capacity(parsed.len());
-    let mut seen = HashSet::with_capacity(parsed.len());
+    let mut once = HashSet::with_capacity(parsed.len());
     for sample in parsed {
-        let mut exposed = Labels::new();
-        exposed.set(METRIC_NAME, sample.name);
-        for (name, value) in &sample.labels {
-            exposed.set(name, value);
-        }
-        let Some(labels) = sample_labels(
-            exposed,
-            target,
-            job.honor_labels,
-            &job.metric_relabel_configs,
-        ) else {
+        let labels = match seen.by_text.get_mut(sample.series) {
+            Some(cached) => {
+                cached.generation = generation;
+                cached.labels.clone()
+            }
+            None => {
+                let labels = labels_of(&sample, job, target)?;
+                let cached = Cached {
+                    labels: labels.clone(),
+                    generation,
+                };
+                seen.by_text.insert(sample.series.to_owned(), cached);
+                labels
+            }
+        };
+        let Some(labels) = labels else {
             continue;
         };
-        check_labels(&labels, &job.limits)?;
         let (time, own_time) = match (job.honor_timestamps, sample.timestamp_ms) {
             (true, Some(ms)) => (ms, true),
             _ => (time_ms, false),
         };
         // A series twice in one scrape: the first sample is kept, as Prometheus refuses
         // the second as a duplicate.
-        if seen.insert(labels.clone()) {
+        if once.insert(Arc::clone(&labels)) {
             kept.push(Scraped {
                 labels,
                 point: Point::new(time, sample.value),
@@ -94,6 +137,9 @@ fn samples(
             kept.len()
         ));
     }
+    seen.generation = generation;
+    seen.by_text
+        .retain(|_, cached| cached.generation == generation);
     Ok((scraped, kept))
 }
 
@@ -138,7 +184,7 @@ pub(crate) async fn append(
     time_ms: i64,
     duration: std::time::Duration,
 ) -> Result<Outcome, EngineError> {
-    let result = fetched.and_then(|body| samples(&body, job, target, time_ms));
+    let result = fetched.and_then(|body| samples(&body, job, target, seen, time_ms));
     let (outcome, scraped) = match result {
         Ok((scraped, samples)) => {
             let added = samples
@@ -163,16 +209,16 @@ pub(crate) async fn append(
             (outcome, Vec::new())
         }
     };
-    let current: HashMap<Labels, bool> = scraped
+    let current: HashMap<Arc<Labels>, bool> = scraped
         .iter()
-        .map(|s| (s.labels.clone(), s.own_time))
+        .map(|s| (Arc::clone(&s.labels), s.own_time))
         .collect();
-    let mut series: Vec<(Labels, Point)> =
+    let mut series: Vec<(Arc<Labels>, Point)> =
         scraped.into_iter().map(|s| (s.labels, s.point)).collect();
     let stale = f64::from_bits(STALE_NAN_BITS);
     for (gone, own_time) in &seen.series {
         if !own_time && !current.contains_key(gone) {
-            series.push((gone.clone(), Point::new(time_ms, stale)));
+            series.push((Arc::clone(gone), Point::new(time_ms, stale)));
         }
     }
     seen.series = current;
@@ -188,7 +234,10 @@ pub(crate) async fn append(
         ("scrape_series_added", outcome.added as f64),
     ];
     for (name, value) in report {
-        series.push((report_labels(name, target), Point::new(time_ms, value)));
+        series.push((
+            Arc::new(report_labels(name, target)),
+            Point::new(time_ms, value),
+        ));
     }
     let report = write(engine, &series).await?;
     if !report.errors.is_empty() {
@@ -212,14 +261,17 @@ pub(crate) async fn mark_gone(
     time_ms: i64,
 ) -> Result<(), EngineError> {
     let stale = f64::from_bits(STALE_NAN_BITS);
-    let mut series: Vec<(Labels, Point)> = seen
+    let mut series: Vec<(Arc<Labels>, Point)> = seen
         .series
         .drain()
         .filter(|(_, own_time)| !own_time)
         .map(|(labels, _)| (labels, Point::new(time_ms, stale)))
         .collect();
     for name in REPORT_SERIES {
-        series.push((report_labels(name, target), Point::new(time_ms, stale)));
+        series.push((
+            Arc::new(report_labels(name, target)),
+            Point::new(time_ms, stale),
+        ));
     }
     write(engine, &series).await.map(|_| ())
 }
@@ -234,7 +286,10 @@ const REPORT_SERIES: [&str; 5] = [
 
 /// One `write_samples` call for all of a scrape's series, one point each. A series whose
 /// labels the mapping refuses is left out (logged by the caller through the report).
-async fn write(engine: &Engine, series: &[(Labels, Point)]) -> Result<WriteReport, EngineError> {
+async fn write(
+    engine: &Engine,
+    series: &[(Arc<Labels>, Point)],
+) -> Result<WriteReport, EngineError> {
     let points: Vec<Point> = series.iter().map(|(_, p)| *p).collect();
     let mut samples = Vec::with_capacity(series.len());
     let mut refused = 0;
