@@ -274,44 +274,74 @@ async fn vanished_series_and_removed_targets_go_stale_at_once() {
     );
 }
 
+/// Each job's last error, by job, from `/targets`.
+async fn errors_by_job(server: &TestServer) -> std::collections::BTreeMap<String, String> {
+    let (_, targets) = server.get("/prometheus/api/v1/targets", &[]).await;
+    targets["data"]["activeTargets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let job = t["scrapePool"].as_str().unwrap().to_string();
+            (job, t["lastError"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_scrape_is_down_and_stores_nothing_of_the_body() {
-    let exporter = Exporter::start("a 1\nb 2\nc 3\n").await;
+    let exporter = Exporter::start("a 1\nb{label=\"long value\"} 2\nc 3\n").await;
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: app\n    sample_limit: 2\n    static_configs: [{{targets: ['{}']}}]\n",
+    let job = |name: &str, limit: &str| {
+        format!(
+            "  - job_name: {name}\n    {limit}\n    static_configs: [{{targets: ['{}']}}]\n",
             exporter.address
-        ),
-    );
-    let server = scraping(&config).await;
-    let up = until(&server, "up", |r| !r.is_empty()).await;
-    assert_eq!(value(&up[0]), 0.0);
-    assert!(query(&server, "a").await.is_empty());
+        )
+    };
+    let yaml = [
+        "global: {scrape_interval: 1s}\nscrape_configs:\n".to_string(),
+        job("samples", "sample_limit: 2"),
+        job("labels", "label_limit: 3"),
+        job("names", "label_name_length_limit: 4"),
+        job("values", "label_value_length_limit: 5"),
+        job("body", "body_size_limit: 10B"),
+        job("fine", "sample_limit: 3"),
+    ]
+    .concat();
+    let server = scraping(&write_config(dir.path(), &yaml)).await;
+    let up = until(&server, "up", |r| r.len() == 6).await;
+    let up: std::collections::BTreeMap<String, f64> = up
+        .iter()
+        .map(|s| (s["metric"]["job"].as_str().unwrap().to_string(), value(s)))
+        .collect();
+    let errors = errors_by_job(&server).await;
+    let expected = [
+        ("samples", "sample limit exceeded"),
+        // b has __name__, label, instance, job: 4 labels.
+        ("labels", "label_limit exceeded"),
+        ("names", "label_name_length_limit exceeded"),
+        ("values", "label_value_length_limit exceeded"),
+        ("body", "body size limit exceeded"),
+    ];
+    for (job, error) in expected {
+        assert_eq!(up[job], 0.0, "{job}: {errors:?}");
+        assert!(errors[job].contains(error), "{job}: {errors:?}");
+    }
+    assert_eq!(up["fine"], 1.0, "{errors:?}");
+    // Only the job within its limits stored samples.
+    let stored = query(&server, "a").await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0]["metric"]["job"], "fine");
     let (_, targets) = server
         .get("/prometheus/api/v1/targets", &[("state", "active")])
         .await;
-    let active = &targets["data"]["activeTargets"][0];
-    assert_eq!(active["health"], "down");
-    assert!(active["lastError"]
-        .as_str()
-        .unwrap()
-        .contains("sample limit exceeded"));
     assert!(targets["data"].get("droppedTargets").is_none());
 
     // A body that does not parse fails the scrape too, naming the line.
     exporter.answer("a 1\nb{ 2\n", TEXT, false);
-    let error = || async {
-        let (_, targets) = server.get("/prometheus/api/v1/targets", &[]).await;
-        targets["data"]["activeTargets"][0]["lastError"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
     let mut last = String::new();
     for _ in 0..50 {
-        last = error().await;
+        last = errors_by_job(&server).await["fine"].clone();
         if last.starts_with("line 2") {
             break;
         }
@@ -478,4 +508,38 @@ async fn https_targets_with_ca_file_server_name_or_no_check() {
             .len()
             == 1
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_auth_reads_its_password_file_at_each_scrape() {
+    use base64::Engine as _;
+    let exporter = Exporter::start("a 1\n").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("password"), "first\n").unwrap();
+    let yaml = format!(
+        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: app\n    basic_auth: {{username: scraper, password_file: password}}\n    static_configs: [{{targets: ['{}']}}]\n",
+        exporter.address
+    );
+    let server = scraping(&write_config(dir.path(), &yaml)).await;
+    let basic = |password: &str| {
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("scraper:{password}"));
+        format!("Basic {encoded}")
+    };
+    until(&server, "up", |r| !r.is_empty()).await;
+    assert_eq!(
+        exporter.authorization.lock().unwrap().clone(),
+        Some(basic("first"))
+    );
+    // A rotated password is used from the next scrape on, without a reload.
+    std::fs::write(dir.path().join("password"), "second").unwrap();
+    let mut seen = None;
+    for _ in 0..50 {
+        seen = exporter.authorization.lock().unwrap().clone();
+        if seen == Some(basic("second")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, Some(basic("second")));
 }
