@@ -8,7 +8,8 @@
 //! series and key limits, the same mapping of labels to series.
 
 use super::fetch::Body;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use tickertape_core::model::STALE_NAN_BITS;
 use tickertape_core::time::Precision;
@@ -21,23 +22,55 @@ use tickertape_scrape::labels::METRIC_NAME;
 use tickertape_scrape::target::{report_labels, sample_labels, Target};
 use tickertape_scrape::Labels;
 
+/// A series' labels with their hash, computed once when the series is first seen: the
+/// sets a scrape keeps (this scrape's series, the last one's) hash each sample's series,
+/// and hashing the labels themselves each time was a large part of a scrape's CPU.
+#[derive(Debug)]
+pub(crate) struct SeriesLabels {
+    labels: Labels,
+    hash: u64,
+}
+
+impl SeriesLabels {
+    fn new(labels: Labels) -> Self {
+        let mut hasher = rustc_hash::FxHasher::default();
+        labels.hash(&mut hasher);
+        let hash = hasher.finish();
+        SeriesLabels { labels, hash }
+    }
+}
+
+impl Hash for SeriesLabels {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialEq for SeriesLabels {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.labels == other.labels
+    }
+}
+
+impl Eq for SeriesLabels {}
+
 /// What one target's scrapes carry from one to the next.
 #[derive(Default)]
 pub(crate) struct SeriesSeen {
     /// Each series of the last scrape, and whether it came with its own time (such a
     /// series gets no stale marker).
-    series: HashMap<Arc<Labels>, bool>,
+    series: FxHashMap<Arc<SeriesLabels>, bool>,
     /// What a line's series text became (`None`: dropped by `metric_relabel_configs`),
     /// as Prometheus' scrape cache keeps it: a target repeats the same series at every
     /// scrape, so labeling, relabeling and the limits' checks run once per series, not
     /// once per sample. An entry not seen in a successful scrape is forgotten.
-    by_text: HashMap<String, Cached>,
+    by_text: FxHashMap<String, Cached>,
     /// Counts successful scrapes, to know which entries the last one saw.
     generation: u64,
 }
 
 struct Cached {
-    labels: Option<Arc<Labels>>,
+    labels: Option<Arc<SeriesLabels>>,
     generation: u64,
 }
 
@@ -52,7 +85,7 @@ pub(crate) struct Outcome {
 
 /// One sample as it will be stored.
 struct Scraped {
-    labels: Arc<Labels>,
+    labels: Arc<SeriesLabels>,
     point: Point,
     /// The sample gave its own time (kept by `honor_timestamps`): such a series gets no
     /// stale marker when it goes, as in Prometheus, since its time is not the scrape's.
@@ -65,7 +98,7 @@ fn labels_of(
     sample: &exposition::Sample<'_>,
     job: &ScrapeJob,
     target: &Target,
-) -> Result<Option<Arc<Labels>>, String> {
+) -> Result<Option<Arc<SeriesLabels>>, String> {
     let mut exposed = Labels::new();
     exposed.set(METRIC_NAME, sample.name);
     for (name, value) in &sample.labels {
@@ -80,7 +113,7 @@ fn labels_of(
         return Ok(None);
     };
     check_labels(&labels, &job.limits)?;
-    Ok(Some(Arc::new(labels)))
+    Ok(Some(Arc::new(SeriesLabels::new(labels))))
 }
 
 /// The samples of a successful fetch, labeled, relabeled and checked against the limits;
@@ -96,7 +129,7 @@ fn samples(
     let scraped = parsed.len();
     let generation = seen.generation + 1;
     let mut kept = Vec::with_capacity(parsed.len());
-    let mut once = HashSet::with_capacity(parsed.len());
+    let mut once = FxHashSet::with_capacity_and_hasher(parsed.len(), Default::default());
     for sample in parsed {
         let labels = match seen.by_text.get_mut(sample.series) {
             Some(cached) => {
@@ -209,11 +242,11 @@ pub(crate) async fn append(
             (outcome, Vec::new())
         }
     };
-    let current: HashMap<Arc<Labels>, bool> = scraped
+    let current: FxHashMap<Arc<SeriesLabels>, bool> = scraped
         .iter()
         .map(|s| (Arc::clone(&s.labels), s.own_time))
         .collect();
-    let mut series: Vec<(Arc<Labels>, Point)> =
+    let mut series: Vec<(Arc<SeriesLabels>, Point)> =
         scraped.into_iter().map(|s| (s.labels, s.point)).collect();
     let stale = f64::from_bits(STALE_NAN_BITS);
     for (gone, own_time) in &seen.series {
@@ -235,7 +268,7 @@ pub(crate) async fn append(
     ];
     for (name, value) in report {
         series.push((
-            Arc::new(report_labels(name, target)),
+            Arc::new(SeriesLabels::new(report_labels(name, target))),
             Point::new(time_ms, value),
         ));
     }
@@ -261,7 +294,7 @@ pub(crate) async fn mark_gone(
     time_ms: i64,
 ) -> Result<(), EngineError> {
     let stale = f64::from_bits(STALE_NAN_BITS);
-    let mut series: Vec<(Arc<Labels>, Point)> = seen
+    let mut series: Vec<(Arc<SeriesLabels>, Point)> = seen
         .series
         .drain()
         .filter(|(_, own_time)| !own_time)
@@ -269,7 +302,7 @@ pub(crate) async fn mark_gone(
         .collect();
     for name in REPORT_SERIES {
         series.push((
-            Arc::new(report_labels(name, target)),
+            Arc::new(SeriesLabels::new(report_labels(name, target))),
             Point::new(time_ms, stale),
         ));
     }
@@ -288,13 +321,13 @@ const REPORT_SERIES: [&str; 5] = [
 /// labels the mapping refuses is left out (logged by the caller through the report).
 async fn write(
     engine: &Engine,
-    series: &[(Arc<Labels>, Point)],
+    series: &[(Arc<SeriesLabels>, Point)],
 ) -> Result<WriteReport, EngineError> {
     let points: Vec<Point> = series.iter().map(|(_, p)| *p).collect();
     let mut samples = Vec::with_capacity(series.len());
     let mut refused = 0;
     for (i, (labels, _)) in series.iter().enumerate() {
-        match series_of(labels.iter()) {
+        match series_of(labels.labels.iter()) {
             Ok((measurement, tags)) => samples.push(SeriesSamples {
                 series: SeriesRef {
                     measurement,
