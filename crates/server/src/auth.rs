@@ -325,6 +325,8 @@ mod tests {
             ("/writes", Some(Scope::Admin)),
             ("/api/v1/databases", Some(Scope::Read)),
             ("/api/v1/admin/databases", Some(Scope::Admin)),
+            ("/-/reload", Some(Scope::Admin)),
+            ("/prometheus/api/v1/targets", Some(Scope::Read)),
             ("/prometheus/db/app/api/v1/write", Some(Scope::Write)),
             ("/prometheus/db/app/api/v1/query", Some(Scope::Read)),
             (

@@ -49,6 +49,7 @@ const ASSETS: &[Asset] = &[
     asset!("series-names.js", JAVASCRIPT),
     asset!("table.js", JAVASCRIPT),
     asset!("tag-filters.js", JAVASCRIPT),
+    asset!("targets.js", JAVASCRIPT),
     asset!("time-format.js", JAVASCRIPT),
     asset!("url-state.js", JAVASCRIPT),
 ];

@@ -15,6 +15,9 @@
 //! - Prometheus' remote write/read and query API under `/prometheus`, and under
 //!   `/prometheus/db/<name>` for a database ([`prometheus`]).
 //!
+//! - `POST /-/reload` and `/prometheus/api/v1/targets`: the scrape configuration
+//!   (`serve --scrape-config`, [`scrape`]).
+//!
 //! With `--auth`, every route but `/health` and `/ping` needs an API token ([`auth`]).
 //!
 //! The request's edge is read in one place each: its parameters and database by
@@ -44,6 +47,7 @@ pub mod otlp;
 pub mod params;
 pub mod prometheus;
 pub mod query;
+pub mod scrape;
 pub mod write;
 
 use axum::routing::{get, post};
@@ -93,6 +97,8 @@ pub struct ServerConfig {
     /// Where `POST /api/v1/admin/snapshot` makes its snapshots (`serve --snapshot-dir`);
     /// `None`: in the store's own `snapshots/` folder.
     pub snapshot_dir: Option<std::path::PathBuf>,
+    /// `--scrape-config`: what the server scrapes, for `/-/reload` and `/targets`.
+    pub scrape: Option<scrape::Scraping>,
 }
 
 impl Default for ServerConfig {
@@ -107,6 +113,7 @@ impl Default for ServerConfig {
             tls: None,
             connection_stats: Arc::default(),
             snapshot_dir: None,
+            scrape: None,
         }
     }
 }
@@ -145,6 +152,7 @@ pub fn router(engine: Engine, config: ServerConfig) -> Router {
         .route("/api/v1/admin/compact", post(admin::compact))
         .route("/api/v1/admin/delete", form(post(admin::delete), &state))
         .route("/api/v1/admin/snapshot", post(admin::snapshot))
+        .route("/-/reload", post(scrape::api::reload))
         .route("/opentelemetry/v1/metrics", post(otlp::export))
         .route("/health", get(metrics::health))
         .route("/metrics", get(metrics::render))

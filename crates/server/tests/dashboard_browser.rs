@@ -2,7 +2,8 @@
 //! a few hours of cpu data (four hosts in two regions) and a counter, then
 //! `tests/browser/dashboard.test.mjs` drives Debian's chromium through playwright-core
 //! against it (what it checks is listed there), and `tests/browser/series-view.test.mjs`
-//! the Series (cardinality) view; then `tests/browser/axes.test.mjs` checks the time axis'
+//! the Series (cardinality) view (and `targets-view.test.mjs` the Targets view, on a
+//! server that scrapes); then `tests/browser/axes.test.mjs` checks the time axis'
 //! ticks around summer-time changes in node. `dashboard_in_a_browser_with_auth` runs the
 //! same data behind `serve --auth`: the page refused without a token, and with a read
 //! token as the Basic password the page, its charts and the Series view.
@@ -406,4 +407,52 @@ fn wait_bounded(mut child: std::process::Child, limit: Duration) -> (Option<i32>
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),
     )
+}
+
+/// The Targets view against a server scraping two targets: an exporter in this test (up)
+/// and a closed port (down), once each has been scraped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_in_a_browser_targets_view() {
+    let browser = BrowserEnv::required();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(|| async { "browser_test_metric 1\n" }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: up-job\n    static_configs: [{{targets: ['{up}']}}]\n  - job_name: down-job\n    static_configs: [{{targets: ['{down}']}}]\n"
+        ),
+    )
+    .unwrap();
+    let server = TestServer::start_scraping(tickertape_server::scrape::ScrapeOptions {
+        config_path: config,
+        database: None,
+    })
+    .await;
+    for _ in 0..50 {
+        let (_, targets) = server.get("/prometheus/api/v1/targets", &[]).await;
+        let scraped = targets["data"]["activeTargets"]
+            .as_array()
+            .is_some_and(|t| t.iter().all(|t| t["health"] != "unknown"));
+        if scraped {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let up_url = format!("http://{up}/metrics");
+    let down_url = format!("http://{down}/metrics");
+    browser
+        .run("targets-view.test.mjs", &[&server.url, &up_url, &down_url])
+        .await;
 }

@@ -11,6 +11,7 @@ use tickertape_core::time::parse_duration;
 use tickertape_engine::{Engine, KeyLimits, QueryLimits, SeriesLimits, StringFields};
 use tickertape_server::auth::Authenticator;
 use tickertape_server::listen::Tls;
+use tickertape_server::scrape::{ScrapeOptions, Scraping};
 use tickertape_server::{ServerConfig, DEFAULT_MAX_BODY_BYTES};
 
 #[derive(clap::Args, Debug)]
@@ -126,6 +127,15 @@ pub struct Args {
     /// folder (which the store itself ignores).
     #[arg(long, value_name = "DIR")]
     pub snapshot_dir: Option<std::path::PathBuf>,
+    /// Scrape the targets of this Prometheus 2.x configuration file (its `global` and
+    /// `scrape_configs` sections; any key not taken is refused, named), storing what they
+    /// expose as remote write would. Read again on SIGHUP and `POST /-/reload`.
+    #[arg(long, value_name = "FILE")]
+    pub scrape_config: Option<PathBuf>,
+    /// The database scraped samples go to when their job has no `database` key; by
+    /// default the default database. It must exist.
+    #[arg(long, value_name = "NAME", requires = "scrape_config")]
+    pub scrape_database: Option<String>,
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -216,6 +226,20 @@ pub async fn run(mut args: Args) -> Result<()> {
         auth = args.auth,
         "listening on {scheme}://{address}"
     );
+    let scraping = match &args.scrape_config {
+        Some(path) => Some(
+            Scraping::start(
+                engine.clone(),
+                ScrapeOptions {
+                    config_path: path.clone(),
+                    database: args.scrape_database.clone(),
+                },
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let hangup = scraping.clone().map(|s| tokio::spawn(reload_on_hangup(s)));
     let retention = schedule(engine.clone(), args.retention_every, Task::Retention);
     let preallocation = schedule(engine.clone(), args.preallocate_every, Task::Preallocation);
     let sharding = shard_schedule(&args.store, args.shard_every).await;
@@ -228,11 +252,18 @@ pub async fn run(mut args: Args) -> Result<()> {
         max_connections: usize::try_from(budget.max_connections).unwrap_or(usize::MAX),
         tls,
         snapshot_dir: args.snapshot_dir,
+        scrape: scraping.clone(),
         ..ServerConfig::default()
     };
     let served = tickertape_server::serve(listener, engine, config, shutdown_signal()).await;
-    for task in [retention, preallocation, sharding].into_iter().flatten() {
+    for task in [retention, preallocation, sharding, hangup]
+        .into_iter()
+        .flatten()
+    {
         task.abort();
+    }
+    if let Some(scraping) = scraping {
+        scraping.stop().await;
     }
     served?;
     tracing::info!("stopped");
@@ -320,6 +351,29 @@ async fn shard_schedule(store: &StoreArgs, every: Duration) -> Option<tokio::tas
             }
         }
     }))
+}
+
+/// Reads the scrape configuration again on each SIGHUP, as Prometheus does; a file that
+/// cannot be taken is logged and the running configuration kept.
+async fn reload_on_hangup(scraping: Scraping) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("no reload on SIGHUP: {e}");
+                return;
+            }
+        };
+        while hangups.recv().await.is_some() {
+            if let Err(e) = scraping.reload().await {
+                tracing::error!("reload refused, the running configuration is kept: {e}");
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = scraping;
 }
 
 /// Ctrl-C or SIGTERM: stop accepting, finish the requests in flight, then exit.

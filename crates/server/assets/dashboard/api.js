@@ -116,6 +116,14 @@ export async function cardinality(limit, signal) {
 }
 
 /**
+ * `GET /prometheus/api/v1/targets`: what the server scrapes, in Prometheus' shape
+ * (`data.activeTargets`, `data.droppedTargets`); empty lists when it scrapes nothing.
+ */
+export async function scrapeTargets(signal) {
+  return getJson('/prometheus/api/v1/targets', [], signal);
+}
+
+/**
  * `GET /api/v1/databases`: `{names, defaultName}`, the names sorted, the default database's
  * among them.
  */

@@ -4,13 +4,15 @@
 // runs its own query, all in parallel. Zooming any chart zooms them all, as they share
 // the range; hovering one shows the crosshair on the others. The Series view
 // (cardinality.js), opened from the header, counts what the store holds; its names put
-// themselves into the pickers above.
+// themselves into the pickers above. The Targets view (targets.js) shows what the server
+// scrapes.
 //
 // The state lives in the URL (url-state.js): every change the user makes is a new history
 // entry, so Back returns to the previous view and a link reproduces one.
 
 import { loadSchema, listNames, useDatabase, viewRange } from './api.js';
 import { CardinalityView } from './cardinality.js';
+import { TargetsView } from './targets.js';
 import { Controls } from './controls.js';
 import { Panel } from './panel.js';
 import { DatabasePicker, Picker } from './pickers.js';
@@ -94,6 +96,9 @@ class Dashboard {
     });
     byId('cardinality-toggle').addEventListener('click',
       () => this.setCardinality(this.state.cardinality !== 'open'));
+    this.targets = new TargetsView({ onClose: () => this.setTargets(false) });
+    byId('targets-toggle').addEventListener('click',
+      () => this.setTargets(this.state.targets !== 'open'));
 
     window.addEventListener('popstate', () => {
       this.state = readState(window.location.search);
@@ -132,6 +137,13 @@ class Dashboard {
    */
   setCardinality(open) {
     this.state = withChanges(this.state, { cardinality: open ? 'open' : '' });
+    window.history.pushState(null, '', `${window.location.pathname}${writeState(this.state)}`);
+    this.sync();
+  }
+
+  /** The Targets view opened or closed: as the Series view, a history entry and no query. */
+  setTargets(open) {
+    this.state = withChanges(this.state, { targets: open ? 'open' : '' });
     window.history.pushState(null, '', `${window.location.pathname}${writeState(this.state)}`);
     this.sync();
   }
@@ -222,6 +234,8 @@ class Dashboard {
     this.syncPanels();
     this.cardinality.sync(state);
     byId('cardinality-toggle').setAttribute('aria-pressed', String(state.cardinality === 'open'));
+    this.targets.sync(state);
+    byId('targets-toggle').setAttribute('aria-pressed', String(state.targets === 'open'));
     const fields = state.fields.length > 1 ? `{${state.fields.join(',')}}` : state.fields[0];
     const name = [state.measurement, fields].filter(Boolean).join('.');
     const title = [state.db, name].filter(Boolean).join(' / ');

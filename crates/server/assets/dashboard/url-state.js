@@ -3,12 +3,12 @@
 // default database), measurement, field (repeatable: one chart
 // per field, in order), tag (repeatable K:V), range or start/end, resolution, agg, display,
 // refresh (on/off: auto-refresh as the user chose it; absent, the range's default),
-// tz (local: times in the browser's zone; absent, UTC), and cardinality (open: the Series
-// view is shown; absent, closed).
+// tz (local: times in the browser's zone; absent, UTC), cardinality (open: the Series
+// view is shown; absent, closed), and targets (open: the Targets view is shown).
 //
 // Values are kept as the URL has them, even unknown ones: a bad `agg` in a link is sent
 // to the API, whose error message is then shown, rather than silently replaced. `refresh`,
-// `tz` and `cardinality` are the exception, as no API reads them: an unknown value means
+// `tz`, `cardinality` and `targets` are the exception, as no API reads them: an unknown value means
 // the default.
 
 export const RANGE_PRESETS = ['1h', '6h', '12h', '24h', '7d', '30d'];
@@ -20,6 +20,8 @@ export const REFRESH_CHOICES = ['on', 'off'];
 export const TIME_ZONES = ['local'];
 /** The Series (cardinality) view: open, or closed when absent. */
 export const CARDINALITY_CHOICES = ['open'];
+/** The Targets view: open, or closed when absent. */
+export const TARGETS_CHOICES = ['open'];
 
 export const DEFAULT_RANGE = '1h';
 export const DEFAULT_RESOLUTION = 'auto';
@@ -44,6 +46,7 @@ export function emptyState() {
     refresh: '',
     tz: '',
     cardinality: '',
+    targets: '',
   };
 }
 
@@ -67,6 +70,8 @@ export function readState(search) {
   state.tz = TIME_ZONES.includes(tz) ? tz : '';
   const cardinality = params.get('cardinality') || '';
   state.cardinality = CARDINALITY_CHOICES.includes(cardinality) ? cardinality : '';
+  const targets = params.get('targets') || '';
+  state.targets = TARGETS_CHOICES.includes(targets) ? targets : '';
   return state;
 }
 
@@ -89,6 +94,7 @@ export function writeState(state) {
   if (state.refresh) params.set('refresh', state.refresh);
   if (state.tz) params.set('tz', state.tz);
   if (state.cardinality) params.set('cardinality', state.cardinality);
+  if (state.targets) params.set('targets', state.targets);
   const text = params.toString();
   return text ? `?${text}` : '';
 }

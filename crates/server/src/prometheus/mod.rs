@@ -52,6 +52,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         )
         .route("/api/v1/rules", get(api::rules))
         .route("/api/v1/alerts", get(api::alerts))
+        .route("/api/v1/targets", get(crate::scrape::api::targets))
         .route("/api/v1/write", post(write::write))
         .route("/api/v1/admin/tsdb/delete_series", delete::handler(state))
 }

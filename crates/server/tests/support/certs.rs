@@ -1,6 +1,6 @@
-//! A CA and a server certificate for 127.0.0.1 signed by it, made with the `openssl` CLI
-//! (as crates/mongodb/tests/security.rs makes MongoDB's), for the TLS tests of the server
-//! and of the CLI (which includes this file by path).
+//! A CA and a server certificate for 127.0.0.1 and the name `tickertape.test` signed by
+//! it, made with the `openssl` CLI (as crates/mongodb/tests/security.rs makes MongoDB's),
+//! for the TLS tests of the server and of the CLI (which includes this file by path).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,7 +17,7 @@ impl Certificates {
         // server gets a leaf certificate with CA:FALSE and the address in subjectAltName.
         std::fs::write(
             dir.path().join("ext.cnf"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+            "subjectAltName=IP:127.0.0.1,DNS:tickertape.test\nbasicConstraints=CA:FALSE\n\
              keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
         )
         .expect("write ext.cnf");

@@ -77,6 +77,23 @@ impl TestServer {
         .await
     }
 
+    /// A server on a fresh embedded store that scrapes as `options` say (the
+    /// configuration file must exist); panics when the configuration is refused.
+    pub async fn start_scraping(options: tickertape_server::scrape::ScrapeOptions) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().to_path_buf();
+        Self::launch_scraping(
+            &path,
+            Some(dir),
+            Default::default(),
+            ServerConfig::default(),
+            client(),
+            QueryLimits::default(),
+            Some(options),
+        )
+        .await
+    }
+
     async fn launch_with(
         schema: &str,
         config: ServerConfig,
@@ -97,6 +114,18 @@ impl TestServer {
         client: reqwest::Client,
         limits: QueryLimits,
     ) -> Self {
+        Self::launch_scraping(store, dir, schema, config, client, limits, None).await
+    }
+
+    async fn launch_scraping(
+        store: &std::path::Path,
+        dir: Option<tempfile::TempDir>,
+        schema: tickertape_core::schema::Schema,
+        mut config: ServerConfig,
+        client: reqwest::Client,
+        limits: QueryLimits,
+        scrape: Option<tickertape_server::scrape::ScrapeOptions>,
+    ) -> Self {
         let backend = EmbeddedBackend::open(EmbeddedOptions::new(store)).expect("open the store");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -112,6 +141,12 @@ impl TestServer {
         let engine = Engine::new(Arc::new(backend))
             .with_schema(schema)
             .with_query_limits(limits);
+        if let Some(options) = scrape {
+            let scraping = tickertape_server::scrape::Scraping::start(engine.clone(), options)
+                .await
+                .expect("the scrape configuration");
+            config.scrape = Some(scraping);
+        }
         let task = tokio::spawn(tickertape_server::serve(
             listener,
             engine.clone(),
