@@ -133,7 +133,8 @@ impl Engine {
     /// [`SeriesHistory`]: rollup slots where the raw retention has dropped the raw points
     /// (read from `lead_slots` slots earlier), raw points, stale markers kept, after.
     /// Series of one plan (a selector's usually share their measurement's) are read
-    /// [`SERIES_PER_BATCH`] at a time, one backend call per level. Refused past
+    /// [`SERIES_PER_BATCH`] at a time, one backend call per level, the batches side by
+    /// side (`side_by_side.rs`). Refused past
     /// `--max-query-series`; slots and points charged to `budget` as each batch comes.
     pub async fn read_history_with(
         &self,

@@ -57,8 +57,8 @@ impl Engine {
 
     /// [`Engine::read_raw`], its points charged to `budget` as each batch of series
     /// comes. Value-segment series are read [`SERIES_PER_BATCH`] at a time with one
-    /// backend call (one request per partition on MongoDB, not one per series); bucket
-    /// series one by one.
+    /// backend call (one request per partition on MongoDB, not one per series), the
+    /// batches side by side (`side_by_side.rs`); bucket series one by one.
     pub async fn read_raw_with(
         &self,
         series: &[SeriesInfo],
