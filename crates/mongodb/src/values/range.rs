@@ -238,10 +238,15 @@ impl Shared {
             ),
         };
         let (t, v, w) = fields;
-        let projection = doc! { "s": 1, t: 1, v: 1, w: 1 };
+        // A fresh document of one point holds it as its last only (`hv`, `hw`).
+        let projection = doc! { "s": 1, t: 1, v: 1, w: 1, "hv": 1, "hw": 1 };
         let docs = self.find_values_projected(c, filter, projection).await?;
         let mut out: HashMap<i64, Written> = HashMap::new();
         for d in &docs {
+            let (v, w) = match d.contains_key(v) {
+                true => (v, w),
+                false => ("hv", "hw"),
+            };
             let candidate = (
                 Point::new(need_i64(d, t)?, need_value(d, v)?),
                 need_i64(d, w)?,

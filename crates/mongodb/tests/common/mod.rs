@@ -302,7 +302,9 @@ pub async fn assert_rollup_documents_cover(backend: &MongoBackend, kept: &[Resol
         let mut live: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
         for d in &docs {
             let id = d.get_document("_id").expect("_id");
-            let version = (id.get_i64("w").expect("w"), d.get_i64("u").expect("u"));
+            // A fresh document's version is its write number (no `u`).
+            let w = id.get_i64("w").expect("w");
+            let version = (w, d.get_i64("u").unwrap_or(w));
             let slice = periods.slices().start_of(d.get_i64("hi").expect("hi"));
             live.entry((id.get_i64("s").expect("s"), slice))
                 .or_default()
