@@ -165,7 +165,10 @@ async fn lagging_rollups_are_extended_by_readers() {
         .await;
     let passes = breakdown(&seen);
     assert!(passes.contains("find sv."), "no pending pass ran: {passes}");
-    assert!(!passes.contains("update sr."), "rollups rewritten: {passes}");
+    assert!(
+        !passes.contains("update sr."),
+        "rollups rewritten: {passes}"
+    );
     // Every fresh document is still uncovered, and readers answer from the stored slots
     // extended with them.
     let (slots, reads) = counter

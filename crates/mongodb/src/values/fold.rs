@@ -357,7 +357,9 @@ impl Shared {
             let mut past_grace: Vec<Bson> = Vec::new();
             for m in &plan.superseded {
                 match m.superseded {
-                    Some(x) if x <= now - grace => past_grace.push(Bson::Document(id(m.series, m.w))),
+                    Some(x) if x <= now - grace => {
+                        past_grace.push(Bson::Document(id(m.series, m.w)))
+                    }
                     superseded => {
                         left.waiting += 1;
                         left.due_at(superseded.map_or(now, |x| x + grace));

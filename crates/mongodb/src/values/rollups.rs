@@ -164,7 +164,9 @@ impl Shared {
             let metas = live.remove(&key);
             match (stored.remove(&key), metas) {
                 (Some(r), Some(metas)) => match Extension::of(r, metas) {
-                    Ok(Extension { stored, uncovered, .. }) if uncovered.is_empty() => {
+                    Ok(Extension {
+                        stored, uncovered, ..
+                    }) if uncovered.is_empty() => {
                         answered.insert(key, stored.slots);
                     }
                     Ok(extension) => extended
@@ -250,7 +252,11 @@ impl Shared {
             let series: Vec<i64> = chunk.iter().map(|e| e.stored.series).collect();
             let ids: Vec<Bson> = chunk
                 .iter()
-                .flat_map(|e| e.uncovered.iter().map(|m| Bson::Document(id(m.series, m.w))))
+                .flat_map(|e| {
+                    e.uncovered
+                        .iter()
+                        .map(|m| Bson::Document(id(m.series, m.w)))
+                })
                 .collect();
             let filter = doc! { "s": { "$in": series }, "_id": { "$in": ids } };
             let mut docs: HashMap<(i64, i64), Vec<Document>> = HashMap::new();

@@ -107,7 +107,7 @@ impl Counter {
     pub fn take_written_by(&self) -> String {
         let by = std::mem::take(&mut *self.written_by.lock().unwrap_or_else(|p| p.into_inner()));
         let mut rows: Vec<_> = by.into_iter().collect();
-        rows.sort_by(|a, b| b.1.cmp(&a.1));
+        rows.sort_by_key(|row| std::cmp::Reverse(row.1));
         rows.iter()
             .map(|((name, target), bytes)| format!("{bytes} B {name} {target}"))
             .collect::<Vec<_>>()
