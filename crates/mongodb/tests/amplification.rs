@@ -196,3 +196,82 @@ async fn lagging_rollups_are_extended_by_readers() {
     .await;
     b.drop_database().await.expect("drop");
 }
+
+/// Hours of one measurement's 10 series at a point every 10 s, in compressed time: the
+/// bodies back to back, a fold pass over the pending marks after every 16 bodies (the
+/// background pass, run now; it folds each series every `fold_docs` (32) fresh
+/// documents): the bytes of write commands per 320 bodies, and against the line
+/// protocol, as a slice fills — what a day costs beyond the first minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "minutes on the test server: cargo test -p tickertape-mongodb --test amplification \
+            -- --ignored --nocapture hours"]
+async fn hours_of_a_slice_fold_at_a_bounded_cost() {
+    let db = fresh_db("amp_hours");
+    let counter = Arc::new(Counter::default());
+    let mut opts: MongoOptions = options(&db, tickertape_mongodb::DEFAULT_BLOCK_POINTS);
+    opts.fold_every = Duration::from_secs(3600);
+    opts.superseded_grace = Duration::ZERO;
+    opts.configure_client = Some(counter.hook());
+    let b = connect(opts).await;
+    b.derive_segment_rollups(Arc::new(|_: &str| vec![Resolution::HOUR, Resolution::DAY]));
+    // 5 hosts × 2 fields, as `hundred_series` per measurement.
+    let keys: Vec<SeriesKey> = (0..10)
+        .map(|i| key("m0", &format!("h{}", i / 2), &format!("f{}", i % 2)))
+        .collect();
+    let series = b.resolve_series(&keys).await.expect("register");
+    let day = 19_723 * DEFAULT_PARTITION_NS;
+    let value = |i: usize, round: usize| ((i * 37 + round * 11) % 1000) as f64 * 0.125;
+    let (mut lp_all, mut written_all) = (0, 0);
+    for block in 0..4 {
+        let mut lp = 0;
+        let ((), _) = counter
+            .count(async {
+                for round in block * 320..(block + 1) * 320 {
+                    let time = day + round as i64 * 10 * SECOND;
+                    let appends = series
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &s)| {
+                            SeriesAppend::new(s, vec![Point::new(time, value(i, round))])
+                                .expect("one point")
+                        })
+                        .collect();
+                    for h in 0..5 {
+                        let (f0, f1) = (value(2 * h, round), value(2 * h + 1, round));
+                        lp += format!("m0,host=h{h} f0={f0},f1={f1} {time}\n").len();
+                    }
+                    b.append(appends).await.expect("append");
+                    if round % 16 == 15 {
+                        b.fold_pending_now().await.expect("fold pass");
+                    }
+                }
+            })
+            .await;
+        let written = counter.take_written();
+        println!(
+            "bodies {}..{} (points {}..{} of each series in the slice): {written} bytes of \
+             write commands for {lp} bytes of line protocol ({:.2}×); by command: {}",
+            block * 320,
+            (block + 1) * 320,
+            block * 320,
+            (block + 1) * 320,
+            written as f64 / lp as f64,
+            counter.take_written_by()
+        );
+        lp_all += lp;
+        written_all += written;
+    }
+    println!(
+        "1,280 bodies: {written_all} bytes for {lp_all} bytes of line protocol ({:.2}×)",
+        written_all as f64 / lp_all as f64
+    );
+    assert_rollups_equal_raw(
+        &b,
+        &series[..2],
+        &[Resolution::HOUR, Resolution::DAY],
+        DEFAULT_PARTITION_NS,
+        "hours of a slice",
+    )
+    .await;
+    b.drop_database().await.expect("drop");
+}

@@ -47,6 +47,13 @@ use crate::Shared;
 /// Series planned and written together.
 pub(super) const SERIES_PER_ROUND: usize = 200;
 
+/// Size tiers of a raw fold: the fresh documents are merged with the latest folded
+/// documents, newest first, as long as each holds at most this many times the points
+/// merged so far; older, larger ones stay as they are. Documents thus grow by a factor of
+/// about this at each rewrite, so a point is rewritten about log₄ of the slice's points
+/// over `fold_docs` times, not once per `fold_docs` fresh documents.
+const TIER: i64 = 4;
+
 /// What to do with one series in one round.
 struct Plan {
     series: i64,
@@ -54,6 +61,8 @@ struct Plan {
     live: Vec<Meta>,
     superseded: Vec<Meta>,
     fold_raw: bool,
+    /// Live documents a raw fold leaves as they are (its size tiers).
+    kept: Vec<Meta>,
     rollups: RollupWork,
 }
 
@@ -183,6 +192,24 @@ impl Shared {
                     || (!waiting.is_empty() && !uncovered.iter().all(|m| m.lo > high))
             }
         };
+        // A fold the count of fresh documents calls for merges by size tiers; one for an
+        // idle series (its final form), on `compact` or beside a delete mark merges all.
+        let tiered = fold_raw
+            && scope != Scope::Compact
+            && !waiting.iter().any(|m| m.at.is_none_or(|a| a <= idle_since))
+            && !live.iter().any(|m| m.mark);
+        let mut kept = Vec::new();
+        if tiered {
+            let mut merged: i64 = waiting.iter().map(|m| m.n).sum();
+            let mut settled: Vec<&Meta> = live.iter().filter(|m| !m.pending).collect();
+            settled.sort_by_key(|m| std::cmp::Reverse((m.hi, m.w)));
+            for m in settled {
+                match kept.is_empty() && m.n <= TIER * merged {
+                    true => merged += m.n,
+                    false => kept.push(*m),
+                }
+            }
+        }
         let rollups = match (rolled || resolutions.is_empty(), fold_raw, extendable) {
             (true, false, _) => RollupWork::None,
             (_, true, _) | (false, false, false) => RollupWork::Full,
@@ -205,6 +232,7 @@ impl Shared {
             live,
             superseded,
             fold_raw,
+            kept,
             rollups,
         }
     }
@@ -279,11 +307,20 @@ impl Shared {
                 },
             )
             .collect();
-        let outputs: usize = plans
+        // What each raw fold writes: every live point, or those of its inputs when it
+        // keeps larger documents as they are (no delete mark then).
+        let folded_points: Vec<Vec<Written>> = plans
             .iter()
             .zip(&merged)
-            .filter(|(p, _)| p.fold_raw)
-            .map(|(_, m)| m.len().div_ceil(block))
+            .map(|(plan, all)| match (plan.fold_raw, plan.kept.is_empty()) {
+                (false, _) => Vec::new(),
+                (true, true) => all.clone(),
+                (true, false) => merge(pieces_of(plan, &plan.inputs())),
+            })
+            .collect();
+        let outputs: usize = folded_points
+            .iter()
+            .map(|m| m.len().div_ceil(block))
             .sum();
         // The fold's documents are new ones, under write numbers of their own (each point
         // keeps its write number in `ws`), so no document is ever overwritten with other
@@ -297,19 +334,21 @@ impl Shared {
         let end = self.layout.partitioning.clamped_end_of(start);
         let mut work = RoundWrites::new(resolutions.len());
         let mut left = Left::default();
-        for (plan, merged) in plans.iter().zip(&merged) {
+        for ((plan, merged), to_write) in plans.iter().zip(&merged).zip(&folded_points) {
             let mut versions: Vec<(i64, i64)> = plan.live.iter().map(Meta::version).collect();
             if plan.fold_raw {
                 // Delete marks stay live beside the fold's documents, for good: a fold that
-                // read its inputs before a delete must still find them.
+                // read its inputs before a delete must still find them. The documents its
+                // tiers keep stay live too.
                 let marks: Vec<(i64, i64)> = plan
                     .live
                     .iter()
                     .filter(|m| m.mark)
+                    .chain(&plan.kept)
                     .map(Meta::version)
                     .collect();
                 versions.clear();
-                for chunk in merged.chunks(block) {
+                for chunk in to_write.chunks(block) {
                     let w = next_w;
                     next_w += 1;
                     versions.push((w, w));
@@ -318,19 +357,15 @@ impl Shared {
                     doc.insert("d", plan.series);
                     work.inserts.push(doc);
                 }
-                // One statement per series, naming its inputs by `_id` (a range of write
-                // numbers could take in a document written meanwhile, whose points the
-                // fold does not hold): ~12 bytes an input instead of a ~100-byte statement.
-                let inputs: Vec<Bson> = plan
-                    .live
-                    .iter()
-                    .filter(|m| !m.mark)
-                    .map(|m| Bson::Document(id(plan.series, m.w)))
-                    .collect();
+                // One statement per series naming its inputs by write number (`_id` is
+                // `{s, w}`; a range of write numbers could take in a document written
+                // meanwhile, whose points the fold does not hold): 11 bytes an input
+                // instead of a ~100-byte statement.
+                let inputs: Vec<i64> = plan.inputs().iter().map(|m| m.w).collect();
                 left.waiting += inputs.len() as u64;
                 left.due_at(now + self.schedule.grace.as_millis() as i64);
                 work.supersede.push((
-                    doc! { "s": plan.series, "_id": { "$in": inputs } },
+                    doc! { "s": plan.series, "_id.w": { "$in": inputs } },
                     doc! { "$set": { "x": now, "d": plan.series } },
                 ));
                 work.outputs.insert(plan.series, versions.clone());
@@ -354,12 +389,10 @@ impl Shared {
                 }
             }
             let grace = self.schedule.grace.as_millis() as i64;
-            let mut past_grace: Vec<Bson> = Vec::new();
+            let mut past_grace: Vec<i64> = Vec::new();
             for m in &plan.superseded {
                 match m.superseded {
-                    Some(x) if x <= now - grace => {
-                        past_grace.push(Bson::Document(id(m.series, m.w)))
-                    }
+                    Some(x) if x <= now - grace => past_grace.push(m.w),
                     superseded => {
                         left.waiting += 1;
                         left.due_at(superseded.map_or(now, |x| x + grace));
@@ -371,7 +404,7 @@ impl Shared {
                 // again meanwhile waits for its new grace).
                 work.deletes.push(doc! {
                     "s": plan.series,
-                    "_id": { "$in": past_grace },
+                    "_id.w": { "$in": past_grace },
                     "x": { "$lte": now - grace },
                 });
             }
@@ -458,6 +491,18 @@ impl Shared {
         }
         bulk::update(&self.db, &self.write_concern, &collection, settled).await?;
         Ok(waiting)
+    }
+}
+
+impl Plan {
+    /// The live documents a raw fold merges and supersedes: all but the delete marks and
+    /// the documents its tiers keep.
+    fn inputs(&self) -> Vec<Meta> {
+        self.live
+            .iter()
+            .filter(|m| !m.mark && !self.kept.contains(m))
+            .copied()
+            .collect()
     }
 }
 
