@@ -275,3 +275,77 @@ async fn hours_of_a_slice_fold_at_a_bounded_cost() {
     .await;
     b.drop_database().await.expect("drop");
 }
+
+/// A raw fold merges the fresh documents with the latest folded ones no larger than what
+/// it merges and keeps the older, larger ones: after 60 single-point bodies folded every
+/// 4 (15 folds), the series lives in documents of 32, 16, 8 and 4 points (15 in binary;
+/// not one document rewritten 15 times), every point reads back, and the rollups still
+/// equal the raw points.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn folds_in_size_tiers_keep_older_documents() {
+    use futures::TryStreamExt;
+    use mongodb::bson::{doc, Document};
+
+    let db = fresh_db("amp_tiers");
+    let mut opts: MongoOptions = options(&db, tickertape_mongodb::DEFAULT_BLOCK_POINTS);
+    opts.fold_every = Duration::from_secs(3600);
+    opts.fold_docs = 4;
+    opts.superseded_grace = Duration::ZERO;
+    let b = connect(opts).await;
+    b.derive_segment_rollups(Arc::new(|_: &str| vec![Resolution::HOUR, Resolution::DAY]));
+    let s = b
+        .resolve_series(&[key("cpu", "a", "v")])
+        .await
+        .expect("register")[0];
+    let day = 19_723 * DEFAULT_PARTITION_NS;
+    let mut want = Vec::new();
+    for i in 0..60_i64 {
+        let p = Point::new(day + i * 10 * SECOND, (i * 7 % 13) as f64 - 2.5);
+        want.push(p);
+        b.append(vec![SeriesAppend::new(s, vec![p]).expect("one")])
+            .await
+            .expect("append");
+        if i % 4 == 3 {
+            b.fold_pending_now().await.expect("fold");
+        }
+    }
+    // A last pass deletes what the last fold superseded.
+    b.fold_pending_now().await.expect("fold");
+    let client = mongodb::Client::with_uri_str(uri_with_db(&db))
+        .await
+        .expect("client");
+    let mut sizes = Vec::new();
+    for name in client
+        .database(&db)
+        .list_collection_names()
+        .await
+        .expect("list")
+    {
+        if !name.starts_with("sv.") {
+            continue;
+        }
+        let docs: Vec<Document> = client
+            .database(&db)
+            .collection::<Document>(&name)
+            .find(doc! { "s": s.0 as i64, "x": { "$exists": false } })
+            .await
+            .expect("find")
+            .try_collect()
+            .await
+            .expect("docs");
+        sizes.extend(docs.iter().map(|d| d.get_i64("n").unwrap_or(1)));
+    }
+    sizes.sort_unstable();
+    println!("60 points folded every 4, live documents' sizes: {sizes:?}");
+    assert_eq!(sizes, vec![4, 8, 16, 32]);
+    assert_eq!(read_all(&b, s).await, want);
+    assert_rollups_equal_raw(
+        &b,
+        &[s],
+        &[Resolution::HOUR, Resolution::DAY],
+        DEFAULT_PARTITION_NS,
+        "tiers",
+    )
+    .await;
+    b.drop_database().await.expect("drop");
+}
