@@ -321,10 +321,7 @@ impl Shared {
                 (true, false) => merge(pieces_of(plan, &plan.inputs())),
             })
             .collect();
-        let outputs: usize = folded_points
-            .iter()
-            .map(|m| m.len().div_ceil(block))
-            .sum();
+        let outputs: usize = folded_points.iter().map(|m| m.len().div_ceil(block)).sum();
         // The fold's documents are new ones, under write numbers of their own (each point
         // keeps its write number in `ws`), so no document is ever overwritten with other
         // points: readers, a racing fold and a crash all see every input until it is
