@@ -217,10 +217,17 @@ impl Shared {
             (true, false, _) => RollupWork::None,
             (_, true, _) | (false, false, false) => RollupWork::Full,
             // Readers extend the stored slots with these documents' points themselves
-            // (`rollups::derived_slots`), so a pending pass lets the rollups lag until the
-            // raw fold (at most `fold_docs` documents or `seal_idle` later) rewrites them
-            // anyway: one rollup write per fold, not one per pass with new points.
-            (false, false, true) if scope == Scope::Pending => RollupWork::None,
+            // (`rollups::derived_slots`), so a pending pass lets the rollups lag behind
+            // fresh documents until the raw fold (at most `fold_docs` documents or
+            // `seal_idle` later) rewrites them anyway: one rollup write per fold, not one
+            // per pass with new points. A folded document no fold will take again (a
+            // racing fold's, whose rollups another overwrote) is extended now.
+            (false, false, true)
+                if scope == Scope::Pending
+                    && uncovered.iter().all(|m| m.pending && m.at.is_some()) =>
+            {
+                RollupWork::None
+            }
             (false, false, true) => {
                 RollupWork::Extend(docs.into_iter().flatten().collect(), uncovered)
             }
