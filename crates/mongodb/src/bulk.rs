@@ -100,6 +100,44 @@ pub(crate) async fn update(
         .collect()
 }
 
+/// Runs `updates` (filter, update) as unordered `update` commands of `multi` statements:
+/// each applies to every document its filter matches (a fold's supersede marks, one
+/// statement per series). Not conditional: a statement that matches nothing is no failure.
+pub(crate) async fn update_many(
+    db: &Database,
+    write_concern: &Document,
+    collection: &str,
+    updates: Vec<(Document, Document)>,
+) -> Result<()> {
+    let statements = updates
+        .into_iter()
+        .map(|(q, u)| Bson::Document(doc! { "q": q, "u": u, "upsert": false, "multi": true }))
+        .collect();
+    let failures = run(db, write_concern, UPDATE, collection, statements).await?;
+    match failures.into_iter().flatten().next() {
+        Some((code, message)) => Err(statement_error(collection, code, message)),
+        None => Ok(()),
+    }
+}
+
+/// Deletes every document each filter matches (unordered, `limit: 0`).
+pub(crate) async fn delete_many(
+    db: &Database,
+    write_concern: &Document,
+    collection: &str,
+    filters: Vec<Document>,
+) -> Result<()> {
+    let statements = filters
+        .into_iter()
+        .map(|q| Bson::Document(doc! { "q": q, "limit": 0 }))
+        .collect();
+    let failures = run(db, write_concern, DELETE, collection, statements).await?;
+    match failures.into_iter().flatten().next() {
+        Some((code, message)) => Err(statement_error(collection, code, message)),
+        None => Ok(()),
+    }
+}
+
 /// Inserts `documents` (unordered). Returns per document whether it was inserted (`false`:
 /// a document with its `_id` or unique key already existed).
 pub(crate) async fn insert(
@@ -118,25 +156,6 @@ pub(crate) async fn insert(
             Some((code, message)) => Err(statement_error(collection, code, message)),
         })
         .collect()
-}
-
-/// Deletes one document per filter (unordered). A filter that matches nothing is not a
-/// failure: the caller learns nothing per statement, only that none failed.
-pub(crate) async fn delete(
-    db: &Database,
-    write_concern: &Document,
-    collection: &str,
-    filters: Vec<Document>,
-) -> Result<()> {
-    let statements = filters
-        .into_iter()
-        .map(|q| Bson::Document(doc! { "q": q, "limit": 1 }))
-        .collect();
-    let failures = run(db, write_concern, DELETE, collection, statements).await?;
-    match failures.into_iter().flatten().next() {
-        Some((code, message)) => Err(statement_error(collection, code, message)),
-        None => Ok(()),
-    }
 }
 
 /// A failed statement's code and message as the error the caller reports.

@@ -181,6 +181,12 @@ impl MongoBackend {
             .map_err(|e| map_err("drop database", e))
     }
 
+    /// Runs one background fold pass over the pending marks now, as the background task
+    /// does every `fold_every` (for tests and measurements that cannot wait for it).
+    pub async fn fold_pending_now(&self) -> Result<()> {
+        self.shared.fold_pass(Scope::Pending).await
+    }
+
     /// Closes the connection pool. Dropping the handle does the same, less gracefully.
     pub async fn shutdown(self) {
         self.background.abort();

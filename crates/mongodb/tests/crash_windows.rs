@@ -273,11 +273,10 @@ async fn repeated_partial_appends() {
     fresh.drop_database().await.expect("drop");
 }
 
-/// A fold whose replacements take more than one `update` command (more than 500 in a
-/// round) stops between two of them, as a process dies there (or as the second command
-/// fails and the pass gives up). Of `series_of_three_documents`, the series whose
-/// replacements the cut splits has A = {10, 20} and B = {30, 40} rewritten and C = {40,
-/// 50} not: 60 was only in A and in the piece meant for C.
+/// A fold stops at its second `update` of values, as a process dies there (or as the
+/// command fails and the pass gives up): its new documents and the supersede marks of
+/// its inputs (one statement per series) are written, `d` of its new documents not yet
+/// cleared. Every point of `series_of_three_documents` is still read, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fold_stops_inside_its_replacements() {
     use mongodb::event::command::CommandEvent;

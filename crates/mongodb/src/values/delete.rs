@@ -174,7 +174,7 @@ impl Shared {
             if meta.superseded.is_none() && !kept.is_empty() {
                 replacements.push((meta.series, meta.m, kept));
             }
-            doomed.push(doc! { "_id": id(meta.series, meta.w), "s": meta.series, "u": meta.u });
+            doomed.push(doc! { "_id": id(meta.series, meta.w), "s": meta.series });
         }
         if doomed.is_empty() {
             return Ok(false);

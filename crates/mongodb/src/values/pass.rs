@@ -16,6 +16,10 @@ use crate::find::find_all;
 use crate::layout::{get_i64, need_i64};
 use crate::Shared;
 
+/// How long a pass holds a fold mark's lease (`l`), Unix ms: past it, another handle may
+/// fold the slice (the holder died, or takes that long).
+const FOLD_LEASE_MS: i64 = 30_000;
+
 /// What a pass looks at, and how eagerly it folds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Scope {
@@ -156,36 +160,73 @@ impl Shared {
         }
         let mut uncovered = 0;
         for (slice, mark, listed) in targets {
+            let id = pending_id(&slice.collection_name(), slice.start);
+            if mark.is_some() && !self.lease_mark(&id, now).await? {
+                // Another handle folds this slice now.
+                continue;
+            }
             let left = self.fold_slice(slice, scope, listed, None).await?;
             uncovered += left.uncovered;
-            match mark {
+            let released = match mark {
                 Some(g) if left.waiting == 0 => {
                     self.collection(PENDING)
-                        .delete_one(doc! { "_id": pending_id(&slice.collection_name(), slice.start), "g": g })
+                        .delete_one(doc! { "_id": id.clone(), "g": g })
                         .await
-                        .map_err(|e| map_err("clear fold mark", e))?;
+                        .map_err(|e| map_err("clear fold mark", e))?
+                        .deleted_count
+                        > 0
                 }
                 None if left.waiting > 0 => {
                     self.mark_pending(&[(slice.collection_name(), slice.start)])
-                        .await?
+                        .await?;
+                    true
                 }
+                None => true,
                 Some(g) if left.uncovered == 0 => {
                     // Until `due`, passes skip this mark; a writer's mark moves `g` and
                     // ends that at once.
                     let due = left.due.unwrap_or(0);
                     self.collection(PENDING)
                         .update_one(
-                            doc! { "_id": pending_id(&slice.collection_name(), slice.start), "g": g },
-                            doc! { "$set": { "seen": g, "due": due } },
+                            doc! { "_id": id.clone(), "g": g },
+                            doc! { "$set": { "seen": g, "due": due }, "$unset": { "l": "" } },
                         )
                         .await
-                        .map_err(|e| map_err("note a fold mark seen", e))?;
+                        .map_err(|e| map_err("note a fold mark seen", e))?
+                        .matched_count
+                        > 0
                 }
-                _ => {}
+                Some(_) => false,
+            };
+            if !released {
+                self.collection(PENDING)
+                    .update_one(doc! { "_id": id }, doc! { "$unset": { "l": "" } })
+                    .await
+                    .map_err(|e| map_err("release a fold mark", e))?;
             }
         }
         self.lag.pass_ended(uncovered);
         Ok(())
+    }
+
+    /// Takes the lease of the fold mark `id` (`l`: until when a handle folds its slice)
+    /// unless another handle holds it: one handle folds a slice at a time, so two
+    /// handles' passes do not fold the same documents over and over (each finding the
+    /// other's output beside its own, both waiting again). A lease outlives a handle
+    /// that died holding it by [`FOLD_LEASE_MS`] at most.
+    async fn lease_mark(&self, id: &Document, now: i64) -> Result<bool> {
+        let taken = self
+            .collection(PENDING)
+            .update_one(
+                doc! {
+                    "_id": id.clone(),
+                    "$or": [ { "l": { "$exists": false } }, { "l": { "$lt": now } } ],
+                },
+                doc! { "$set": { "l": now + FOLD_LEASE_MS } },
+            )
+            .await
+            .map_err(|e| map_err("lease a fold mark", e))?;
+        Ok(taken.matched_count > 0)
     }
 
     /// One slice, alone, and only measurement `m`'s series in it (retention's last fold

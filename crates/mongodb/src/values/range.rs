@@ -16,7 +16,7 @@ use tickertape_backend::{PointsRange, RangePoints, Result};
 use tickertape_core::segment::{Segment, SegmentBody, NO_NEXT, NO_PREVIOUS};
 use tickertape_core::{Point, SeriesId};
 
-use super::doc::{merge_documents, need_value};
+use super::doc::{merge_documents, need_value, written_by};
 use super::merge::{merge, Written};
 use super::read::Span;
 use crate::layout::{need_i64, sid};
@@ -238,13 +238,19 @@ impl Shared {
             ),
         };
         let (t, v, w) = fields;
-        let projection = doc! { "s": 1, t: 1, v: 1, w: 1 };
+        // A fresh document of one point holds it as its last only (`hv`); a fresh
+        // document's write numbers are its `_id.w` (`written_by`).
+        let projection = doc! { "s": 1, t: 1, v: 1, w: 1, "hv": 1, "hw": 1 };
         let docs = self.find_values_projected(c, filter, projection).await?;
         let mut out: HashMap<i64, Written> = HashMap::new();
         for d in &docs {
+            let (v, w) = match d.contains_key(v) {
+                true => (v, w),
+                false => ("hv", "hw"),
+            };
             let candidate = (
                 Point::new(need_i64(d, t)?, need_value(d, v)?),
-                need_i64(d, w)?,
+                written_by(d, w)?,
             );
             let slot = out.entry(need_i64(d, "s")?).or_insert(candidate);
             if better(side, candidate, *slot) {

@@ -133,7 +133,7 @@ impl Shared {
                         let s = need_i64(&d, "s")?;
                         let candidate = (
                             Point::new(need_i64(&d, "hi")?, need_value(&d, "hv")?),
-                            need_i64(&d, "hw")?,
+                            super::doc::written_by(&d, "hw")?,
                         );
                         let slot = found.entry(s).or_insert(candidate);
                         if (candidate.0.time, candidate.1) > (slot.0.time, slot.1) {

@@ -11,10 +11,13 @@
 //! | `h` | the last time summarised (what a later fold may extend from) |
 //! | `b` | the slots, `tickertape_core::codec::encode_summaries` |
 //!
-//! A reader uses the slots only when `v` is exactly the set of the series' live value
-//! documents in the slice (or the slice holds none: retention deleted its points):
-//! otherwise it summarises the points itself. So a crash at any step of a fold, or a
-//! write the fold has not seen, can make answers slower but never different.
+//! A reader uses the slots as they are when `v` is exactly the set of the series' live
+//! value documents in the slice (or the slice holds none: retention deleted its points);
+//! extended with the points of the live documents `v` does not name when every document
+//! of `v` is still live and those others are points all later than `h` (the rule a fold
+//! extends by, so the stored document may lag behind fresh writes); otherwise it
+//! summarises the points itself. So a crash at any step of a fold, or a write the fold
+//! has not seen, can make answers slower but never different.
 
 use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::Result;

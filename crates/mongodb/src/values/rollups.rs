@@ -1,20 +1,22 @@
 //! `read_segment_rollups`: slots from a rollup document where it covers exactly the
-//! points the slice holds, summaries of raw points everywhere else; many series at once.
+//! points the slice holds, or covers them but for fresh documents all later than its
+//! slots (extended here with their points, as a fold would), summaries of raw points
+//! everywhere else; many series at once.
 
 use std::collections::{BTreeMap, HashMap};
 
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use tickertape_backend::{PointsRange, Result};
 use tickertape_core::query::Summary;
 use tickertape_core::rollup::{summarize_slots, Resolution};
 use tickertape_core::SeriesId;
 
-use super::doc::{merge_documents, meta_projection, parse_meta};
+use super::doc::{id, merge_documents, meta_projection, parse_meta, Meta};
 use super::merge::points;
 use super::names::{rollup_collection, value_collection, PartitionName};
 use super::range::SERIES_PER_FIND;
 use super::read::Span;
-use super::rollup_doc::{rollup_id, RollupDoc};
+use super::rollup_doc::{extend, rollup_id, RollupDoc};
 use crate::error::map_err;
 use crate::find::find_all_at_once;
 use crate::layout::sid;
@@ -23,11 +25,13 @@ use crate::Shared;
 impl Shared {
     /// `read_segment_rollups`: per series and slice the range touches (within the
     /// series' span), its rollup document where it covers exactly the slice's live
-    /// documents (or the slice holds none: retention deleted its points), else the slice's
-    /// raw points summarised. For all the series at once: the bounds (one `find`), one
-    /// `find` per rollup collection and per value collection of the range for the
-    /// documents' versions (not their points), and one more per value collection holding
-    /// slices to summarise — each by chunks of [`SERIES_PER_FIND`] series.
+    /// documents (or the slice holds none: retention deleted its points), or extended
+    /// with the points of the fresh documents it lags behind ([`Extension`]), else the
+    /// slice's raw points summarised. For all the series at once: the bounds (one `find`),
+    /// one `find` per rollup collection and per value collection of the range for the
+    /// documents' versions (not their points), one more per value collection holding
+    /// documents to extend with and one per value collection holding slices to summarise
+    /// — each by chunks of [`SERIES_PER_FIND`] series.
     pub(crate) async fn read_rollups(
         &self,
         series: &[SeriesId],
@@ -127,7 +131,7 @@ impl Shared {
         // The live documents' versions per series and slice, of every slice the range
         // touches whole.
         let values = catalog.values_between(lo, hi).await?;
-        let mut live: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
+        let mut live: BTreeMap<(i64, i64), Vec<Meta>> = BTreeMap::new();
         for &c in &values {
             for chunk in wanted.chunks(SERIES_PER_FIND) {
                 let docs = find_all_at_once(
@@ -143,7 +147,7 @@ impl Shared {
                     if meta.superseded.is_none() {
                         live.entry((meta.series, slices.start_of(meta.hi)))
                             .or_default()
-                            .push(meta.version());
+                            .push(meta);
                     }
                 }
             }
@@ -154,23 +158,43 @@ impl Shared {
         let mut answered: BTreeMap<(i64, i64), Vec<(i64, Summary)>> = BTreeMap::new();
         // Per value collection, the (series, slice) pairs summarised from raw points.
         let mut raw: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+        // Per value collection, the rollups extended with the uncovered documents' points.
+        let mut extended: BTreeMap<i64, Vec<Extension>> = BTreeMap::new();
         for key in touched {
-            let versions = live.get_mut(&key).map(|v| {
-                v.sort_unstable();
-                v.clone()
-            });
-            match (stored.remove(&key), versions) {
-                (Some(r), Some(v)) if v == r.covers => {
-                    answered.insert(key, r.slots);
-                }
+            let metas = live.remove(&key);
+            match (stored.remove(&key), metas) {
+                (Some(r), Some(metas)) => match Extension::of(r, metas) {
+                    Ok(Extension {
+                        stored, uncovered, ..
+                    }) if uncovered.is_empty() => {
+                        answered.insert(key, stored.slots);
+                    }
+                    Ok(extension) => extended
+                        .entry(self.layout.periods.values().start_of(key.1))
+                        .or_default()
+                        .push(extension),
+                    Err(()) => raw
+                        .entry(self.layout.periods.values().start_of(key.1))
+                        .or_default()
+                        .push(key),
+                },
                 (Some(r), None) => {
                     answered.insert(key, r.slots);
                 }
-                (_, Some(_)) => raw
+                (None, Some(_)) => raw
                     .entry(self.layout.periods.values().start_of(key.1))
                     .or_default()
                     .push(key),
                 (None, None) => {}
+            }
+        }
+        for (c, extensions) in extended {
+            let (slots, changed) = self.extend_slots(c, extensions, resolution).await?;
+            answered.extend(slots);
+            if !changed.is_empty() {
+                let keys = raw.entry(c).or_default();
+                keys.extend(changed);
+                keys.sort_unstable();
             }
         }
         for (c, keys) in raw {
@@ -212,6 +236,51 @@ impl Shared {
         Ok(out)
     }
 
+    /// The slots of `extensions` (all in value collection `c`): each stored document's
+    /// slots extended with its uncovered documents' points, read with one `find` per
+    /// [`SERIES_PER_FIND`] series; and the (series, slice) pairs whose documents changed
+    /// meanwhile (a fold deleted one past its grace), to summarise from raw points.
+    async fn extend_slots(
+        &self,
+        c: i64,
+        extensions: Vec<Extension>,
+        resolution: Resolution,
+    ) -> Result<(Vec<((i64, i64), Slots)>, Vec<(i64, i64)>)> {
+        let mut out = Vec::with_capacity(extensions.len());
+        let mut changed = Vec::new();
+        for chunk in extensions.chunks(SERIES_PER_FIND) {
+            let series: Vec<i64> = chunk.iter().map(|e| e.stored.series).collect();
+            let ids: Vec<Bson> = chunk
+                .iter()
+                .flat_map(|e| {
+                    e.uncovered
+                        .iter()
+                        .map(|m| Bson::Document(id(m.series, m.w)))
+                })
+                .collect();
+            let filter = doc! { "s": { "$in": series }, "_id": { "$in": ids } };
+            let mut docs: HashMap<(i64, i64), Vec<Document>> = HashMap::new();
+            for d in self.find_values(c, filter, None, None).await? {
+                let meta = parse_meta(&d)?;
+                docs.entry((meta.series, self.layout.partitioning.start_of(meta.hi)))
+                    .or_default()
+                    .push(d);
+            }
+            for e in chunk {
+                let key = (e.stored.series, e.stored.slice);
+                let found = docs.remove(&key).unwrap_or_default();
+                if found.len() != e.uncovered.len() {
+                    changed.push(key);
+                    continue;
+                }
+                let mut slots = e.stored.slots.clone();
+                extend(&mut slots, &points(&merge_documents(&found)?), resolution);
+                out.push((key, slots));
+            }
+        }
+        Ok((out, changed))
+    }
+
     pub(crate) async fn drop_collection(&self, p: &PartitionName) -> Result<()> {
         let name = p.collection();
         self.collection(&name)
@@ -220,5 +289,38 @@ impl Shared {
             .map_err(|e| map_err(&format!("drop {name}"), e))?;
         self.indexed.forget(&name);
         Ok(())
+    }
+}
+
+type Slots = Vec<(i64, Summary)>;
+
+/// A stored rollup document and the series' live documents of its slice it does not
+/// cover, when its slots plus their points are exactly the slots of every live point:
+/// every document it covers is still live, and every uncovered one is points (no delete
+/// mark) all later than what it summarises — the same rule a fold extends by.
+struct Extension {
+    stored: RollupDoc,
+    uncovered: Vec<Meta>,
+}
+
+impl Extension {
+    fn of(stored: RollupDoc, live: Vec<Meta>) -> std::result::Result<Self, ()> {
+        let mut versions: Vec<(i64, i64)> = live.iter().map(Meta::version).collect();
+        versions.sort_unstable();
+        if !stored
+            .covers
+            .iter()
+            .all(|v| versions.binary_search(v).is_ok())
+        {
+            return Err(());
+        }
+        let uncovered: Vec<Meta> = live
+            .into_iter()
+            .filter(|m| stored.covers.binary_search(&m.version()).is_err())
+            .collect();
+        match uncovered.iter().all(|m| !m.mark && m.lo > stored.high) {
+            true => Ok(Self { stored, uncovered }),
+            false => Err(()),
+        }
     }
 }

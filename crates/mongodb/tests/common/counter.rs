@@ -19,6 +19,8 @@ pub struct Counter {
     seen: Mutex<Vec<(String, String)>>,
     /// Bytes of the write commands (`insert`, `update`, `delete`, `findAndModify`) sent.
     written: Mutex<u64>,
+    /// The same bytes by command and target collection.
+    written_by: Mutex<BTreeMap<(String, String), u64>>,
 }
 
 impl Counter {
@@ -51,6 +53,12 @@ impl Counter {
                     if matches!(name, "insert" | "update" | "delete" | "findAndModify") {
                         let bytes = mongodb::bson::to_vec(&started.command).map_or(0, |b| b.len());
                         *counter.written.lock().unwrap_or_else(|p| p.into_inner()) += bytes as u64;
+                        *counter
+                            .written_by
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .entry((name.to_owned(), target.clone()))
+                            .or_default() += bytes as u64;
                     }
                     let mut seen = counter.seen.lock().unwrap_or_else(|p| p.into_inner());
                     seen.push((name.to_owned(), target));
@@ -89,5 +97,20 @@ impl Counter {
     /// Bytes of write commands sent while counting, since the last call.
     pub fn take_written(&self) -> u64 {
         std::mem::take(&mut *self.written.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Counter {
+    /// "61,234 B insert sv.…, …": bytes of write commands by command and collection,
+    /// since the last call.
+    #[allow(dead_code)]
+    pub fn take_written_by(&self) -> String {
+        let by = std::mem::take(&mut *self.written_by.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut rows: Vec<_> = by.into_iter().collect();
+        rows.sort_by_key(|row| std::cmp::Reverse(row.1));
+        rows.iter()
+            .map(|((name, target), bytes)| format!("{bytes} B {name} {target}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }

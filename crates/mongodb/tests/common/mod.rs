@@ -302,7 +302,9 @@ pub async fn assert_rollup_documents_cover(backend: &MongoBackend, kept: &[Resol
         let mut live: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
         for d in &docs {
             let id = d.get_document("_id").expect("_id");
-            let version = (id.get_i64("w").expect("w"), d.get_i64("u").expect("u"));
+            // A fresh document's version is its write number (no `u`).
+            let w = id.get_i64("w").expect("w");
+            let version = (w, d.get_i64("u").unwrap_or(w));
             let slice = periods.slices().start_of(d.get_i64("hi").expect("hi"));
             live.entry((id.get_i64("s").expect("s"), slice))
                 .or_default()
@@ -341,9 +343,8 @@ pub async fn assert_rollup_documents_cover(backend: &MongoBackend, kept: &[Resol
 }
 
 /// 200 series of three 2-point documents, A {10, 60}, B {20, 30}, C {40, 50}, whose
-/// fold cuts each into {10, 20}, {30, 40}, {50, 60} in place of A, B and C: 600
-/// replacements, two `update` commands (`bulk` cuts them at 500), which split the
-/// replacements of the series at index 166.
+/// fold (2-point documents) cuts each into {10, 20}, {30, 40}, {50, 60}, new documents
+/// beside A, B and C, which it then marks superseded.
 pub async fn series_of_three_documents(db: &str) -> (MongoBackend, Vec<SeriesId>) {
     let writer = open(db, 2).await;
     let keys: Vec<_> = (0..200)
