@@ -32,7 +32,7 @@ pub enum SlotKind {
 /// built, not wherever it is used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BucketFamily {
-    /// The measurement's token from the name store ([`crate::NameSpace::Measurement`]).
+    /// The measurement's token from the name store ([`crate::NameKind::Measurement`]).
     /// A token, not the name, so that it can go into collection and table names.
     measurement: u64,
     slots: SlotKind,

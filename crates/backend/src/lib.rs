@@ -54,7 +54,7 @@ pub use buckets::{
     DocumentStart, Partition, SlotChange, SlotKind, SlotValue, StoredBucket,
 };
 pub use listing::{FirstNames, NameQuery};
-pub use names::{NameSpace, NameStore, TokenRequest, NAMES_PER_DOCUMENT};
+pub use names::{NameKind, NameStore, TokenRequest, NAMES_PER_DOCUMENT};
 pub use partitions::DocumentSpan;
 pub use range_points::{PointsRange, RangePoints};
 pub use snapshot::{SnapshotReport, SnapshotTarget, SNAPSHOTS_DIR};

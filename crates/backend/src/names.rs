@@ -10,16 +10,17 @@ use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-/// Which kind of name a token stands for. Each namespace numbers its names on its own.
+/// Which kind of name a token stands for (not a database's `Namespace`). Each kind numbers
+/// its names on its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum NameSpace {
+pub enum NameKind {
     Measurement,
     TagKey,
     TagValue,
     Field,
 }
 
-impl NameSpace {
+impl NameKind {
     pub const ALL: [Self; 4] = [Self::Measurement, Self::TagKey, Self::TagValue, Self::Field];
 
     /// The short stored code of the namespace (`m`, `tk`, `tv`, `f`).
@@ -33,7 +34,7 @@ impl NameSpace {
     }
 }
 
-impl fmt::Display for NameSpace {
+impl fmt::Display for NameKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Measurement => "measurement",
@@ -109,8 +110,8 @@ impl<'a> TokenRequest<'a> {
 pub trait NameStore: Send + Sync {
     /// The token of each name in `namespace`, issuing tokens for names not seen before
     /// (see the module docs). Tokens are stable forever and the same from every client.
-    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>>;
+    async fn tokenize(&self, namespace: NameKind, names: &[String]) -> Result<Vec<u64>>;
 
     /// The names of tokens issued in `namespace` (`None` for a token never issued).
-    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>>;
+    async fn names_of(&self, namespace: NameKind, tokens: &[u64]) -> Result<Vec<Option<String>>>;
 }

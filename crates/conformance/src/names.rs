@@ -4,7 +4,7 @@
 use crate::StoreFactory;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tickertape_backend::{Backend, NameSpace, NAMES_PER_DOCUMENT};
+use tickertape_backend::{Backend, NameKind, NAMES_PER_DOCUMENT};
 
 /// Checks `(name, token)` answers gathered from concurrent callers: every name got one
 /// token and no token went to two names. Returns the tokens by name.
@@ -54,7 +54,7 @@ pub fn odd_names() -> Vec<String> {
 pub async fn tokenize_at_once(
     handles: &[Arc<dyn Backend>],
     tasks: usize,
-    namespace: NameSpace,
+    namespace: NameKind,
     all: &[String],
 ) -> BTreeMap<String, u64> {
     let mut running = Vec::new();
@@ -92,7 +92,7 @@ pub async fn name_tokens_are_stable(f: &dyn StoreFactory) {
     let b = store.open().await;
     let odd = odd_names();
     let tokens = b
-        .tokenize(NameSpace::TagValue, &odd)
+        .tokenize(NameKind::TagValue, &odd)
         .await
         .expect("tokenize");
     let mut distinct = tokens.clone();
@@ -100,33 +100,31 @@ pub async fn name_tokens_are_stable(f: &dyn StoreFactory) {
     distinct.dedup();
     assert_eq!(distinct.len(), odd.len(), "one token per name: {tokens:?}");
     let names = b
-        .names_of(NameSpace::TagValue, &tokens)
+        .names_of(NameKind::TagValue, &tokens)
         .await
         .expect("names_of");
     assert_eq!(names, odd.iter().cloned().map(Some).collect::<Vec<_>>());
     // Repeats within a call get one token; a second call the same ones.
     let twice: Vec<String> = odd.iter().chain(&odd).cloned().collect();
     assert_eq!(
-        b.tokenize(NameSpace::TagValue, &twice)
-            .await
-            .expect("again"),
+        b.tokenize(NameKind::TagValue, &twice).await.expect("again"),
         tokens.iter().chain(&tokens).copied().collect::<Vec<_>>()
     );
 
     // Many callers at once, overlapping names, more than one name document's worth.
     let all: Vec<String> = (0..600).map(|i| format!("host-{i}")).collect();
-    let seen = tokenize_at_once(std::slice::from_ref(&b), 4, NameSpace::TagKey, &all).await;
+    let seen = tokenize_at_once(std::slice::from_ref(&b), 4, NameKind::TagKey, &all).await;
     drop(b);
     let b = store.open().await;
     assert_eq!(
-        b.tokenize(NameSpace::TagValue, &odd)
+        b.tokenize(NameKind::TagValue, &odd)
             .await
             .expect("after reopen"),
         tokens
     );
     let names: Vec<String> = seen.keys().cloned().collect();
     let again = b
-        .tokenize(NameSpace::TagKey, &names)
+        .tokenize(NameKind::TagKey, &names)
         .await
         .expect("after reopen");
     assert_eq!(again, seen.values().copied().collect::<Vec<_>>());
@@ -140,13 +138,13 @@ pub async fn name_tokens_count_from_zero_per_namespace(f: &dyn StoreFactory) {
     let b = store.open().await;
     let names: Vec<String> = ["cpu", "mem", "cpu", "disk"].map(String::from).to_vec();
     assert_eq!(
-        b.tokenize(NameSpace::Measurement, &names)
+        b.tokenize(NameKind::Measurement, &names)
             .await
             .expect("tokenize"),
         vec![0, 1, 0, 2]
     );
     assert_eq!(
-        b.tokenize(NameSpace::Field, &names[1..])
+        b.tokenize(NameKind::Field, &names[1..])
             .await
             .expect("tokenize"),
         vec![0, 1, 2]
@@ -157,7 +155,7 @@ pub async fn name_tokens_count_from_zero_per_namespace(f: &dyn StoreFactory) {
     let mut tokens = Vec::new();
     for chunk in many.chunks(97) {
         tokens.extend(
-            b.tokenize(NameSpace::TagValue, chunk)
+            b.tokenize(NameKind::TagValue, chunk)
                 .await
                 .expect("tokenize"),
         );
@@ -166,7 +164,7 @@ pub async fn name_tokens_count_from_zero_per_namespace(f: &dyn StoreFactory) {
     drop(b);
     let b = store.open().await;
     assert_eq!(
-        b.tokenize(NameSpace::Measurement, &["disk".into(), "net".into()])
+        b.tokenize(NameKind::Measurement, &["disk".into(), "net".into()])
             .await
             .expect("after reopen"),
         vec![2, 3]
@@ -174,7 +172,7 @@ pub async fn name_tokens_count_from_zero_per_namespace(f: &dyn StoreFactory) {
     let last = n as u64 - 1;
     assert_eq!(
         b.names_of(
-            NameSpace::TagValue,
+            NameKind::TagValue,
             &[NAMES_PER_DOCUMENT as u64, 0, last, last + 1, u64::MAX]
         )
         .await
@@ -188,12 +186,12 @@ pub async fn name_tokens_count_from_zero_per_namespace(f: &dyn StoreFactory) {
         ]
     );
     assert_eq!(
-        b.names_of(NameSpace::TagKey, &[0]).await.expect("names_of"),
+        b.names_of(NameKind::TagKey, &[0]).await.expect("names_of"),
         vec![None],
         "a namespace with no names"
     );
     assert!(b
-        .tokenize(NameSpace::Field, &[])
+        .tokenize(NameKind::Field, &[])
         .await
         .expect("empty call")
         .is_empty());

@@ -46,7 +46,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
-    DeriveRollups, DocumentStart, DroppedPartitions, Expiry, NameQuery, NameSpace, Partition,
+    DeriveRollups, DocumentStart, DroppedPartitions, Expiry, NameKind, NameQuery, Partition,
     PointsRange, RangePoints, RawBatch, RawOutcome, Result, SegmentRollupPlan, SeriesAppend,
     SeriesCount, SeriesHead, SeriesInfo, SnapshotReport, SnapshotTarget, StorageStats,
     StoredBucket, TokenRequest,
@@ -606,7 +606,7 @@ impl BucketStore for EmbeddedBackend {
 
 #[async_trait]
 impl NameStore for EmbeddedBackend {
-    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+    async fn tokenize(&self, namespace: NameKind, names: &[String]) -> Result<Vec<u64>> {
         let mut request = TokenRequest::new(names);
         let wanted: Vec<String> = request.missing().into_iter().map(str::to_owned).collect();
         let (wanted, found) = self
@@ -636,7 +636,7 @@ impl NameStore for EmbeddedBackend {
         request.finish()
     }
 
-    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
+    async fn names_of(&self, namespace: NameKind, tokens: &[u64]) -> Result<Vec<Option<String>>> {
         let tokens = tokens.to_vec();
         self.read(move |db| names::names_of(db, namespace, &tokens))
             .await

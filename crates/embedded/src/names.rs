@@ -12,7 +12,7 @@
 use crate::tables::META;
 use crate::writer::storage;
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
-use tickertape_backend::{BackendError, NameSpace, Result};
+use tickertape_backend::{BackendError, NameKind, Result};
 
 /// (namespace code, name) → token.
 pub const NAME_TOKENS: TableDefinition<(&str, &str), u64> = TableDefinition::new("name_tokens");
@@ -30,7 +30,7 @@ pub const CATALOG_CODE: &str = "key";
 
 /// The token of each name, `None` for names not issued yet. A read transaction: an
 /// existing name never waits for the writer.
-pub fn lookup(db: &Database, namespace: NameSpace, names: &[String]) -> Result<Vec<Option<u64>>> {
+pub fn lookup(db: &Database, namespace: NameKind, names: &[String]) -> Result<Vec<Option<u64>>> {
     let txn = db.begin_read().map_err(storage)?;
     let table = txn.open_table(NAME_TOKENS).map_err(storage)?;
     let code = namespace.code();
@@ -46,11 +46,7 @@ pub fn lookup(db: &Database, namespace: NameSpace, names: &[String]) -> Result<V
 }
 
 /// The names of `tokens` (`None` for a token never issued).
-pub fn names_of(
-    db: &Database,
-    namespace: NameSpace,
-    tokens: &[u64],
-) -> Result<Vec<Option<String>>> {
+pub fn names_of(db: &Database, namespace: NameKind, tokens: &[u64]) -> Result<Vec<Option<String>>> {
     let txn = db.begin_read().map_err(storage)?;
     let table = txn.open_table(TOKEN_NAMES).map_err(storage)?;
     let code = namespace.code();
@@ -68,7 +64,7 @@ pub fn names_of(
 /// The token of each name, issuing the next tokens, in order, to names that have none.
 /// Runs in the writer's transaction, so a name two callers both found missing is looked
 /// up again here and gets one token.
-pub fn issue(txn: &WriteTransaction, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+pub fn issue(txn: &WriteTransaction, namespace: NameKind, names: &[String]) -> Result<Vec<u64>> {
     issue_in(txn, namespace.code(), names)
 }
 

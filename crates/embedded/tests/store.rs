@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_backend::BucketRange;
 use tickertape_backend::{
-    Backend, BackendError, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, NameSpace,
+    Backend, BackendError, BucketFamily, BucketRead, BucketWrite, BucketWriteOutcome, NameKind,
     SlotChange, StoredBucket,
 };
 use tickertape_backend::{BucketStore, NameStore, SeriesCatalog, ValueStore};
@@ -378,7 +378,7 @@ async fn concurrent_tokenize_gives_one_token_per_name() {
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
             for chunk in mine.chunks(25) {
-                let t = b.tokenize(NameSpace::TagValue, chunk).await.unwrap();
+                let t = b.tokenize(NameKind::TagValue, chunk).await.unwrap();
                 got.extend(chunk.iter().cloned().zip(t));
             }
             got

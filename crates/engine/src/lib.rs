@@ -172,10 +172,12 @@ pub struct QueryLimits {
 
 impl QueryLimits {
     pub const DEFAULT_MAX_SERIES: usize = 200_000;
-    /// 50 M, Prometheus' own default (`--query.max-samples`): a Grafana panel over 7 days
-    /// of 1,000 series scraped every minute reads 10 M raw points, which a tighter
-    /// default would refuse.
-    pub const DEFAULT_MAX_POINTS: usize = 50_000_000;
+    /// 10 M. Prometheus' own default is 50 M samples, but here the widest shapes then
+    /// peak at 1.7 GiB a request (InfluxQL's 9 M raw rows, against 329 MiB at 10 M;
+    /// docs/BENCHMARKS.md, "Memory"): a row costs far more than the 16 bytes of a point.
+    /// A 7-day Grafana panel over 1,000 series scraped every minute (10 M points) needs
+    /// the flag raised.
+    pub const DEFAULT_MAX_POINTS: usize = 10_000_000;
     /// 64 MiB: a chart or a Grafana panel takes a few MiB; a bigger answer is an export
     /// (`tickertape export`), and the server holds an answer whole while it sends it
     /// (beside the rows it was written from).

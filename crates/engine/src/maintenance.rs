@@ -7,7 +7,7 @@ use crate::{Engine, EngineError};
 use std::collections::HashMap;
 use tickertape_backend::DocumentStart;
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketWrite, Expiry, NameSpace, Partition, SeriesInfo,
+    BackendError, BucketFamily, BucketWrite, Expiry, NameKind, Partition, SeriesInfo,
 };
 use tickertape_core::database::{describe_stored, split_stored, DatabaseName};
 use tickertape_core::query::{select_range, without_stale_markers};
@@ -236,7 +236,7 @@ impl Engine {
         tokens.dedup();
         let names = self
             .backend
-            .names_of(NameSpace::Measurement, &tokens)
+            .names_of(NameKind::Measurement, &tokens)
             .await?;
         Ok(tokens
             .into_iter()

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::RwLock;
-use tickertape_backend::{NameSpace, NameStore, Result};
+use tickertape_backend::{NameKind, NameStore, Result};
 
 /// Name → token, per namespace, for every name this engine has tokenized or looked up.
 /// Keyed by namespace first so that a lookup by `&str` allocates nothing (the hot path:
@@ -14,14 +14,14 @@ pub struct NameCache {
     tokens: RwLock<Tokens>,
 }
 
-type Tokens = HashMap<NameSpace, HashMap<String, u64>>;
+type Tokens = HashMap<NameKind, HashMap<String, u64>>;
 
 impl NameCache {
     /// The token of each name, asking `backend` only for the names not cached.
     pub async fn tokenize(
         &self,
         backend: &dyn NameStore,
-        namespace: NameSpace,
+        namespace: NameKind,
         names: &[&str],
     ) -> Result<Vec<u64>> {
         let mut out: Vec<Option<u64>> = {

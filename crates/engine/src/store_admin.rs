@@ -5,7 +5,7 @@
 
 use crate::{Engine, EngineError};
 use std::sync::Arc;
-use tickertape_backend::{NameSpace, SlotKind, SnapshotReport, SnapshotTarget, StorageStats};
+use tickertape_backend::{NameKind, SlotKind, SnapshotReport, SnapshotTarget, StorageStats};
 
 impl Engine {
     /// The store's kind, as `--store` names it ("embedded", "mongodb", …).
@@ -48,7 +48,7 @@ impl Engine {
         let tokens: Vec<u64> = raw.iter().map(|(token, _)| *token).collect();
         let names = self
             .backend
-            .names_of(NameSpace::Measurement, &tokens)
+            .names_of(NameKind::Measurement, &tokens)
             .await?;
         Ok(raw
             .into_iter()

@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tickertape_backend::{
-    BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups, NameSpace,
-    RawBatch, RawOutcome, SeriesAppend, SlotChange,
+    BackendError, BucketFamily, BucketWrite, BucketWriteOutcome, DeriveRollups, NameKind, RawBatch,
+    RawOutcome, SeriesAppend, SlotChange,
 };
 use tickertape_core::database::{self, Namespace};
 use tickertape_core::rollup::{BucketGeometry, MIN_BUCKET_TIME};
@@ -350,7 +350,7 @@ impl Engine {
         let stored = self.stored_measurement(measurement);
         let tokens = self
             .names
-            .tokenize(&*self.backend, NameSpace::Measurement, &[&stored])
+            .tokenize(&*self.backend, NameKind::Measurement, &[&stored])
             .await?;
         tokens.first().copied().ok_or_else(|| {
             EngineError::Backend(tickertape_backend::BackendError::Storage(format!(

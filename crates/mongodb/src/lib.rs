@@ -59,7 +59,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
-    DocumentStart, NameQuery, NameSpace, Partition, PointsRange, RangePoints, Result,
+    DocumentStart, NameKind, NameQuery, Partition, PointsRange, RangePoints, Result,
     SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo, SnapshotReport,
     SnapshotTarget, StorageStats, StoredBucket,
 };
@@ -416,11 +416,11 @@ impl DatabaseCatalog for MongoBackend {
 
 #[async_trait]
 impl NameStore for MongoBackend {
-    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+    async fn tokenize(&self, namespace: NameKind, names: &[String]) -> Result<Vec<u64>> {
         self.shared.tokenize_names(namespace, names).await
     }
 
-    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
+    async fn names_of(&self, namespace: NameKind, tokens: &[u64]) -> Result<Vec<Option<String>>> {
         self.shared.names_of_tokens(namespace, tokens).await
     }
 }

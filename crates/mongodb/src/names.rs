@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use mongodb::bson::{doc, Bson, Document};
-use tickertape_backend::{BackendError, NameSpace, Result, TokenRequest, NAMES_PER_DOCUMENT};
+use tickertape_backend::{BackendError, NameKind, Result, TokenRequest, NAMES_PER_DOCUMENT};
 
 use crate::bulk;
 use crate::error::{corrupt, map_err};
@@ -41,14 +41,14 @@ const MAX_ROUNDS: usize = 1_000;
 const LOOKUP_CHUNK: usize = 1_000;
 
 /// The `_id` of the name document of `namespace` with least value `lv`.
-fn name_doc_id(namespace: NameSpace, lv: i64) -> Document {
+fn name_doc_id(namespace: NameKind, lv: i64) -> Document {
     doc! { "ns": namespace.code(), "lv": lv }
 }
 
 impl Shared {
     pub(crate) async fn tokenize_names(
         &self,
-        namespace: NameSpace,
+        namespace: NameKind,
         names: &[String],
     ) -> Result<Vec<u64>> {
         let mut request = TokenRequest::new(names);
@@ -78,7 +78,7 @@ impl Shared {
     /// The smallest token of each of `names` that has one.
     async fn lookup_names(
         &self,
-        namespace: NameSpace,
+        namespace: NameKind,
         names: &[&str],
     ) -> Result<HashMap<String, u64>> {
         let mut tokens: HashMap<String, u64> = HashMap::new();
@@ -110,7 +110,7 @@ impl Shared {
     /// One attempt to push `names` into the newest document of `namespace`: as many as fit,
     /// in one conditional update; opens the next document when the newest is full.
     /// Whether it worked is learnt by looking the names up again.
-    async fn push_names(&self, namespace: NameSpace, names: &[&str]) -> Result<()> {
+    async fn push_names(&self, namespace: NameKind, names: &[&str]) -> Result<()> {
         let Some((lv, len)) = self.newest_name_doc(namespace).await? else {
             return self.open_name_doc(namespace, 0).await;
         };
@@ -135,7 +135,7 @@ impl Shared {
 
     /// `(lv, number of names)` of the newest document of `namespace`, found through the
     /// `_id` index: `_id`s `{ns, lv}` of one namespace are a contiguous range.
-    async fn newest_name_doc(&self, namespace: NameSpace) -> Result<Option<(i64, i64)>> {
+    async fn newest_name_doc(&self, namespace: NameKind) -> Result<Option<(i64, i64)>> {
         let newest = self
             .db
             .collection::<Document>(NAMES)
@@ -153,7 +153,7 @@ impl Shared {
 
     /// Inserts the empty document `lv` of `namespace`; a duplicate key means another writer
     /// opened it first, which is as good.
-    async fn open_name_doc(&self, namespace: NameSpace, lv: i64) -> Result<()> {
+    async fn open_name_doc(&self, namespace: NameKind, lv: i64) -> Result<()> {
         let document = doc! {
             "_id": name_doc_id(namespace, lv),
             "ns": namespace.code(),
@@ -166,7 +166,7 @@ impl Shared {
 
     pub(crate) async fn names_of_tokens(
         &self,
-        namespace: NameSpace,
+        namespace: NameKind,
         tokens: &[u64],
     ) -> Result<Vec<Option<String>>> {
         let lv_of = |t: u64| i64::try_from(t - t % NAMES_PER_DOCUMENT as u64).ok();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::*;
 use mongodb::bson::{doc, Document};
 use mongodb::Client;
-use tickertape_backend::{Backend, NameSpace, NameStore, NAMES_PER_DOCUMENT};
+use tickertape_backend::{Backend, NameKind, NameStore, NAMES_PER_DOCUMENT};
 use tickertape_conformance::{odd_names, tokenize_at_once};
 use tickertape_mongodb::uri_with_database;
 
@@ -25,7 +25,7 @@ async fn names_are_stored_as_values_in_capped_documents() {
         .chain((0..NAMES_PER_DOCUMENT + 10).map(|i| format!("v{i}")))
         .collect();
     let tokens = b
-        .tokenize(NameSpace::TagValue, &names)
+        .tokenize(NameKind::TagValue, &names)
         .await
         .expect("tokenize");
     assert_eq!(tokens, (0..names.len() as u64).collect::<Vec<_>>());
@@ -66,18 +66,18 @@ async fn concurrent_handles_agree_on_every_token() {
         .iter()
         .map(|h| h.clone() as Arc<dyn Backend>)
         .collect();
-    let seen = tokenize_at_once(&shared, 6, NameSpace::TagKey, &all).await;
+    let seen = tokenize_at_once(&shared, 6, NameKind::TagKey, &all).await;
     // Every handle, and a new one, reads the same tokens and names back.
     let names: Vec<String> = seen.keys().cloned().collect();
     let tokens: Vec<u64> = seen.values().copied().collect();
     let fresh = open(&db, 8).await;
     for b in handles.iter().map(|h| &**h).chain([&fresh]) {
         assert_eq!(
-            b.tokenize(NameSpace::TagKey, &names).await.expect("again"),
+            b.tokenize(NameKind::TagKey, &names).await.expect("again"),
             tokens
         );
         assert_eq!(
-            b.names_of(NameSpace::TagKey, &tokens)
+            b.names_of(NameKind::TagKey, &tokens)
                 .await
                 .expect("names_of"),
             names.iter().cloned().map(Some).collect::<Vec<_>>()

@@ -26,7 +26,7 @@ use mongodb::event::EventHandler;
 use mongodb::options::ClientOptions;
 use tickertape_backend::{
     Backend, BucketFamily, BucketRange, BucketRead, BucketStore, BucketWrite, DocumentStart,
-    NameQuery, NameSpace, NameStore, SeriesAppend, SeriesCatalog, SlotChange, ValueStore,
+    NameKind, NameQuery, NameStore, SeriesAppend, SeriesCatalog, SlotChange, ValueStore,
 };
 use tickertape_core::partition::DEFAULT_PARTITION_NS;
 use tickertape_core::rollup::Resolution;
@@ -494,10 +494,10 @@ async fn every_command_on_a_sharded_collection_is_targeted_or_a_documented_scatt
         .expect("count");
     let names = vec!["cpu".to_owned(), "disk".to_owned()];
     let tokens = b
-        .tokenize(NameSpace::Measurement, &names)
+        .tokenize(NameKind::Measurement, &names)
         .await
         .expect("tokenize");
-    b.names_of(NameSpace::Measurement, &tokens)
+    b.names_of(NameKind::Measurement, &tokens)
         .await
         .expect("names_of");
     b.stats().await.expect("stats");

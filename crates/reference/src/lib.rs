@@ -33,7 +33,7 @@ use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tickertape_backend::{
     Backend, BackendError, BucketRange, BucketRead, BucketWrite, BucketWriteOutcome, DeleteRange,
-    DeriveRollups, DocumentStart, NameQuery, NameSpace, Partition, RawBatch, RawOutcome, Result,
+    DeriveRollups, DocumentStart, NameKind, NameQuery, Partition, RawBatch, RawOutcome, Result,
     RollupPlan, SegmentRollupPlan, SeriesAppend, SeriesCount, SeriesHead, SeriesInfo,
     SnapshotReport, SnapshotTarget, StorageStats, StoredBucket,
 };
@@ -451,11 +451,11 @@ impl DatabaseCatalog for ReferenceBackend {
 
 #[async_trait]
 impl NameStore for ReferenceBackend {
-    async fn tokenize(&self, namespace: NameSpace, names: &[String]) -> Result<Vec<u64>> {
+    async fn tokenize(&self, namespace: NameKind, names: &[String]) -> Result<Vec<u64>> {
         Ok(self.state().names.tokenize(namespace, names))
     }
 
-    async fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Result<Vec<Option<String>>> {
+    async fn names_of(&self, namespace: NameKind, tokens: &[u64]) -> Result<Vec<Option<String>>> {
         Ok(self.state().names.names_of(namespace, tokens))
     }
 }

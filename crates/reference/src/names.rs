@@ -1,7 +1,7 @@
 //! The name store (`docs/design.md#the-name-store`): names ↔ tokens, numbered per namespace.
 
 use std::collections::BTreeMap;
-use tickertape_backend::NameSpace;
+use tickertape_backend::NameKind;
 
 /// Each namespace's names in the order their tokens were issued: a name's token is its
 /// index. That is what the MongoDB name store's capped documents give (a document's `lv`
@@ -10,13 +10,13 @@ use tickertape_backend::NameSpace;
 /// seen, never reused.
 #[derive(Clone, Debug, Default)]
 pub struct Names {
-    issued: BTreeMap<NameSpace, Vec<String>>,
+    issued: BTreeMap<NameKind, Vec<String>>,
 }
 
 impl Names {
     /// "The token of each name in `namespace`, issuing tokens for names not seen before"
     /// (`Backend::tokenize`); a name repeated in one call is issued once.
-    pub fn tokenize(&mut self, namespace: NameSpace, names: &[String]) -> Vec<u64> {
+    pub fn tokenize(&mut self, namespace: NameKind, names: &[String]) -> Vec<u64> {
         let issued = self.issued.entry(namespace).or_default();
         names
             .iter()
@@ -34,7 +34,7 @@ impl Names {
     }
 
     /// "The names of tokens issued in `namespace` (`None` for a token never issued)."
-    pub fn names_of(&self, namespace: NameSpace, tokens: &[u64]) -> Vec<Option<String>> {
+    pub fn names_of(&self, namespace: NameKind, tokens: &[u64]) -> Vec<Option<String>> {
         let issued = self.issued.get(&namespace).map_or(&[][..], Vec::as_slice);
         tokens
             .iter()
@@ -52,16 +52,16 @@ mod tests {
         let mut names = Names::default();
         let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            names.tokenize(NameSpace::Field, &words(&["b", "a", "b"])),
+            names.tokenize(NameKind::Field, &words(&["b", "a", "b"])),
             vec![0, 1, 0]
         );
-        assert_eq!(names.tokenize(NameSpace::TagKey, &words(&["a"])), vec![0]);
+        assert_eq!(names.tokenize(NameKind::TagKey, &words(&["a"])), vec![0]);
         assert_eq!(
-            names.tokenize(NameSpace::Field, &words(&["c", "a"])),
+            names.tokenize(NameKind::Field, &words(&["c", "a"])),
             vec![2, 1]
         );
         assert_eq!(
-            names.names_of(NameSpace::Field, &[1, 3, u64::MAX]),
+            names.names_of(NameKind::Field, &[1, 3, u64::MAX]),
             vec![Some("a".to_string()), None, None]
         );
     }

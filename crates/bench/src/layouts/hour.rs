@@ -10,7 +10,7 @@ use tickertape_backend::DocumentStart;
 
 use anyhow::{bail, Context, Result};
 use tickertape_backend::{
-    Backend, BucketFamily, BucketWrite, BucketWriteOutcome, NameSpace, SlotChange,
+    Backend, BucketFamily, BucketWrite, BucketWriteOutcome, NameKind, SlotChange,
 };
 use tickertape_core::rollup::BucketGeometry;
 use tickertape_core::schema::Schema;
@@ -37,7 +37,7 @@ pub(super) async fn run(
     let ids = super::resolve(&*backend, ctx.data).await?;
     // The engine finds the family by the measurement's name-store token: the same call.
     let token = backend
-        .tokenize(NameSpace::Measurement, &[MEASUREMENT.to_owned()])
+        .tokenize(NameKind::Measurement, &[MEASUREMENT.to_owned()])
         .await?
         .first()
         .copied()

@@ -30,7 +30,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tickertape_backend::{
-    Backend, BackendError, BucketFamily, DeleteRange, NameSpace, SeriesAppend,
+    Backend, BackendError, BucketFamily, DeleteRange, NameKind, SeriesAppend,
 };
 use tickertape_backend::{NameStore, SeriesCatalog, ValueStore};
 use tickertape_core::query::select_range;
@@ -502,7 +502,7 @@ impl Check {
 
     /// Tokens are compared as issued: from 0 per namespace, in first-seen order.
     async fn names(&mut self) {
-        let namespace = *NameSpace::ALL.choose(&mut self.rng).expect("namespaces");
+        let namespace = *NameKind::ALL.choose(&mut self.rng).expect("namespaces");
         let names: Vec<String> = (0..self.rng.gen_range(1..=5))
             .filter_map(|_| NAMES.choose(&mut self.rng).map(|n| n.to_string()))
             .collect();

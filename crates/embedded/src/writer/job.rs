@@ -5,7 +5,7 @@ use crate::buckets::{Target, ValidWrite};
 use crate::databases::DatabaseChange;
 use tickertape_backend::{
     BackendError, BucketWriteOutcome, DeleteRange, DeriveRollups, DroppedPartitions, Expiry,
-    NameSpace, RawOutcome, Result, SeriesAppend, SnapshotReport, SnapshotTarget,
+    NameKind, RawOutcome, Result, SeriesAppend, SnapshotReport, SnapshotTarget,
 };
 use tickertape_core::{SeriesId, SeriesKey};
 use tokio::sync::oneshot;
@@ -47,7 +47,7 @@ pub enum Job {
         reply: oneshot::Sender<Result<()>>,
     },
     Tokenize {
-        namespace: NameSpace,
+        namespace: NameKind,
         /// Names a read found missing, each once, in the order first seen.
         names: Vec<String>,
         reply: oneshot::Sender<Result<Vec<u64>>>,
