@@ -223,8 +223,8 @@ impl Engine {
         Ok(())
     }
 
-    /// The measurement name of each token the partitions use.
-    async fn measurement_names(
+    /// The stored measurement name of each token the partitions use.
+    pub(crate) async fn measurement_names(
         &self,
         partitions: &[Partition],
     ) -> Result<HashMap<u64, String>, EngineError> {

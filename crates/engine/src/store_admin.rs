@@ -5,7 +5,7 @@
 
 use crate::{Engine, EngineError};
 use std::sync::Arc;
-use tickertape_backend::{NameKind, SlotKind, SnapshotReport, SnapshotTarget, StorageStats};
+use tickertape_backend::{SlotKind, SnapshotReport, SnapshotTarget, StorageStats};
 
 impl Engine {
     /// The store's kind, as `--store` names it ("embedded", "mongodb", …).
@@ -33,31 +33,22 @@ impl Engine {
     /// with its slots' interval (ns), by the names its users write: the partitions say
     /// how the store wrote a measurement, the schema how it is read.
     pub async fn stored_bucket_intervals(&self) -> Result<Vec<(String, i64)>, EngineError> {
-        let mut raw: Vec<(u64, i64)> = self
-            .backend
-            .list_partitions()
-            .await?
-            .into_iter()
+        let partitions = self.backend.list_partitions().await?;
+        let stored_names = self.measurement_names(&partitions).await?;
+        let mut out: Vec<(String, i64)> = partitions
+            .iter()
             .filter_map(|p| match p.family().slots() {
-                SlotKind::Raw { interval_ns } => Some((p.family().measurement(), interval_ns)),
+                SlotKind::Raw { interval_ns } => {
+                    let stored = stored_names.get(&p.family().measurement())?;
+                    let name = self.namespace().user(stored)?;
+                    Some((name.to_string(), interval_ns))
+                }
                 SlotKind::Rollup(_) => None,
             })
             .collect();
-        raw.sort_unstable();
-        raw.dedup();
-        let tokens: Vec<u64> = raw.iter().map(|(token, _)| *token).collect();
-        let names = self
-            .backend
-            .names_of(NameKind::Measurement, &tokens)
-            .await?;
-        Ok(raw
-            .into_iter()
-            .zip(names)
-            .filter_map(|((_, interval_ns), stored)| {
-                let name = self.namespace().user(stored.as_deref()?)?;
-                Some((name.to_string(), interval_ns))
-            })
-            .collect())
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 
     /// Whether this engine (with its clones) is the last holder of the store, so that
